@@ -1,0 +1,97 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Mediator",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "MediatorProtocol", targets: ["MediatorProtocol"]),
+        .library(name: "MediatorDaemon", targets: ["MediatorDaemon"]),
+        .library(name: "MediatorClient", targets: ["MediatorClient"]),
+        .executable(name: "mediatord", targets: ["mediatord"]),
+        .executable(name: "mediatorctl", targets: ["mediatorctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+    ],
+    targets: [
+        // Wire types, framing, names, URLs, schemas: no dependencies, no I/O.
+        .target(name: "MediatorProtocol", path: "Protocol"),
+
+        // The NIO pieces that the daemon and the client share: line framing.
+        .target(
+            name: "MediatorTransport",
+            dependencies: ["MediatorProtocol", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Transport"
+        ),
+        .target(
+            name: "MediatorDaemon",
+            dependencies: [
+                "MediatorProtocol",
+                "MediatorTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Daemon/MediatorDaemon"
+        ),
+        .executableTarget(
+            name: "mediatord",
+            dependencies: [
+                "MediatorDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Daemon/mediatord"
+        ),
+        .target(
+            name: "MediatorClient",
+            dependencies: [
+                "MediatorProtocol",
+                "MediatorTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Client/MediatorClient"
+        ),
+        .executableTarget(
+            name: "mediatorctl",
+            dependencies: [
+                "MediatorClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Client/mediatorctl"
+        ),
+        .executableTarget(
+            name: "example-component",
+            dependencies: ["MediatorClient"],
+            path: "Examples/SwiftComponent"
+        ),
+        .executableTarget(
+            name: "mediator-bench",
+            dependencies: [
+                "MediatorClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/mediator-bench"
+        ),
+
+        .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
+        .testTarget(name: "MediatorDaemonTests", dependencies: ["MediatorDaemon"], path: "Tests/MediatorDaemonTests"),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["MediatorClient", "MediatorProtocol"],
+            path: "Tests/IntegrationTests"
+        ),
+    ]
+)

@@ -1,0 +1,46 @@
+/// One inbound frame, classified, with its top-level members checked.
+///
+/// Bulky members (`params`, `result`, `error`, `data`, `caller`) are kept as
+/// byte ranges into the frame: a broker forwards them as the bytes that
+/// arrived and decodes them only when it must (schema checks, its own
+/// actions).
+public struct Envelope: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable { case request, response, event }
+
+    public var kind: Kind
+    /// Request: nil means oneway. Response: nil means `"id": null`.
+    public var id: MessageID?
+    /// The exact bytes of the `id` value, for echoing it back unchanged.
+    public var idRange: Range<Int>?
+
+    // Request members.
+    public var target: String = ""
+    public var action: String = ""
+    public var paramsRange: Range<Int>?
+    public var timeoutMs: Int64?
+    public var more: Bool = false
+    public var callerRange: Range<Int>?
+
+    // Response members.
+    public var resultRange: Range<Int>?
+    public var errorRange: Range<Int>?
+    public var continues: Bool = false
+
+    // Event members.
+    public var event: String = ""
+    public var dataRange: Range<Int>?
+
+    public init(kind: Kind) { self.kind = kind }
+
+    public var isError: Bool { errorRange != nil }
+}
+
+/// A frame that could not be read as a message, with the id when one was read.
+public struct EnvelopeError: Error, Sendable, Equatable {
+    public var error: MediatorError
+    public var id: MessageID?
+    public init(_ error: MediatorError, id: MessageID?) {
+        self.error = error
+        self.id = id
+    }
+}

@@ -1,0 +1,345 @@
+/// A strict JSON (RFC 8259) reader over raw bytes.
+///
+/// It exists, rather than Foundation's `JSONSerialization`, because the broker
+/// needs what a generic decoder cannot give: the byte range of each top-level
+/// member (so `params` and `result` are forwarded as the bytes that arrived,
+/// never decoded and re-encoded), a nesting limit, and validation without
+/// building values.
+public struct JSONParser {
+    public static let defaultMaxDepth = 128
+
+    let bytes: UnsafeRawBufferPointer
+    let maxDepth: Int
+    var position: Int
+
+    public init(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = JSONParser.defaultMaxDepth) {
+        self.bytes = bytes
+        self.maxDepth = maxDepth
+        self.position = 0
+    }
+
+    /// Parses one whole document (surrounding whitespace allowed).
+    public static func parse(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = defaultMaxDepth) throws(JSONParseError) -> JSONValue {
+        var parser = JSONParser(bytes, maxDepth: maxDepth)
+        parser.skipWhitespace()
+        let value = try parser.parseValue(depth: 0)
+        parser.skipWhitespace()
+        guard parser.position == bytes.count else { throw parser.error("unexpected data after the value") }
+        return value
+    }
+
+    public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth) throws(JSONParseError) -> JSONValue {
+        let array = Array(bytes)
+        do {
+            return try array.withUnsafeBytes { buffer in try parse(buffer, maxDepth: maxDepth) }
+        } catch let error as JSONParseError {
+            throw error
+        } catch {
+            throw JSONParseError(offset: 0, reason: "\(error)")
+        }
+    }
+
+    public static func parse(_ text: String, maxDepth: Int = defaultMaxDepth) throws(JSONParseError) -> JSONValue {
+        try parse(Array(text.utf8), maxDepth: maxDepth)
+    }
+
+    // MARK: - Scanning primitives
+
+    func error(_ reason: String) -> JSONParseError {
+        JSONParseError(offset: position, reason: reason)
+    }
+
+    var atEnd: Bool { position >= bytes.count }
+
+    var current: UInt8 { bytes[position] }
+
+    mutating func skipWhitespace() {
+        while position < bytes.count {
+            switch bytes[position] {
+            case 0x20, 0x09, 0x0A, 0x0D: position += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func expect(_ byte: UInt8, _ what: String) throws(JSONParseError) {
+        guard !atEnd, current == byte else { throw error("expected \(what)") }
+        position += 1
+    }
+
+    mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+        let count = literal.utf8CodeUnitCount
+        guard position + count <= bytes.count else { throw error("invalid literal") }
+        let start = literal.utf8Start
+        for offset in 0..<count where bytes[position + offset] != start[offset] {
+            throw error("invalid literal")
+        }
+        position += count
+    }
+
+    // MARK: - Values
+
+    mutating func parseValue(depth: Int) throws(JSONParseError) -> JSONValue {
+        guard !atEnd else { throw error("unexpected end of input") }
+        switch current {
+        case UInt8(ascii: "{"): return try parseObject(depth: depth + 1)
+        case UInt8(ascii: "["): return try parseArray(depth: depth + 1)
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        default: return try parseNumber()
+        }
+    }
+
+    mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
+        guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth)") }
+        position += 1
+        var members: [String: JSONValue] = [:]
+        skipWhitespace()
+        if !atEnd, current == UInt8(ascii: "}") {
+            position += 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard !atEnd, current == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            let key = try parseString()
+            skipWhitespace()
+            try expect(UInt8(ascii: ":"), "':'")
+            skipWhitespace()
+            members[key] = try parseValue(depth: depth)
+            skipWhitespace()
+            guard !atEnd else { throw error("unexpected end of input in an object") }
+            if current == UInt8(ascii: ",") { position += 1; continue }
+            if current == UInt8(ascii: "}") { position += 1; return .object(members) }
+            throw error("expected ',' or '}'")
+        }
+    }
+
+    mutating func parseArray(depth: Int) throws(JSONParseError) -> JSONValue {
+        guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth)") }
+        position += 1
+        var items: [JSONValue] = []
+        skipWhitespace()
+        if !atEnd, current == UInt8(ascii: "]") {
+            position += 1
+            return .array(items)
+        }
+        while true {
+            skipWhitespace()
+            items.append(try parseValue(depth: depth))
+            skipWhitespace()
+            guard !atEnd else { throw error("unexpected end of input in an array") }
+            if current == UInt8(ascii: ",") { position += 1; continue }
+            if current == UInt8(ascii: "]") { position += 1; return .array(items) }
+            throw error("expected ',' or ']'")
+        }
+    }
+
+    mutating func parseString() throws(JSONParseError) -> String {
+        position += 1  // opening quote
+        let start = position
+        // Fast path: no escapes.
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<position])
+                position += 1
+                guard let text = String(validating: slice, as: UTF8.self) else {
+                    throw JSONParseError(offset: start, reason: "string is not valid UTF-8")
+                }
+                return text
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw error("control character in a string") }
+            position += 1
+        }
+        var utf8 = Array(bytes[start..<position])
+        while position < bytes.count {
+            let byte = bytes[position]
+            switch byte {
+            case UInt8(ascii: "\""):
+                position += 1
+                guard let text = String(validating: utf8, as: UTF8.self) else {
+                    throw JSONParseError(offset: start, reason: "string is not valid UTF-8")
+                }
+                return text
+            case UInt8(ascii: "\\"):
+                position += 1
+                guard !atEnd else { throw error("unterminated escape") }
+                let escaped = current
+                position += 1
+                switch escaped {
+                case UInt8(ascii: "\""): utf8.append(0x22)
+                case UInt8(ascii: "\\"): utf8.append(0x5C)
+                case UInt8(ascii: "/"): utf8.append(0x2F)
+                case UInt8(ascii: "b"): utf8.append(0x08)
+                case UInt8(ascii: "f"): utf8.append(0x0C)
+                case UInt8(ascii: "n"): utf8.append(0x0A)
+                case UInt8(ascii: "r"): utf8.append(0x0D)
+                case UInt8(ascii: "t"): utf8.append(0x09)
+                case UInt8(ascii: "u"):
+                    let scalar = try parseUnicodeEscape()
+                    utf8.append(contentsOf: String(Character(scalar)).utf8)
+                default: throw error("invalid escape")
+                }
+            default:
+                if byte < 0x20 { throw error("control character in a string") }
+                utf8.append(byte)
+                position += 1
+            }
+        }
+        throw error("unterminated string")
+    }
+
+    mutating func parseHex4() throws(JSONParseError) -> UInt32 {
+        guard position + 4 <= bytes.count else { throw error("short \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[position]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw error("invalid hex digit in \\u escape")
+            }
+            value = value << 4 | digit
+            position += 1
+        }
+        return value
+    }
+
+    mutating func parseUnicodeEscape() throws(JSONParseError) -> Unicode.Scalar {
+        let high = try parseHex4()
+        if (0xD800...0xDBFF).contains(high) {
+            guard position + 6 <= bytes.count, bytes[position] == UInt8(ascii: "\\"),
+                bytes[position + 1] == UInt8(ascii: "u")
+            else { throw error("unpaired surrogate") }
+            position += 2
+            let low = try parseHex4()
+            guard (0xDC00...0xDFFF).contains(low),
+                let scalar = Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+            else { throw error("invalid surrogate pair") }
+            return scalar
+        }
+        guard let scalar = Unicode.Scalar(high) else { throw error("unpaired surrogate") }
+        return scalar
+    }
+
+    /// Scans a number's bytes; returns whether it had a fraction or exponent.
+    mutating func scanNumber() throws(JSONParseError) -> Bool {
+        var isInteger = true
+        if !atEnd, current == UInt8(ascii: "-") { position += 1 }
+        guard !atEnd, isDigit(current) else { throw error("invalid value") }
+        if current == UInt8(ascii: "0") {
+            position += 1
+        } else {
+            while !atEnd, isDigit(current) { position += 1 }
+        }
+        if !atEnd, current == UInt8(ascii: ".") {
+            isInteger = false
+            position += 1
+            guard !atEnd, isDigit(current) else { throw error("digit expected after '.'") }
+            while !atEnd, isDigit(current) { position += 1 }
+        }
+        if !atEnd, current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+            isInteger = false
+            position += 1
+            if !atEnd, current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { position += 1 }
+            guard !atEnd, isDigit(current) else { throw error("digit expected in exponent") }
+            while !atEnd, isDigit(current) { position += 1 }
+        }
+        return isInteger
+    }
+
+    mutating func parseNumber() throws(JSONParseError) -> JSONValue {
+        let start = position
+        let isInteger = try scanNumber()
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+        if isInteger, let number = Int64(text) { return .int(number) }
+        guard let number = Double(text) else { throw JSONParseError(offset: start, reason: "invalid number") }
+        return .double(number)
+    }
+
+    func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+
+    // MARK: - Validation without building values
+
+    /// Checks one value and moves past it, building nothing.
+    mutating func skipValue(depth: Int) throws(JSONParseError) {
+        guard !atEnd else { throw error("unexpected end of input") }
+        switch current {
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            try skipContainer(depth: depth + 1)
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "t"): try expectLiteral("true")
+        case UInt8(ascii: "f"): try expectLiteral("false")
+        case UInt8(ascii: "n"): try expectLiteral("null")
+        default: _ = try scanNumber()
+        }
+    }
+
+    mutating func skipContainer(depth: Int) throws(JSONParseError) {
+        guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth)") }
+        let isObject = current == UInt8(ascii: "{")
+        let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+        position += 1
+        skipWhitespace()
+        if !atEnd, current == close { position += 1; return }
+        while true {
+            skipWhitespace()
+            if isObject {
+                guard !atEnd, current == UInt8(ascii: "\"") else { throw error("expected a member name") }
+                try skipString()
+                skipWhitespace()
+                try expect(UInt8(ascii: ":"), "':'")
+                skipWhitespace()
+            }
+            try skipValue(depth: depth)
+            skipWhitespace()
+            guard !atEnd else { throw error("unexpected end of input") }
+            if current == UInt8(ascii: ",") { position += 1; continue }
+            if current == close { position += 1; return }
+            throw error(isObject ? "expected ',' or '}'" : "expected ',' or ']'")
+        }
+    }
+
+    mutating func skipString() throws(JSONParseError) {
+        position += 1
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") { position += 1; return }
+            if byte < 0x20 { throw error("control character in a string") }
+            if byte == UInt8(ascii: "\\") {
+                position += 1
+                guard !atEnd else { break }
+                if current == UInt8(ascii: "u") {
+                    position += 1
+                    _ = try parseHex4()
+                    continue
+                }
+                switch current {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+                    UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    break
+                default: throw error("invalid escape")
+                }
+            }
+            position += 1
+        }
+        throw error("unterminated string")
+    }
+}
+
+/// Why a byte sequence is not the JSON expected, and where.
+public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var offset: Int
+    public var reason: String
+    public init(offset: Int, reason: String) {
+        self.offset = offset
+        self.reason = reason
+    }
+    public var description: String { "\(reason) at byte \(offset)" }
+}

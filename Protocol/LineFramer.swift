@@ -1,0 +1,77 @@
+/// Splits a byte stream into LF-terminated frames with an exact size limit.
+///
+/// The limit counts the frame's bytes without its terminator (`\n` or
+/// `\r\n`). A longer frame is reported once, then discarded up to the next
+/// LF, and the stream goes on. Empty lines are skipped. The framer keeps how
+/// far it has already looked, so each byte is scanned once however the
+/// stream is chunked.
+public struct LineFramer: Sendable {
+    public enum Step: Equatable, Sendable {
+        /// A frame occupies `bytes[start..<start+length]`; drop `consumed`
+        /// bytes (skipped empty lines, frame and terminator) before the next call.
+        case frame(start: Int, length: Int, consumed: Int)
+        /// A frame over the limit began; drop `consumed` bytes. Reported once
+        /// per oversized frame.
+        case tooLarge(consumed: Int)
+        /// No complete frame: drop `consumed` bytes (skipped or discarded
+        /// ones) and call again when more bytes arrive.
+        case needMore(consumed: Int)
+    }
+
+    public let maxFrameBytes: Int
+    /// How many leading bytes of the pending data are known to hold no LF.
+    private var scanned = 0
+    private var discarding = false
+
+    public init(maxFrameBytes: Int) {
+        self.maxFrameBytes = maxFrameBytes
+    }
+
+    /// Looks at the pending bytes (everything not yet consumed).
+    public mutating func next(_ bytes: UnsafeRawBufferPointer) -> Step {
+        var offset = 0
+        while true {
+            let searchFrom = offset + scanned
+            var newline: Int?
+            if searchFrom < bytes.count {
+                for index in searchFrom..<bytes.count where bytes[index] == 0x0A {
+                    newline = index
+                    break
+                }
+            }
+            guard let lf = newline else {
+                let pending = bytes.count - offset
+                if discarding {
+                    scanned = 0
+                    return .needMore(consumed: bytes.count)
+                }
+                // Over the limit even if a CR ends it: too large already.
+                let last = pending > 0 ? bytes[bytes.count - 1] : 0
+                if pending > maxFrameBytes + 1 || (pending == maxFrameBytes + 1 && last != 0x0D) {
+                    discarding = true
+                    scanned = 0
+                    return .tooLarge(consumed: bytes.count)
+                }
+                scanned = pending
+                return .needMore(consumed: offset)
+            }
+            scanned = 0
+            var length = lf - offset
+            if length > 0, bytes[lf - 1] == 0x0D { length -= 1 }
+            if discarding {
+                discarding = false
+                offset = lf + 1
+                if offset == bytes.count { return .needMore(consumed: offset) }
+                continue
+            }
+            if length > maxFrameBytes {
+                return .tooLarge(consumed: lf + 1)
+            }
+            if length == 0 {
+                offset = lf + 1
+                continue
+            }
+            return .frame(start: offset, length: length, consumed: lf + 1)
+        }
+    }
+}

@@ -1,0 +1,25 @@
+/// Constants of the wire contract that every peer shares.
+public enum ProtocolConstants {
+    /// The protocol version this code speaks in `hello`.
+    public static let version: Int64 = 1
+    /// The target name of the daemon itself.
+    public static let daemonTarget = "mediator"
+    /// The daemon's default frame limit, without the LF.
+    public static let defaultMaxFrameBytes = 1 << 20
+    /// The default call timeout when a request has no `timeout_ms`.
+    public static let defaultTimeoutMs: Int64 = 30_000
+    public static let systemSocketPath = "/run/mediator/mediator.sock"
+
+    /// The socket path per the contract: `--socket` wins, then
+    /// `MEDIATOR_SOCKET`, then the default of the instance asked for: the
+    /// system one unless `userInstance` (like `busctl --user`), which lives
+    /// under `XDG_RUNTIME_DIR`.
+    public static func socketPath(explicit: String?, environment: [String: String], userInstance: Bool = false) -> String {
+        if let explicit, !explicit.isEmpty { return explicit }
+        if let fromEnvironment = environment["MEDIATOR_SOCKET"], !fromEnvironment.isEmpty { return fromEnvironment }
+        if userInstance, let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            return runtime + "/mediator/mediator.sock"
+        }
+        return systemSocketPath
+    }
+}
