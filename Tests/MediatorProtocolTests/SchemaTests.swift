@@ -1,0 +1,204 @@
+import Testing
+
+@testable import MediatorProtocol
+
+@Suite struct SchemaTests {
+    /// A schema, a value, and the `invalid_params` message expected (nil: the value matches).
+    struct Case: Sendable, CustomTestStringConvertible {
+        let label: String
+        let schema: JSONValue
+        let value: JSONValue
+        let message: String?
+        var testDescription: String { label }
+
+        init(_ label: String, _ schema: JSONValue, _ value: JSONValue, _ message: String?) {
+            self.label = label
+            self.schema = schema
+            self.value = value
+            self.message = message
+        }
+    }
+
+    static let detail: JSONValue = [
+        "type": "object",
+        "description": "Show a detail view",
+        "properties": [
+            "title": ["type": "string"],
+            "count": ["type": "integer"],
+            "ratio": ["type": "number"],
+            "tags": ["type": "array", "items": ["enum": ["a", "b"]]],
+            "owner": [
+                "type": "object",
+                "properties": ["name": ["type": "string"], "age": ["type": ["integer", "null"]]],
+                "required": ["name"],
+                "additionalProperties": false,
+            ],
+        ],
+        "required": ["title"],
+    ]
+
+    static let cases: [Case] = [
+        // type, one name
+        Case("string ok", ["type": "string"], "x", nil),
+        Case("string vs int", ["type": "string"], 3, "params: expected string, got integer"),
+        Case("string vs null", ["type": "string"], nil, "params: expected string, got null"),
+        Case("boolean ok", ["type": "boolean"], true, nil),
+        Case("boolean vs string", ["type": "boolean"], "true", "params: expected boolean, got string"),
+        Case("null ok", ["type": "null"], nil, nil),
+        Case("null vs false", ["type": "null"], false, "params: expected null, got boolean"),
+        Case("integer ok", ["type": "integer"], 7, nil),
+        Case("integer takes 1.0", ["type": "integer"], 1.0, nil),
+        Case("integer takes -3.0", ["type": "integer"], -3.0, nil),
+        Case("integer takes 1e20", ["type": "integer"], .double(1e20), nil),
+        Case("integer vs 1.5", ["type": "integer"], 1.5, "params: expected integer, got number"),
+        Case("integer vs string", ["type": "integer"], "1", "params: expected integer, got string"),
+        Case("number takes int", ["type": "number"], 2, nil),
+        Case("number takes double", ["type": "number"], 2.5, nil),
+        Case("number vs bool", ["type": "number"], false, "params: expected number, got boolean"),
+        Case("array ok", ["type": "array"], [1, "x"], nil),
+        Case("array vs object", ["type": "array"], [:], "params: expected array, got object"),
+        Case("object ok", ["type": "object"], ["a": 1], nil),
+        Case("object vs array", ["type": "object"], [], "params: expected object, got array"),
+        // type, several names
+        Case("string or null: null", ["type": ["string", "null"]], nil, nil),
+        Case("string or null: string", ["type": ["string", "null"]], "s", nil),
+        Case("string or null: int", ["type": ["string", "null"]], 1, "params: expected string or null, got integer"),
+        Case("integer or boolean: 2.5", ["type": ["integer", "boolean"]], 2.5,
+             "params: expected integer or boolean, got number"),
+        // no type: anything
+        Case("empty schema takes anything", [:], ["x": [1, nil]], nil),
+        Case("unknown keywords ignored", ["minLength": 3, "pattern": "^a"], "b", nil),
+        // enum
+        Case("enum ok", ["enum": ["a", "b"]], "b", nil),
+        Case("enum miss", ["enum": ["a", "b"]], "c", "params: expected one of [\"a\",\"b\"]"),
+        Case("enum 1 == 1.0", ["enum": [1, 2]], 1.0, nil),
+        Case("enum 1.0 == 1", ["enum": [1.0, 2.5]], 1, nil),
+        Case("enum 2.5", ["enum": [1.0, 2.5]], 2.5, nil),
+        Case("enum number miss", ["enum": [1, 2]], 1.5, "params: expected one of [1,2]"),
+        Case("enum int vs string", ["enum": [1]], "1", "params: expected one of [1]"),
+        Case("enum null", ["enum": [nil, "x"]], nil, nil),
+        Case("enum nested numbers", ["enum": [["a": [1, 2]]]], ["a": [1.0, 2.0]], nil),
+        Case("enum nested miss", ["enum": [["a": [1, 2]]]], ["a": [1, 3]], "params: expected one of [{\"a\":[1,2]}]"),
+        Case("enum with type", ["type": "string", "enum": ["a", 1]], 1, "params: expected string, got integer"),
+        Case("enum renders escapes", ["enum": ["q\"\\\n"]], "x", "params: expected one of [\"q\\\"\\\\\\n\"]"),
+        // required and properties
+        Case("detail ok", detail, ["title": "Hi", "count": 2, "tags": ["a", "b", "a"]], nil),
+        Case("missing title", detail, ["count": 2], "params: missing required member \"title\""),
+        Case("title type", detail, ["title": 5], "params.title: expected string, got integer"),
+        Case("count takes 3.0", detail, ["title": "t", "count": 3.0], nil),
+        Case("count 3.5", detail, ["title": "t", "count": 3.5], "params.count: expected integer, got number"),
+        Case("tags[2]", detail, ["title": "t", "tags": ["a", "b", "c"]], "params.tags[2]: expected one of [\"a\",\"b\"]"),
+        Case("tags not array", detail, ["title": "t", "tags": "a"], "params.tags: expected array, got string"),
+        Case("extra allowed by default", detail, ["title": "t", "extra": 1], nil),
+        Case("nested required", detail, ["title": "t", "owner": [:]], "params.owner: missing required member \"name\""),
+        Case("nested type", detail, ["title": "t", "owner": ["name": 1]], "params.owner.name: expected string, got integer"),
+        Case("nested null ok", detail, ["title": "t", "owner": ["name": "n", "age": nil]], nil),
+        Case("nested extra", detail, ["title": "t", "owner": ["name": "n", "x": 1]], "params.owner.x: member not allowed"),
+        Case("not an object", detail, [], "params: expected object, got array"),
+        Case("properties ignore non-objects", ["properties": ["a": ["type": "string"]]], 5, nil),
+        Case("items ignore non-arrays", ["items": ["type": "string"]], "x", nil),
+        Case("odd member names", ["properties": ["a b": ["type": "string"], "9": ["type": "string"]]],
+             ["a b": 1], "params[\"a b\"]: expected string, got integer"),
+        Case("digit member name", ["properties": ["9": ["type": "string"]]], ["9": 1],
+             "params[\"9\"]: expected string, got integer"),
+        Case("required without properties", ["required": ["a", "b"]], ["a": 1], "params: missing required member \"b\""),
+        // additionalProperties
+        Case("additional false ok", ["properties": ["a": [:]], "additionalProperties": false], ["a": 1], nil),
+        Case("additional false", ["properties": ["a": [:]], "additionalProperties": false], ["a": 1, "zz": 2, "b": 3],
+             "params.b: member not allowed"),
+        Case("additional true", ["properties": ["a": [:]], "additionalProperties": true], ["b": 3], nil),
+        Case("additional schema ok", ["properties": ["a": [:]], "additionalProperties": ["type": "integer"]],
+             ["a": "x", "b": 3, "c": 4.0], nil),
+        Case("additional schema", ["properties": ["a": [:]], "additionalProperties": ["type": "integer"]],
+             ["a": "x", "b": "y"], "params.b: expected integer, got string"),
+        Case("additional schema does not apply to declared", ["properties": ["a": ["type": "string"]],
+             "additionalProperties": ["type": "integer"]], ["a": "x"], nil),
+        // items, nested arrays
+        Case("matrix ok", ["items": ["items": ["type": "number"]]], [[1, 2.5], []], nil),
+        Case("matrix", ["items": ["items": ["type": "number"]]], [[1], [2, "x"]], "params[1][1]: expected number, got string"),
+        Case("array of objects", ["items": ["properties": ["id": ["type": "integer"]], "required": ["id"]]],
+             [["id": 1], ["id": "2"]], "params[1].id: expected integer, got string"),
+    ]
+
+    @Test(arguments: cases)
+    func validates(_ example: Case) throws {
+        let schema = try Schema(json: example.schema)
+        let error = schema.validate(example.value)
+        if let message = example.message {
+            #expect(error?.code == .invalidParams)
+            #expect(error?.message == message)
+        } else {
+            #expect(error == nil)
+        }
+    }
+
+    @Test func pathRootCanBeChosen() throws {
+        let schema = try Schema(json: ["type": "object", "properties": ["ok": ["type": "boolean"]]])
+        let error = schema.validate(["ok": 1], path: "result")
+        #expect(error?.message == "result.ok: expected boolean, got integer")
+    }
+
+    static let malformed: [(JSONValue, String)] = [
+        ("string", "schema: a schema must be an object, got string"),
+        (true, "schema: a schema must be an object, got boolean"),
+        (["type": "strin"], "schema.type: unknown type name \"strin\""),
+        (["type": 3], "schema.type: must be a type name or an array of type names"),
+        (["type": ["string", 1]], "schema.type: must be a type name or an array of type names"),
+        (["type": ["string", "float"]], "schema.type: unknown type name \"float\""),
+        (["type": []], "schema.type: must not be an empty array"),
+        (["required": "title"], "schema.required: must be an array of strings"),
+        (["required": ["title", 2]], "schema.required: must be an array of strings"),
+        (["properties": ["a", "b"]], "schema.properties: must be an object of schemas"),
+        (["properties": ["title": "string"]], "schema.properties.title: a schema must be an object, got string"),
+        (["properties": ["title": ["type": "text"]]], "schema.properties.title.type: unknown type name \"text\""),
+        (["properties": ["a b": ["type": "text"]]], "schema.properties[\"a b\"].type: unknown type name \"text\""),
+        (["items": [["type": "string"]]], "schema.items: must be a schema object"),
+        (["items": ["type": "strng"]], "schema.items.type: unknown type name \"strng\""),
+        (["enum": "a"], "schema.enum: must be an array"),
+        (["enum": []], "schema.enum: must not be empty"),
+        (["additionalProperties": "no"], "schema.additionalProperties: must be a boolean or a schema object"),
+        (["additionalProperties": ["type": 1]], "schema.additionalProperties.type: must be a type name or an array of type names"),
+        (["description": 5], "schema.description: must be a string"),
+        (["items": ["properties": ["x": ["required": [1]]]]], "schema.items.properties.x.required: must be an array of strings"),
+    ]
+
+    @Test(arguments: malformed)
+    func rejectsMalformed(json: JSONValue, messagePrefix: String) {
+        #expect {
+            try Schema(json: json)
+        } throws: { error in
+            guard let error = error as? MediatorError else { return false }
+            return error.code == .badRequest && error.message.hasPrefix(messagePrefix)
+        }
+    }
+
+    @Test func rejectsDeepNesting() {
+        var json: JSONValue = ["type": "string"]
+        for _ in 0..<100 { json = ["items": json] }
+        #expect(throws: MediatorError.self) { try Schema(json: json) }
+
+        var shallow: JSONValue = ["type": "string"]
+        for _ in 0..<10 { shallow = ["items": shallow] }
+        #expect(throws: Never.self) { try Schema(json: shallow) }
+    }
+
+    @Test func keepsJSONAndKeywords() throws {
+        let schema = try Schema(json: Self.detail)
+        #expect(schema.json == Self.detail)
+        #expect(schema.description == "Show a detail view")
+        #expect(schema.types == ["object"])
+        #expect(schema.required == ["title"])
+        #expect(Set(schema.properties.keys) == ["title", "count", "ratio", "tags", "owner"])
+        #expect(schema.properties["tags"]?.items?.enumValues == ["a", "b"])
+        #expect(schema.items == nil)
+    }
+
+    @Test func equalityFollowsJSON() throws {
+        let a = try Schema(json: ["type": "string", "description": "x"])
+        let b = try Schema(json: ["description": "x", "type": "string"])
+        let c = try Schema(json: ["type": "string"])
+        #expect(a == b)
+        #expect(a.hashValue == b.hashValue)
+        #expect(a != c)
+    }
+}
