@@ -1,0 +1,236 @@
+import MediatorProtocol
+import NIOCore
+
+/// The daemon's own target, `mediator` (contract section 6).
+extension Broker {
+    func handleDaemonAction(
+        _ envelope: Envelope, params rawParams: ByteBuffer?, idBytes: ByteBuffer?, from connection: ConnectionID,
+        now: NIODeadline
+    ) {
+        guard let params = (rawParams.map(decode) ?? .object([:]))?.objectValue else {
+            return answer(idBytes, connection, .failure(MediatorError(.badRequest, "params must be a JSON object")))
+        }
+        let outcome: Result<JSONValue, MediatorError>
+        switch envelope.action {
+        case "hello": outcome = hello(params, connection)
+        case "register": outcome = register(params, connection)
+        case "unregister": outcome = unregister(params, connection)
+        case "list": outcome = .success(list())
+        case "describe": outcome = describe(params)
+        case "subscribe": outcome = subscribe(params, connection, adding: true)
+        case "unsubscribe": outcome = subscribe(params, connection, adding: false)
+        case "publish": outcome = publishAction(params)
+        case "cancel": outcome = cancel(params, connection)
+        case "ping": outcome = .success(.object([:]))
+        case "open":
+            // Routed like any call; the routed call's answer is the answer.
+            switch openURL(params) {
+            case .failure(let error): outcome = .failure(error)
+            case .success(let url):
+                var query = writer.allocator.buffer(capacity: 64)
+                query.writeBytes(url.paramsJSON.encoded)
+                route(
+                    RouteRequest(
+                        target: url.target, action: url.action, params: query, id: envelope.id, idBytes: idBytes,
+                        timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: true),
+                    from: connection, now: now)
+                return
+            }
+        default:
+            outcome = .failure(MediatorError(.actionNotFound, "target \"mediator\" has no action \"\(envelope.action)\""))
+        }
+        answer(idBytes, connection, outcome)
+    }
+
+    func answer(_ idBytes: ByteBuffer?, _ connection: ConnectionID, _ outcome: Result<JSONValue, MediatorError>) {
+        guard let idBytes else { return }  // oneway: never an answer, not even an error
+        switch outcome {
+        case .success(let value): send(connection, writer.result(callerID: idBytes, value))
+        case .failure(let error): send(connection, writer.error(callerID: idBytes, error))
+        }
+    }
+
+    func hello(_ params: [String: JSONValue], _ connection: ConnectionID) -> Result<JSONValue, MediatorError> {
+        if let version = params["protocol"], version.intValue != ProtocolConstants.version {
+            return .failure(MediatorError(
+                .unsupportedProtocol, "protocol \(version) is not spoken here; mediatord speaks \(ProtocolConstants.version)",
+                data: ["protocols": [.int(ProtocolConstants.version)]]))
+        }
+        if let name = params["name"] {
+            guard let text = name.stringValue, text.utf8.count <= 256 else {
+                return .failure(MediatorError(.badRequest, "\"name\" must be a string of at most 256 bytes"))
+            }
+            if var peer = peers[connection] {
+                peer.name = text
+                peer.callerMember = writer.callerMember(peer.credentials, name: text)
+                peers[connection] = peer
+                logger.info("hello", metadata: ["connection": "\(connection)", "pid": "\(peer.credentials.pid)", "name": "\(text)"])
+            }
+        }
+        return .success([
+            "protocol": .int(ProtocolConstants.version), "server": "mediatord", "version": .string(version),
+            "max_frame": .int(Int64(configuration.maxFrameBytes)), "connection": .int(Int64(connection)),
+        ])
+    }
+
+    func register(_ params: [String: JSONValue], _ connection: ConnectionID) -> Result<JSONValue, MediatorError> {
+        guard let peer = peers[connection] else { return .failure(MediatorError(.internal, "unknown connection")) }
+        guard let target = params["target"]?.stringValue, NameRules.isValidTarget(target) else {
+            return .failure(MediatorError(.badRequest, "\"target\" must be a valid target name"))
+        }
+        guard target != ProtocolConstants.daemonTarget else {
+            return .failure(MediatorError(.badRequest, "the target \"mediator\" is the daemon itself and cannot be registered"))
+        }
+        guard let rawActions = params["actions"]?.arrayValue else {
+            return .failure(MediatorError(.badRequest, "\"actions\" must be an array of action specs or names"))
+        }
+        var actions: [ActionSpec] = []
+        var seen: Set<String> = []
+        for raw in rawActions {
+            let spec: ActionSpec
+            do { spec = try ActionSpec(json: raw) } catch { return .failure(error) }
+            guard seen.insert(spec.name).inserted else {
+                return .failure(MediatorError(.badRequest, "action \"\(spec.name)\" is declared twice"))
+            }
+            actions.append(spec)
+        }
+        var mode = Registry.Mode.exclusive
+        if let rawMode = params["mode"] {
+            guard let text = rawMode.stringValue, let parsed = Registry.Mode(rawValue: text) else {
+                return .failure(MediatorError(.badRequest, "\"mode\" must be \"exclusive\" or \"pool\""))
+            }
+            mode = parsed
+        }
+        var description: String?
+        if let rawDescription = params["description"], rawDescription != .null {
+            guard let text = rawDescription.stringValue else {
+                return .failure(MediatorError(.badRequest, "\"description\" must be a string"))
+            }
+            description = text
+        }
+        let instance: Int
+        do {
+            instance = try registry.register(
+                target: target, actions: actions, mode: mode, description: description, connection: connection,
+                credentials: peer.credentials, peerName: peer.name)
+        } catch {
+            return .failure(error)
+        }
+        peers[connection]?.targets.insert(target)
+        logger.info(
+            "target registered",
+            metadata: ["target": "\(target)", "instance": "\(instance)", "mode": "\(mode.rawValue)", "pid": "\(peer.credentials.pid)", "uid": "\(peer.credentials.uid)"])
+        publishDaemonEvent("mediator.registered", [
+            "target": .string(target), "instance": .int(Int64(instance)), "pid": .int(Int64(peer.credentials.pid)),
+        ])
+        return .success(["target": .string(target), "instance": .int(Int64(instance))])
+    }
+
+    func unregister(_ params: [String: JSONValue], _ connection: ConnectionID) -> Result<JSONValue, MediatorError> {
+        guard let target = params["target"]?.stringValue else {
+            return .failure(MediatorError(.badRequest, "\"target\" must be a string"))
+        }
+        let removed: [Registry.Instance]
+        do { removed = try registry.unregister(target: target, connection: connection) } catch { return .failure(error) }
+        peers[connection]?.targets.remove(target)
+        for instance in removed {
+            logger.info("target unregistered", metadata: ["target": "\(target)", "instance": "\(instance.instance)", "reason": "unregistered"])
+            publishDaemonEvent("mediator.unregistered", [
+                "target": .string(target), "instance": .int(Int64(instance.instance)), "reason": "unregistered",
+            ])
+        }
+        return .success(.object([:]))
+    }
+
+    func instancesJSON(_ entry: Registry.Target) -> JSONValue {
+        .array(entry.instances.map { instance in
+            var members: [String: JSONValue] = [
+                "instance": .int(Int64(instance.instance)), "pid": .int(Int64(instance.credentials.pid)),
+                "uid": .int(Int64(instance.credentials.uid)), "gid": .int(Int64(instance.credentials.gid)),
+                "in_flight": .int(Int64(instance.inFlight)),
+            ]
+            if let name = instance.name { members["name"] = .string(name) }
+            return .object(members)
+        })
+    }
+
+    func list() -> JSONValue {
+        let targets: [JSONValue] = registry.sortedTargets.map { entry in
+            [
+                "target": .string(entry.name), "description": .string(entry.description ?? ""),
+                "actions": .array(entry.actions.map { .string($0.name) }), "mode": .string(entry.mode.rawValue),
+                "instances": instancesJSON(entry),
+            ]
+        }
+        return ["targets": .array(targets)]
+    }
+
+    func describe(_ params: [String: JSONValue]) -> Result<JSONValue, MediatorError> {
+        guard let target = params["target"]?.stringValue else {
+            return .failure(MediatorError(.badRequest, "\"target\" must be a string"))
+        }
+        if target == ProtocolConstants.daemonTarget { return .success(DaemonTargetDescription.json) }
+        guard let entry = registry.target(target) else {
+            return .failure(MediatorError(.targetNotFound, "no component serves target \"\(target)\""))
+        }
+        return .success([
+            "target": .string(entry.name), "description": .string(entry.description ?? ""),
+            "actions": .array(entry.actions.map(\.json)), "mode": .string(entry.mode.rawValue),
+            "instances": instancesJSON(entry),
+        ])
+    }
+
+    func subscribe(_ params: [String: JSONValue], _ connection: ConnectionID, adding: Bool) -> Result<JSONValue, MediatorError> {
+        guard let items = params["events"]?.arrayValue else {
+            return .failure(MediatorError(.badRequest, "\"events\" must be an array of patterns"))
+        }
+        var patterns: [String] = []
+        for item in items {
+            guard let pattern = item.stringValue, NameRules.isValidEventPattern(pattern) else {
+                return .failure(MediatorError(.badRequest, "invalid event pattern \(item)"))
+            }
+            patterns.append(pattern)
+        }
+        if adding {
+            peers[connection]?.patterns.formUnion(patterns)
+        } else {
+            peers[connection]?.patterns.subtract(patterns)
+        }
+        return .success(.object([:]))
+    }
+
+    func publishAction(_ params: [String: JSONValue]) -> Result<JSONValue, MediatorError> {
+        guard let name = params["event"]?.stringValue, NameRules.isValidEvent(name) else {
+            return .failure(MediatorError(.badRequest, "\"event\" must be a valid event name"))
+        }
+        guard !NameRules.isReservedEvent(name) else {
+            return .failure(MediatorError(.forbidden, "events named \"mediator.*\" are sent only by the daemon"))
+        }
+        var data: ByteBuffer?
+        if let value = params["data"] {
+            var buffer = writer.allocator.buffer(capacity: 64)
+            buffer.writeBytes(value.encoded)
+            data = buffer
+        }
+        return .success(["delivered": .int(Int64(publish(name, data: data)))])
+    }
+
+    func cancel(_ params: [String: JSONValue], _ connection: ConnectionID) -> Result<JSONValue, MediatorError> {
+        guard let raw = params["id"], let id = MessageID(json: raw) else {
+            return .failure(MediatorError(.badRequest, "\"id\" must be the id of one of this connection's requests"))
+        }
+        if let daemonID = pending.daemonID(caller: connection, id: id), let call = pending.call(daemonID) {
+            finish(daemonID)
+            send(connection, writer.error(callerID: call.callerIDBytes, MediatorError(.cancelled, "the caller cancelled the call")))
+            sendCancelEvent(call)
+        }
+        return .success(.object([:]))
+    }
+
+    func openURL(_ params: [String: JSONValue]) -> Result<MediatorURL, MediatorError> {
+        guard let text = params["url"]?.stringValue else {
+            return .failure(MediatorError(.badRequest, "\"url\" must be a string"))
+        }
+        do { return .success(try MediatorURL(parsing: text)) } catch { return .failure(error) }
+    }
+}

@@ -1,0 +1,307 @@
+import Logging
+import MediatorProtocol
+import MediatorTransport
+import NIOCore
+
+/// The broker's whole state and logic: peers, registry, calls in flight,
+/// subscriptions. It does no I/O: each input returns the effects to carry
+/// out, and time comes in as an argument, so tests drive it without sockets.
+///
+/// Not thread-safe: its host confines it to one event loop.
+public final class Broker {
+    struct Peer {
+        var credentials: PeerCredentials
+        var name: String?
+        /// The `caller` member forwarded with this peer's calls, built once.
+        var callerMember: ByteBuffer
+        var targets: Set<String> = []
+        var patterns: Set<String> = []
+        var consecutiveBadFrames = 0
+    }
+
+    public let configuration: DaemonConfiguration
+    public let version: String
+    var logger: Logger
+    let writer = FrameWriter()
+    var peers: [ConnectionID: Peer] = [:]
+    public internal(set) var registry = Registry()
+    public internal(set) var pending = PendingCalls()
+    var armedWakeUp: NIODeadline?
+    var effects: [BrokerEffect] = []
+    public private(set) var callsRouted = 0
+
+    public init(configuration: DaemonConfiguration, version: String = MediatorVersion.current, logger: Logger) {
+        self.configuration = configuration
+        self.version = version
+        self.logger = logger
+    }
+
+    public var connectionCount: Int { peers.count }
+
+    // MARK: - Inputs
+
+    public func connect(_ connection: ConnectionID, credentials: PeerCredentials) {
+        peers[connection] = Peer(credentials: credentials, callerMember: writer.callerMember(credentials, name: nil))
+        logger.info(
+            "connection opened",
+            metadata: ["connection": "\(connection)", "pid": "\(credentials.pid)", "uid": "\(credentials.uid)"])
+    }
+
+    public func receive(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
+        guard peers[connection] != nil else { return [] }
+        switch line {
+        case .tooLarge:
+            badFrame(from: connection, idBytes: nil, MediatorError(.frameTooLarge, "frame longer than \(configuration.maxFrameBytes) bytes"))
+        case .frame(let frame):
+            switch frame.withUnsafeReadableBytes({ EnvelopeParser.parse($0) }) {
+            case .failure(let failure):
+                badFrame(from: connection, idBytes: failure.id.map(encodedID), failure.error)
+            case .success(let envelope):
+                peers[connection]?.consecutiveBadFrames = 0
+                switch envelope.kind {
+                case .request: handleRequest(envelope, frame, from: connection, now: now)
+                case .response: handleResponse(envelope, frame, from: connection, now: now)
+                case .event: handleEvent(envelope, frame, from: connection)
+                }
+            }
+        }
+        return takeEffects()
+    }
+
+    public func disconnect(_ connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
+        guard let peer = peers.removeValue(forKey: connection) else { return [] }
+        for call in pending.calls(toCallee: connection) {
+            finish(call.daemonID)
+            if call.caller != connection {
+                send(call.caller, writer.error(callerID: call.callerIDBytes, MediatorError(
+                    .componentUnavailable, "the component serving \"\(call.target)\" disconnected with the call in flight")))
+            }
+        }
+        for call in pending.calls(fromCaller: connection) {
+            finish(call.daemonID)
+            sendCancelEvent(call)
+        }
+        for (target, instance) in registry.removeConnection(connection, targets: peer.targets) {
+            logger.info("target unregistered", metadata: ["target": "\(target)", "instance": "\(instance.instance)", "reason": "disconnected"])
+            publishDaemonEvent("mediator.unregistered", [
+                "target": .string(target), "instance": .int(Int64(instance.instance)), "reason": "disconnected",
+            ])
+        }
+        logger.info(
+            "connection closed",
+            metadata: ["connection": "\(connection)", "pid": "\(peer.credentials.pid)", "uid": "\(peer.credentials.uid)", "name": "\(peer.name ?? "")"])
+        return takeEffects()
+    }
+
+    /// Answers every call whose timeout has passed; called at the time a
+    /// ``BrokerEffect/wakeUp(at:)`` asked for.
+    public func expireCalls(now: NIODeadline) -> [BrokerEffect] {
+        armedWakeUp = nil
+        for call in pending.expired(at: now) {
+            finish(call.daemonID)
+            send(call.caller, writer.error(callerID: call.callerIDBytes, MediatorError(
+                .timeout, "no response from \"\(call.target)\" within \(call.timeoutMs) ms")))
+            sendCancelEvent(call)
+        }
+        if let next = pending.earliestDeadline { wakeUp(at: next) }
+        return takeEffects()
+    }
+
+    /// Answers every call still in flight; used when the daemon stops.
+    public func answerAllPending(_ error: MediatorError) -> [BrokerEffect] {
+        for call in pending.all {
+            finish(call.daemonID)
+            send(call.caller, writer.error(callerID: call.callerIDBytes, error))
+            sendCancelEvent(call)
+        }
+        return takeEffects()
+    }
+
+    // MARK: - Requests
+
+    func handleRequest(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {
+        let idBytes = envelope.idRange.map { slice(frame, $0) }
+        if let id = envelope.id, pending.isInFlight(caller: connection, id: id) {
+            send(connection, writer.error(callerID: nil, MediatorError(.badRequest, "id \(id) is already in flight on this connection")))
+            return
+        }
+        let params = envelope.paramsRange.map { slice(frame, $0) }
+        if envelope.target == ProtocolConstants.daemonTarget {
+            handleDaemonAction(envelope, params: params, idBytes: idBytes, from: connection, now: now)
+            return
+        }
+        route(
+            RouteRequest(
+                target: envelope.target, action: envelope.action, params: params, id: envelope.id, idBytes: idBytes,
+                timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false),
+            from: connection, now: now)
+    }
+
+    struct RouteRequest {
+        var target: String
+        var action: String
+        var params: ByteBuffer?
+        var id: MessageID?
+        var idBytes: ByteBuffer?
+        var timeoutMs: Int64?
+        var more: Bool
+        var viaURL: Bool
+    }
+
+    /// Contract section 4: picks the instance and forwards the call, or answers why not.
+    func route(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) {
+        func fail(_ error: MediatorError) {
+            if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error)) }
+        }
+        guard let entry = registry.target(request.target), let peer = peers[connection] else {
+            return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
+        }
+        var action = request.action
+        var params = request.params
+        if let spec = entry.actionsByName[request.action] {
+            if request.viaURL, !spec.reachableByURL {
+                return fail(MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL"))
+            }
+            if let schema = spec.params {
+                let value = params.map(decode) ?? .object([:])
+                if let mismatch = schema.validate(value ?? .null) { return fail(mismatch) }
+            }
+        } else if let fallback = entry.actionsByName["notFound"] {
+            if request.viaURL, !fallback.reachableByURL || request.action.hasPrefix("native") {
+                return fail(MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL"))
+            }
+            action = "notFound"
+            params = writer.notFoundParams(action: request.action, params: request.params)
+        } else {
+            return fail(MediatorError(.actionNotFound, "target \"\(request.target)\" has no action \"\(request.action)\""))
+        }
+        if request.id != nil, pending.callsInFlight(of: connection) >= configuration.maxCallsInFlightPerConnection {
+            return fail(MediatorError(
+                .overloaded, "this connection has \(configuration.maxCallsInFlightPerConnection) calls in flight, the limit"))
+        }
+        guard let instance = registry.pickInstance(of: request.target) else {
+            return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
+        }
+        let timeoutMs = request.timeoutMs ?? configuration.defaultTimeoutMs
+        var daemonID: Int64?
+        if let id = request.id, let idBytes = request.idBytes {
+            let newID = pending.makeDaemonID()
+            let deadline = now + .milliseconds(timeoutMs)
+            pending.insert(PendingCalls.Call(
+                daemonID: newID, caller: connection, callerID: id, callerIDBytes: idBytes, callee: instance.connection,
+                target: request.target, action: action, instance: instance.instance, more: request.more,
+                timeoutMs: timeoutMs, deadline: deadline))
+            registry.adjustInFlight(target: request.target, instance: instance.instance, by: 1)
+            wakeUp(at: deadline)
+            daemonID = newID
+        }
+        callsRouted += 1
+        logger.debug(
+            "call routed",
+            metadata: ["target": "\(request.target)", "action": "\(action)", "caller": "\(peer.credentials.pid)", "instance": "\(instance.instance)"])
+        send(instance.connection, writer.forwardedRequest(
+            daemonID: daemonID, target: request.target, action: action, params: params, timeoutMs: timeoutMs,
+            more: request.more, caller: peer.callerMember))
+    }
+
+    // MARK: - Responses and events
+
+    func handleResponse(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {
+        // Only the connection a call was sent to may answer it.
+        guard case .int(let daemonID)? = envelope.id, let call = pending.call(daemonID), call.callee == connection,
+            let bodyRange = envelope.resultRange ?? envelope.errorRange
+        else {
+            logger.debug("response dropped: no call with that id was sent to this connection", metadata: ["connection": "\(connection)"])
+            return
+        }
+        let body = slice(frame, bodyRange)
+        let isError = envelope.errorRange != nil
+        if envelope.continues, !isError, call.more {
+            pending.setDeadline(daemonID, now + .milliseconds(call.timeoutMs))
+            wakeUp(at: now + .milliseconds(call.timeoutMs))
+            send(call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: false, body: body, continues: true))
+            return
+        }
+        // A `continues` the caller did not ask for is passed on as the final answer.
+        finish(daemonID)
+        send(call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: false))
+    }
+
+    func handleEvent(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID) {
+        guard !NameRules.isReservedEvent(envelope.event) else {
+            logger.debug("peer event with a reserved name dropped", metadata: ["event": "\(envelope.event)"])
+            return
+        }
+        _ = publish(envelope.event, data: envelope.dataRange.map { slice(frame, $0) })
+    }
+
+    /// Sends an event to every connection with a matching pattern, once each.
+    func publish(_ name: String, data: ByteBuffer?) -> Int {
+        var line: ByteBuffer?
+        var delivered = 0
+        for (connection, peer) in peers where !peer.patterns.isEmpty {
+            guard peer.patterns.contains(where: { NameRules.eventPattern($0, matches: name) }) else { continue }
+            if line == nil { line = writer.event(name, rawData: data) }
+            if let line { send(connection, line) }
+            delivered += 1
+        }
+        return delivered
+    }
+
+    func publishDaemonEvent(_ name: String, _ data: JSONValue) {
+        var buffer = writer.allocator.buffer(capacity: 64)
+        buffer.writeBytes(data.encoded)
+        _ = publish(name, data: buffer)
+    }
+
+    // MARK: - Bookkeeping
+
+    func finish(_ daemonID: Int64) {
+        guard let call = pending.remove(daemonID) else { return }
+        registry.adjustInFlight(target: call.target, instance: call.instance, by: -1)
+    }
+
+    func sendCancelEvent(_ call: PendingCalls.Call) {
+        guard peers[call.callee] != nil else { return }
+        send(call.callee, writer.event("mediator.cancel", data: ["id": .int(call.daemonID)]))
+    }
+
+    func badFrame(from connection: ConnectionID, idBytes: ByteBuffer?, _ error: MediatorError) {
+        send(connection, writer.error(callerID: idBytes, error))
+        let count = (peers[connection]?.consecutiveBadFrames ?? 0) + 1
+        peers[connection]?.consecutiveBadFrames = count
+        if count >= configuration.maxConsecutiveBadFrames {
+            logger.notice("disconnecting a peer that keeps sending bad frames", metadata: ["connection": "\(connection)"])
+            effects.append(.close(connection))
+        }
+    }
+
+    func wakeUp(at deadline: NIODeadline) {
+        if let armed = armedWakeUp, armed <= deadline { return }
+        armedWakeUp = deadline
+        effects.append(.wakeUp(at: deadline))
+    }
+
+    func send(_ connection: ConnectionID, _ buffer: ByteBuffer) {
+        effects.append(.send(connection, buffer))
+    }
+
+    func takeEffects() -> [BrokerEffect] {
+        defer { effects.removeAll(keepingCapacity: true) }
+        return effects
+    }
+
+    func slice(_ frame: ByteBuffer, _ range: Range<Int>) -> ByteBuffer {
+        frame.getSlice(at: frame.readerIndex + range.lowerBound, length: range.count) ?? ByteBuffer()
+    }
+
+    func decode(_ buffer: ByteBuffer) -> JSONValue? {
+        buffer.withUnsafeReadableBytes { try? JSONParser.parse($0) }
+    }
+
+    func encodedID(_ id: MessageID) -> ByteBuffer {
+        var buffer = writer.allocator.buffer(capacity: 16)
+        buffer.writeBytes(id.json.encoded)
+        return buffer
+    }
+}

@@ -1,0 +1,112 @@
+import Logging
+import MediatorProtocol
+import MediatorTransport
+import NIOCore
+
+/// Runs the ``Broker`` on one event loop and carries out its effects: writes
+/// to connections (flushed once per read cycle), closes, and the timeout
+/// wake-up.
+///
+/// `@unchecked Sendable`: every mutable member is touched only on
+/// `eventLoop`, which each entry point asserts.
+final class BrokerHost: @unchecked Sendable {
+    let eventLoop: any EventLoop
+    let broker: Broker
+    let logger: Logger
+    private var channels: [ConnectionID: any Channel] = [:]
+    private var dirty: [ConnectionID] = []
+    private var wakeUpTask: Scheduled<Void>?
+    private var nextConnectionID: ConnectionID = 1
+    private(set) var stopping = false
+
+    init(eventLoop: any EventLoop, broker: Broker, logger: Logger) {
+        self.eventLoop = eventLoop
+        self.broker = broker
+        self.logger = logger
+    }
+
+    var connectionCount: Int { channels.count }
+
+    /// Admits a new connection, or nil when the connection limit is reached.
+    func open(_ channel: any Channel, credentials: PeerCredentials) -> ConnectionID? {
+        eventLoop.preconditionInEventLoop()
+        guard !stopping, channels.count < broker.configuration.maxConnections else { return nil }
+        let id = nextConnectionID
+        nextConnectionID += 1
+        channels[id] = channel
+        broker.connect(id, credentials: credentials)
+        return id
+    }
+
+    func received(_ line: InboundLine, from connection: ConnectionID) {
+        eventLoop.preconditionInEventLoop()
+        apply(broker.receive(line, from: connection, now: .now()))
+    }
+
+    /// The end of one read cycle: every connection written to gets one flush.
+    func flush() {
+        eventLoop.preconditionInEventLoop()
+        guard !dirty.isEmpty else { return }
+        let touched = dirty
+        dirty.removeAll(keepingCapacity: true)
+        for connection in touched { channels[connection]?.flush() }
+    }
+
+    func closed(_ connection: ConnectionID) {
+        eventLoop.preconditionInEventLoop()
+        guard channels.removeValue(forKey: connection) != nil else { return }
+        apply(broker.disconnect(connection, now: .now()))
+        flush()
+    }
+
+    func apply(_ effects: [BrokerEffect]) {
+        for effect in effects {
+            switch effect {
+            case .send(let connection, let buffer):
+                guard let channel = channels[connection] else { continue }
+                channel.write(buffer, promise: nil)
+                dirty.append(connection)
+            case .close(let connection):
+                channels[connection]?.flush()
+                channels[connection]?.close(promise: nil)
+            case .wakeUp(let deadline):
+                wakeUpTask?.cancel()
+                wakeUpTask = eventLoop.scheduleTask(deadline: deadline) { [self] in
+                    wakeUpTask = nil
+                    apply(broker.expireCalls(now: .now()))
+                    flush()
+                }
+            }
+        }
+    }
+
+    /// A peer that stopped reading: its queue passed the limit.
+    func outboundLimitReached(_ connection: ConnectionID) {
+        guard let channel = channels[connection] else { return }
+        logger.warning(
+            "disconnecting a peer that does not read its messages",
+            metadata: ["connection": "\(connection)", "limit_bytes": "\(broker.configuration.maxOutboundBytes)"])
+        channel.close(promise: nil)
+    }
+
+    /// Graceful stop: no new connections; calls in flight get the grace
+    /// period, then the rest are answered and every connection is closed.
+    func stop(grace: TimeAmount) -> EventLoopFuture<Void> {
+        eventLoop.preconditionInEventLoop()
+        stopping = true
+        let promise = eventLoop.makePromise(of: Void.self)
+        let deadline = NIODeadline.now() + grace
+        func check() {
+            if broker.pending.count == 0 || NIODeadline.now() >= deadline {
+                apply(broker.answerAllPending(MediatorError(.componentUnavailable, "mediatord is stopping")))
+                flush()
+                let all = channels.values.map { $0.close() }
+                EventLoopFuture.andAllComplete(all, on: eventLoop).cascade(to: promise)
+                return
+            }
+            eventLoop.scheduleTask(in: .milliseconds(10)) { check() }
+        }
+        check()
+        return promise.futureResult
+    }
+}

@@ -1,0 +1,58 @@
+import MediatorProtocol
+
+/// Every limit the daemon enforces, with its default. Each can come from the
+/// JSON config file and from a command-line flag (the flag wins).
+public struct DaemonConfiguration: Sendable, Equatable {
+    /// Longest frame accepted from a peer, without its LF.
+    public var maxFrameBytes = ProtocolConstants.defaultMaxFrameBytes
+    /// Connections at once; one more gets an `overloaded` line and is closed.
+    public var maxConnections = 4096
+    /// Calls a connection may have in flight as a caller.
+    public var maxCallsInFlightPerConnection = 1024
+    /// Timeout of a call that has no `timeout_ms`.
+    public var defaultTimeoutMs: Int64 = ProtocolConstants.defaultTimeoutMs
+    /// Bytes queued toward a peer that does not read; past this the peer is
+    /// disconnected, so a stalled reader cannot grow the daemon's memory.
+    public var maxOutboundBytes = 16 << 20
+    /// Consecutive bad frames after which a peer is disconnected.
+    public var maxConsecutiveBadFrames = 1000
+    /// How long calls in flight may finish after SIGTERM before they are answered.
+    public var shutdownGraceMs: Int64 = 2000
+
+    public init() {}
+
+    /// The config file's member names, one per limit.
+    public static let keys = [
+        "max_frame_bytes", "max_connections", "max_calls_in_flight", "default_timeout_ms",
+        "max_outbound_bytes", "max_consecutive_bad_frames", "shutdown_grace_ms",
+    ]
+
+    /// Applies the members of a JSON config object; unknown members are an error
+    /// so that a typo does not silently leave a default in place.
+    public mutating func apply(json: JSONValue) throws(MediatorError) {
+        guard let members = json.objectValue else { throw MediatorError(.badRequest, "the config must be a JSON object") }
+        for (key, value) in members {
+            if key == "socket" { continue }
+            guard Self.keys.contains(key) else {
+                throw MediatorError(.badRequest, "unknown config member \"\(key)\"; known: \(Self.keys.joined(separator: ", "))")
+            }
+            guard let number = value.intValue, number > 0 else {
+                throw MediatorError(.badRequest, "config member \"\(key)\" must be a positive integer")
+            }
+            try set(key, number)
+        }
+    }
+
+    public mutating func set(_ key: String, _ number: Int64) throws(MediatorError) {
+        switch key {
+        case "max_frame_bytes": maxFrameBytes = Int(number)
+        case "max_connections": maxConnections = Int(number)
+        case "max_calls_in_flight": maxCallsInFlightPerConnection = Int(number)
+        case "default_timeout_ms": defaultTimeoutMs = number
+        case "max_outbound_bytes": maxOutboundBytes = Int(number)
+        case "max_consecutive_bad_frames": maxConsecutiveBadFrames = Int(number)
+        case "shutdown_grace_ms": shutdownGraceMs = number
+        default: throw MediatorError(.badRequest, "unknown config member \"\(key)\"")
+        }
+    }
+}

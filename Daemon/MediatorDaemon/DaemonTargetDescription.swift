@@ -1,0 +1,26 @@
+import MediatorProtocol
+
+/// What `describe {"target": "mediator"}` answers: the daemon's own actions,
+/// so tools can discover them like any component's.
+enum DaemonTargetDescription {
+    static let actions: [(String, String)] = [
+        ("hello", "Announce the protocol version and a peer name"),
+        ("register", "Serve a target from this connection"),
+        ("unregister", "Stop serving a target"),
+        ("list", "Every registered target"),
+        ("describe", "One target with its action specs"),
+        ("open", "Call an action through a URL: SCHEME://TARGET/ACTION?k=v"),
+        ("subscribe", "Receive events matching patterns"),
+        ("unsubscribe", "Stop receiving events matching patterns"),
+        ("publish", "Send an event to its subscribers"),
+        ("cancel", "Cancel one of this connection's calls in flight"),
+        ("ping", "Check that the daemon answers"),
+    ]
+
+    static let json: JSONValue = [
+        "target": "mediator",
+        "description": "The daemon itself",
+        "actions": .array(actions.map { ["name": .string($0.0), "description": .string($0.1)] }),
+        "instances": [],
+    ]
+}

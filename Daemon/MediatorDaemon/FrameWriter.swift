@@ -1,0 +1,128 @@
+import MediatorProtocol
+import NIOCore
+
+/// Composes the daemon's outbound lines straight into `ByteBuffer`s, splicing
+/// the members that arrived (ids, params, results) in as the bytes they were,
+/// so a forwarded call is never decoded and re-encoded.
+public struct FrameWriter: Sendable {
+    public let allocator = ByteBufferAllocator()
+
+    public init() {}
+
+    /// The request a component receives for a routed call.
+    public func forwardedRequest(
+        daemonID: Int64?, target: String, action: String, params: ByteBuffer?, timeoutMs: Int64,
+        more: Bool, caller: ByteBuffer
+    ) -> ByteBuffer {
+        var out = allocator.buffer(capacity: 96 + (params?.readableBytes ?? 2) + caller.readableBytes)
+        out.writeStaticString("{")
+        if let daemonID {
+            out.writeStaticString("\"id\":")
+            out.writeString(String(daemonID))
+            out.writeStaticString(",")
+        }
+        out.writeStaticString("\"target\":")
+        writeString(target, into: &out)
+        out.writeStaticString(",\"action\":")
+        writeString(action, into: &out)
+        out.writeStaticString(",\"params\":")
+        if let params { out.writeImmutableBuffer(params) } else { out.writeStaticString("{}") }
+        out.writeStaticString(",\"timeout_ms\":")
+        out.writeString(String(timeoutMs))
+        if more { out.writeStaticString(",\"more\":true") }
+        out.writeStaticString(",\"caller\":")
+        out.writeImmutableBuffer(caller)
+        out.writeStaticString("}\n")
+        return out
+    }
+
+    /// The params of a `notFound` call: the action asked for and its params.
+    public func notFoundParams(action: String, params: ByteBuffer?) -> ByteBuffer {
+        var out = allocator.buffer(capacity: 32 + (params?.readableBytes ?? 2))
+        out.writeStaticString("{\"action\":")
+        writeString(action, into: &out)
+        out.writeStaticString(",\"params\":")
+        if let params { out.writeImmutableBuffer(params) } else { out.writeStaticString("{}") }
+        out.writeStaticString("}")
+        return out
+    }
+
+    /// A component's response passed on to the caller under the caller's id.
+    public func forwardedResponse(callerID: ByteBuffer, isError: Bool, body: ByteBuffer, continues: Bool) -> ByteBuffer {
+        var out = allocator.buffer(capacity: 32 + callerID.readableBytes + body.readableBytes)
+        out.writeStaticString("{\"id\":")
+        out.writeImmutableBuffer(callerID)
+        out.writeStaticString(isError ? ",\"error\":" : ",\"result\":")
+        out.writeImmutableBuffer(body)
+        if continues { out.writeStaticString(",\"continues\":true") }
+        out.writeStaticString("}\n")
+        return out
+    }
+
+    /// An error answer; `callerID` is the id's bytes as they arrived, nil for `"id": null`.
+    public func error(callerID: ByteBuffer?, _ error: MediatorError) -> ByteBuffer {
+        var out = allocator.buffer(capacity: 64 + error.message.utf8.count)
+        out.writeStaticString("{\"id\":")
+        if let callerID { out.writeImmutableBuffer(callerID) } else { out.writeStaticString("null") }
+        out.writeStaticString(",\"error\":")
+        out.writeBytes(error.json.encoded)
+        out.writeStaticString("}\n")
+        return out
+    }
+
+    public func result(callerID: ByteBuffer, _ result: JSONValue) -> ByteBuffer {
+        var out = allocator.buffer(capacity: 64)
+        out.writeStaticString("{\"id\":")
+        out.writeImmutableBuffer(callerID)
+        out.writeStaticString(",\"result\":")
+        out.writeBytes(result.encoded)
+        out.writeStaticString("}\n")
+        return out
+    }
+
+    public func event(_ name: String, data: JSONValue?) -> ByteBuffer {
+        var out = allocator.buffer(capacity: 64)
+        out.writeBytes(OutboundMessage.event(name, data: data))
+        return out
+    }
+
+    /// The `caller` member for a connection, built once per connection.
+    public func callerMember(_ credentials: PeerCredentials, name: String?) -> ByteBuffer {
+        var members: [String: JSONValue] = [
+            "pid": .int(Int64(credentials.pid)), "uid": .int(Int64(credentials.uid)), "gid": .int(Int64(credentials.gid)),
+        ]
+        if let name { members["name"] = .string(name) }
+        var out = allocator.buffer(capacity: 64)
+        out.writeBytes(JSONValue.object(members).encoded)
+        return out
+    }
+
+    func writeString(_ text: String, into out: inout ByteBuffer) {
+        // Names are checked ASCII without quotes or backslashes; anything else
+        // goes through the full escaper.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 < 0x80 }) {
+            out.writeStaticString("\"")
+            out.writeString(text)
+            out.writeStaticString("\"")
+        } else {
+            var bytes: [UInt8] = []
+            JSONValue.encodeString(text, into: &bytes)
+            out.writeBytes(bytes)
+        }
+    }
+}
+
+extension FrameWriter {
+    /// An event line whose `data` is passed on as the bytes that arrived.
+    public func event(_ name: String, rawData: ByteBuffer?) -> ByteBuffer {
+        var out = allocator.buffer(capacity: 32 + (rawData?.readableBytes ?? 0))
+        out.writeStaticString("{\"event\":")
+        writeString(name, into: &out)
+        if let rawData {
+            out.writeStaticString(",\"data\":")
+            out.writeImmutableBuffer(rawData)
+        }
+        out.writeStaticString("}\n")
+        return out
+    }
+}

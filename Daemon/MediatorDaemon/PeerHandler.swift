@@ -1,0 +1,57 @@
+import Logging
+import MediatorProtocol
+import MediatorTransport
+import NIOCore
+
+/// The per-connection channel handler: hands each inbound line to the host
+/// and tells it when a read cycle ends or the connection goes.
+final class PeerHandler: ChannelInboundHandler {
+    typealias InboundIn = InboundLine
+
+    private let host: BrokerHost
+    private let credentials: PeerCredentials
+    private var connection: ConnectionID?
+
+    init(host: BrokerHost, credentials: PeerCredentials) {
+        self.host = host
+        self.credentials = credentials
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        guard let id = host.open(context.channel, credentials: credentials) else {
+            // Over the connection limit: one line saying so, then close.
+            host.logger.warning("connection refused: limit reached", metadata: ["pid": "\(credentials.pid)", "uid": "\(credentials.uid)"])
+            let error = MediatorError(.overloaded, "mediatord has reached its limit of \(host.broker.configuration.maxConnections) connections")
+            let line = OutboundMessage.error(id: nil, error)
+            var buffer = context.channel.allocator.buffer(capacity: line.count)
+            buffer.writeBytes(line)
+            context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in context.close(promise: nil) }
+            return
+        }
+        connection = id
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let connection else { return }
+        host.received(unwrapInboundIn(data), from: connection)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        host.flush()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if !context.channel.isWritable, let connection { host.outboundLimitReached(connection) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if let connection { host.closed(connection) }
+        connection = nil
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        host.logger.debug("connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,96 @@
+import MediatorProtocol
+import NIOCore
+
+/// The calls the daemon has forwarded and not yet answered, keyed by the id
+/// it gave them, with indexes by caller and by callee so that a closing
+/// connection finds its calls at once.
+public struct PendingCalls: Sendable {
+    public struct Call: Sendable {
+        /// The id on the forwarded request, unique for the daemon's lifetime.
+        public var daemonID: Int64
+        public var caller: ConnectionID
+        public var callerID: MessageID
+        /// The caller's id exactly as it arrived, echoed on every response.
+        public var callerIDBytes: ByteBuffer
+        public var callee: ConnectionID
+        public var target: String
+        public var action: String
+        public var instance: Int
+        public var more: Bool
+        public var timeoutMs: Int64
+        public var deadline: NIODeadline
+    }
+
+    struct CallerKey: Hashable {
+        var connection: ConnectionID
+        var id: MessageID
+    }
+
+    private var calls: [Int64: Call] = [:]
+    private var byCaller: [CallerKey: Int64] = [:]
+    private var byCallee: [ConnectionID: Set<Int64>] = [:]
+    private var callerCounts: [ConnectionID: Int] = [:]
+    private var nextID: Int64 = 1
+
+    public init() {}
+
+    public var count: Int { calls.count }
+
+    public mutating func makeDaemonID() -> Int64 {
+        defer { nextID += 1 }
+        return nextID
+    }
+
+    public func isInFlight(caller: ConnectionID, id: MessageID) -> Bool {
+        byCaller[CallerKey(connection: caller, id: id)] != nil
+    }
+
+    public func callsInFlight(of caller: ConnectionID) -> Int { callerCounts[caller, default: 0] }
+
+    public func call(_ daemonID: Int64) -> Call? { calls[daemonID] }
+
+    public func daemonID(caller: ConnectionID, id: MessageID) -> Int64? {
+        byCaller[CallerKey(connection: caller, id: id)]
+    }
+
+    public mutating func insert(_ call: Call) {
+        calls[call.daemonID] = call
+        byCaller[CallerKey(connection: call.caller, id: call.callerID)] = call.daemonID
+        byCallee[call.callee, default: []].insert(call.daemonID)
+        callerCounts[call.caller, default: 0] += 1
+    }
+
+    public mutating func setDeadline(_ daemonID: Int64, _ deadline: NIODeadline) {
+        calls[daemonID]?.deadline = deadline
+    }
+
+    @discardableResult
+    public mutating func remove(_ daemonID: Int64) -> Call? {
+        guard let call = calls.removeValue(forKey: daemonID) else { return nil }
+        byCaller[CallerKey(connection: call.caller, id: call.callerID)] = nil
+        byCallee[call.callee]?.remove(daemonID)
+        if byCallee[call.callee]?.isEmpty == true { byCallee[call.callee] = nil }
+        callerCounts[call.caller, default: 1] -= 1
+        if callerCounts[call.caller] == 0 { callerCounts[call.caller] = nil }
+        return call
+    }
+
+    public func calls(toCallee callee: ConnectionID) -> [Call] {
+        (byCallee[callee] ?? []).sorted().compactMap { calls[$0] }
+    }
+
+    public func calls(fromCaller caller: ConnectionID) -> [Call] {
+        calls.values.filter { $0.caller == caller }.sorted { $0.daemonID < $1.daemonID }
+    }
+
+    /// Calls whose deadline has passed, oldest first.
+    public func expired(at now: NIODeadline) -> [Call] {
+        calls.values.filter { $0.deadline <= now }.sorted { $0.daemonID < $1.daemonID }
+    }
+
+    public var earliestDeadline: NIODeadline? {
+        calls.values.lazy.map(\.deadline).min()
+    }
+
+    public var all: [Call] { calls.values.sorted { $0.daemonID < $1.daemonID } }
+}

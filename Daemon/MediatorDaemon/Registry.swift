@@ -1,0 +1,111 @@
+import MediatorProtocol
+
+/// Which connections serve which targets: the registered targets, their
+/// action specs and their instances.
+public struct Registry: Sendable {
+    public enum Mode: String, Sendable { case exclusive, pool }
+
+    public struct Instance: Sendable, Equatable {
+        public var instance: Int
+        public var connection: ConnectionID
+        public var credentials: PeerCredentials
+        public var name: String?
+        public var inFlight = 0
+    }
+
+    public struct Target: Sendable {
+        public var name: String
+        public var description: String?
+        public var mode: Mode
+        /// Action specs in registration order, and by name for routing.
+        public var actions: [ActionSpec]
+        public var actionsByName: [String: ActionSpec]
+        public var instances: [Instance]
+        /// Where the round robin among equally loaded instances goes next.
+        var nextTurn = 0
+    }
+
+    public private(set) var targets: [String: Target] = [:]
+    private var nextInstance = 1
+
+    public init() {}
+
+    public func target(_ name: String) -> Target? { targets[name] }
+
+    public mutating func register(
+        target name: String, actions: [ActionSpec], mode: Mode, description: String?,
+        connection: ConnectionID, credentials: PeerCredentials, peerName: String?
+    ) throws(MediatorError) -> Int {
+        let instance = Instance(instance: nextInstance, connection: connection, credentials: credentials, name: peerName)
+        if var existing = targets[name] {
+            guard mode == .pool, existing.mode == .pool else {
+                throw MediatorError(.alreadyRegistered, "target \"\(name)\" is already registered" + (mode == .pool ? " in exclusive mode" : ""))
+            }
+            guard existing.actions == actions else {
+                throw MediatorError(.alreadyRegistered, "pool \"\(name)\" has different action specs")
+            }
+            existing.instances.append(instance)
+            targets[name] = existing
+        } else {
+            var byName: [String: ActionSpec] = [:]
+            for spec in actions { byName[spec.name] = spec }
+            targets[name] = Target(
+                name: name, description: description, mode: mode, actions: actions, actionsByName: byName,
+                instances: [instance])
+        }
+        nextInstance += 1
+        return instance.instance
+    }
+
+    /// Removes the instances of `name` that `connection` registered.
+    public mutating func unregister(target name: String, connection: ConnectionID) throws(MediatorError) -> [Instance] {
+        guard var existing = targets[name] else {
+            throw MediatorError(.targetNotFound, "no component serves target \"\(name)\"")
+        }
+        let removed = existing.instances.filter { $0.connection == connection }
+        guard !removed.isEmpty else {
+            throw MediatorError(.forbidden, "target \"\(name)\" was registered by another connection")
+        }
+        existing.instances.removeAll { $0.connection == connection }
+        targets[name] = existing.instances.isEmpty ? nil : existing
+        return removed
+    }
+
+    /// Removes every instance a closed connection had; returns them by target.
+    public mutating func removeConnection(_ connection: ConnectionID, targets names: Set<String>) -> [(target: String, instance: Instance)] {
+        var removed: [(String, Instance)] = []
+        for name in names.sorted() {
+            if let instances = try? unregister(target: name, connection: connection) {
+                removed += instances.map { (name, $0) }
+            }
+        }
+        return removed
+    }
+
+    /// The instance to send the next call to: the fewest calls in flight,
+    /// ties taken in turn.
+    public mutating func pickInstance(of name: String) -> Instance? {
+        guard var entry = targets[name], !entry.instances.isEmpty else { return nil }
+        let count = entry.instances.count
+        var best = -1
+        for step in 0..<count {
+            let index = (entry.nextTurn + step) % count
+            if best < 0 || entry.instances[index].inFlight < entry.instances[best].inFlight { best = index }
+        }
+        entry.nextTurn = (best + 1) % count
+        targets[name] = entry
+        return entry.instances[best]
+    }
+
+    /// Counts a call in flight on an instance (delta +1 or -1).
+    public mutating func adjustInFlight(target name: String, instance: Int, by delta: Int) {
+        guard var entry = targets[name], let index = entry.instances.firstIndex(where: { $0.instance == instance }) else { return }
+        entry.instances[index].inFlight += delta
+        targets[name] = entry
+    }
+
+    /// Registered targets sorted by name, byte by byte.
+    public var sortedTargets: [Target] {
+        targets.values.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
+    }
+}

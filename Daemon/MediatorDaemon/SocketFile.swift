@@ -1,0 +1,56 @@
+import Foundation
+import MediatorProtocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Prepares the listening socket's path: creates its folder, removes a stale
+/// socket left by a dead daemon, and refuses to take over a live one.
+public enum SocketFile {
+    public struct InUse: Error, CustomStringConvertible {
+        public var path: String
+        public var description: String { "another mediatord is answering on \(path); stop it first or pass --socket" }
+    }
+
+    public static func prepare(_ path: String) throws {
+        let folder = (path as NSString).deletingLastPathComponent
+        if !folder.isEmpty {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        if isAnswering(path) { throw InUse(path: path) }
+        try FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Whether something accepts connections on the socket at `path`.
+    public static func isAnswering(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return result == 0
+    }
+
+    public static func setMode(_ path: String, _ mode: mode_t) {
+        chmod(path, mode)
+    }
+}
+
+extension SocketFile {
+    /// Removes the socket file the daemon created (NIO does not on close).
+    public static func remove(_ path: String) {
+        unlink(path)
+    }
+}
