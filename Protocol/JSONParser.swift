@@ -306,18 +306,29 @@ public struct JSONParser {
         }
     }
 
+    /// Checks a string as ``parseString()`` does (escapes, surrogate pairs,
+    /// UTF-8) without building it.
     mutating func skipString() throws(JSONParseError) {
         position += 1
+        let start = position
+        var isASCII = true
         while position < bytes.count {
             let byte = bytes[position]
-            if byte == UInt8(ascii: "\"") { position += 1; return }
+            if byte == UInt8(ascii: "\"") {
+                guard isASCII || isValidUTF8(start..<position) else {
+                    throw JSONParseError(offset: start, reason: "string is not valid UTF-8")
+                }
+                position += 1
+                return
+            }
             if byte < 0x20 { throw error("control character in a string") }
+            if byte >= 0x80 { isASCII = false }
             if byte == UInt8(ascii: "\\") {
                 position += 1
                 guard !atEnd else { break }
                 if current == UInt8(ascii: "u") {
                     position += 1
-                    _ = try parseHex4()
+                    _ = try parseUnicodeEscape()  // rejects unpaired surrogates, as parseString does
                     continue
                 }
                 switch current {
@@ -330,6 +341,19 @@ public struct JSONParser {
             position += 1
         }
         throw error("unterminated string")
+    }
+
+    /// Whether `range` holds well-formed UTF-8, without allocating.
+    func isValidUTF8(_ range: Range<Int>) -> Bool {
+        var iterator = UnsafeRawBufferPointer(rebasing: bytes[range]).makeIterator()
+        var decoder = Unicode.UTF8.ForwardParser()
+        while true {
+            switch decoder.parseScalar(from: &iterator) {
+            case .valid: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
     }
 }
 
