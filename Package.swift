@@ -87,7 +87,27 @@ let package = Package(
         ),
 
         .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
-        .testTarget(name: "MediatorDaemonTests", dependencies: ["MediatorDaemon"], path: "Tests/MediatorDaemonTests"),
+        .testTarget(
+            name: "MediatorDaemonTests",
+            dependencies: [
+                "MediatorDaemon",
+                "MediatorProtocol",
+                "MediatorTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/MediatorDaemonTests"
+        ),
+        .testTarget(
+            name: "MediatorClientTests",
+            dependencies: [
+                "MediatorClient",
+                "MediatorProtocol",
+                "MediatorTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Tests/MediatorClientTests"
+        ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["MediatorClient", "MediatorProtocol"],

@@ -55,7 +55,9 @@ public final class Broker {
         case .frame(let frame):
             switch frame.withUnsafeReadableBytes({ EnvelopeParser.parse($0) }) {
             case .failure(let failure):
-                badFrame(from: connection, idBytes: failure.id.map(encodedID), failure.error)
+                // A oneway request (contract section 2) gets no response, not even an error.
+                let oneway = failure.id == nil && isOnewayRequest(frame)
+                badFrame(from: connection, idBytes: failure.id.map(encodedID), failure.error, answer: !oneway)
             case .success(let envelope):
                 peers[connection]?.consecutiveBadFrames = 0
                 switch envelope.kind {
@@ -266,14 +268,21 @@ public final class Broker {
         send(call.callee, writer.event("mediator.cancel", data: ["id": .int(call.daemonID)]))
     }
 
-    func badFrame(from connection: ConnectionID, idBytes: ByteBuffer?, _ error: MediatorError) {
-        send(connection, writer.error(callerID: idBytes, error))
+    func badFrame(from connection: ConnectionID, idBytes: ByteBuffer?, _ error: MediatorError, answer: Bool = true) {
+        if answer { send(connection, writer.error(callerID: idBytes, error)) }
         let count = (peers[connection]?.consecutiveBadFrames ?? 0) + 1
         peers[connection]?.consecutiveBadFrames = count
         if count >= configuration.maxConsecutiveBadFrames {
             logger.notice("disconnecting a peer that keeps sending bad frames", metadata: ["connection": "\(connection)"])
             effects.append(.close(connection))
         }
+    }
+
+    /// Whether a frame the envelope parser refused is still a JSON object
+    /// with `target` or `action` and no `id`: a oneway request.
+    func isOnewayRequest(_ frame: ByteBuffer) -> Bool {
+        guard let members = decode(frame)?.objectValue, members["id"] == nil else { return false }
+        return members["target"] != nil || members["action"] != nil
     }
 
     func wakeUp(at deadline: NIODeadline) {
