@@ -76,10 +76,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "mediator-bench",
+            // Raw POSIX sockets on purpose: no library cost in the figures.
             dependencies: [
-                "MediatorClient",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

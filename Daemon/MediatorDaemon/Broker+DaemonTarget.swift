@@ -26,6 +26,17 @@ extension Broker {
             // Routed like any call; the routed call's answer is the answer.
             switch openURL(params) {
             case .failure(let error): outcome = .failure(error)
+            case .success(let url) where url.target == ProtocolConstants.daemonTarget:
+                // Step 1 of routing holds for URLs too: the daemon answers its own target.
+                var inner = Envelope(kind: .request)
+                inner.target = url.target
+                inner.action = url.action
+                inner.id = envelope.id
+                inner.timeoutMs = envelope.timeoutMs
+                var query = writer.allocator.buffer(capacity: 64)
+                query.writeBytes(url.paramsJSON.encoded)
+                handleDaemonAction(inner, params: query, idBytes: idBytes, from: connection, now: now)
+                return
             case .success(let url):
                 var query = writer.allocator.buffer(capacity: 64)
                 query.writeBytes(url.paramsJSON.encoded)
@@ -64,6 +75,7 @@ extension Broker {
                 peer.name = text
                 peer.callerMember = writer.callerMember(peer.credentials, name: text)
                 peers[connection] = peer
+                registry.rename(connection: connection, targets: peer.targets, to: text)
                 logger.info("hello", metadata: ["connection": "\(connection)", "pid": "\(peer.credentials.pid)", "name": "\(text)"])
             }
         }

@@ -41,7 +41,8 @@ public struct Registry: Sendable {
             guard mode == .pool, existing.mode == .pool else {
                 throw MediatorError(.alreadyRegistered, "target \"\(name)\" is already registered" + (mode == .pool ? " in exclusive mode" : ""))
             }
-            guard existing.actions == actions else {
+            // Specs are compared as sets: the order of declaration does not matter.
+            guard Set(existing.actions) == Set(actions) else {
                 throw MediatorError(.alreadyRegistered, "pool \"\(name)\" has different action specs")
             }
             existing.instances.append(instance)
@@ -80,6 +81,17 @@ public struct Registry: Sendable {
             }
         }
         return removed
+    }
+
+    /// A connection said its name in `hello` after registering.
+    public mutating func rename(connection: ConnectionID, targets names: Set<String>, to name: String) {
+        for target in names {
+            guard var entry = targets[target] else { continue }
+            for index in entry.instances.indices where entry.instances[index].connection == connection {
+                entry.instances[index].name = name
+            }
+            targets[target] = entry
+        }
     }
 
     /// The instance to send the next call to: the fewest calls in flight,

@@ -356,3 +356,31 @@ struct BrokerRegistrationTests {
         #expect(d.broker.pending.count == 0)
     }
 }
+
+@Suite struct BrokerRegistrationFollowUpTests {
+    @Test func poolSpecsCompareRegardlessOfOrder() {
+        let d = BrokerDriver()
+        d.connect(2)
+        d.connect(3)
+        #expect(d.register("P", actions: #"["a","b"]"#, mode: "pool", from: 2) == 1)
+        #expect(d.register("P", actions: #"["b","a"]"#, mode: "pool", from: 3) == 2)
+    }
+
+    @Test func helloAfterRegisterNamesTheInstance() {
+        let d = BrokerDriver()
+        d.connect(2)
+        d.register("Named", actions: #"["a"]"#, from: 2)
+        _ = d.daemon("hello", #"{"protocol":1,"name":"late"}"#, from: 2)
+        let listed = d.daemon("list", from: 2)
+        #expect(listed?["result"]?["targets"]?.arrayValue?.first?["instances"]?.arrayValue?.first?["name"] == "late")
+    }
+
+    @Test func openReachesTheDaemonsOwnTarget() {
+        let d = BrokerDriver()
+        d.connect(2)
+        let answer = d.daemon("open", #"{"url":"app://mediator/ping"}"#, from: 2)
+        #expect(answer == ["id": "d", "result": .object([:])])
+        let described = d.daemon("open", #"{"url":"app://mediator/describe?target=mediator"}"#, from: 2)
+        #expect(described?["result"]?["target"] == "mediator")
+    }
+}

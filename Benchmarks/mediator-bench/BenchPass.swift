@@ -1,0 +1,191 @@
+import Foundation
+import Glibc
+
+// One pass: the three shapes against an echo component reached directly,
+// then the same through a mediatord started for the pass. Every process is
+// a fresh child; every phase has a time limit.
+
+struct BenchSettings {
+    var calls: Int
+    var warmup: Int
+    var duration: Double
+    var inFlight: Int
+    var connections: Int
+    var payloadBytes: Int
+    var phaseTimeout: Double
+    var mediatord: String
+}
+
+struct ShapeOutcome: Codable {
+    var shape: Shape
+    var result: ShapeResult?
+    var error: String?
+    /// mediatord's utime+stime while this shape's client ran, per call (warmup included); brokered only.
+    var daemonCPUMicrosPerCall: Double?
+}
+
+struct DaemonFigures: Codable {
+    var pid: Int32
+    /// VmRSS after the last shape, before the daemon is stopped.
+    var vmRSSKiB: Int?
+    var vmHWMKiB: Int?
+    /// utime+stime over all shapes, and the calls they made (warmup included).
+    var cpuSeconds: Double
+    var calls: Int
+    var cpuMicrosPerCall: Double?
+}
+
+struct PassResult: Codable {
+    var name: String
+    var pinnedCPU: Int?
+    var direct: [ShapeOutcome]
+    var brokered: [ShapeOutcome]
+    var daemon: DaemonFigures?
+    var brokeredSetupError: String?
+    var wallSeconds: Double
+}
+
+struct BenchPass {
+    static let brokerSocketName = "mediator.sock"
+    static let directSocketName = "direct.sock"
+
+    let settings: BenchSettings
+    let workDirectory: String
+    let pinnedCPU: Int?
+    private let me = Children.selfExecutable()
+    private let startupTimeout = 10.0
+
+    init(settings: BenchSettings, workDirectory: String, pinnedCPU: Int?) {
+        self.settings = settings
+        self.workDirectory = workDirectory
+        self.pinnedCPU = pinnedCPU
+    }
+
+    func run() -> PassResult {
+        let begin = monotonicNanos()
+        // Children inherit the mask, so pinning ourselves pins all of them.
+        LinuxExtras.setAffinity(pinnedCPU.map { [$0] })
+        defer { LinuxExtras.setAffinity(nil) }
+
+        let direct = runDirect()
+        var brokeredOutcome: (shapes: [ShapeOutcome], daemon: DaemonFigures?, error: String?)
+        do {
+            brokeredOutcome = try runBrokered()
+        } catch {
+            brokeredOutcome = (Shape.allCases.map { ShapeOutcome(shape: $0, error: "\(error)") }, nil, "\(error)")
+        }
+        return PassResult(
+            name: pinnedCPU.map { "pinned: every process on CPU \($0)" } ?? "unpinned",
+            pinnedCPU: pinnedCPU, direct: direct, brokered: brokeredOutcome.shapes,
+            daemon: brokeredOutcome.daemon, brokeredSetupError: brokeredOutcome.error,
+            wallSeconds: Double(monotonicNanos() - begin) / 1e9)
+    }
+
+    // MARK: direct: client <-> echo component, no broker
+
+    private func runDirect() -> [ShapeOutcome] {
+        let socketPath = workDirectory + "/" + Self.directSocketName
+        do {
+            let component = try startComponent(["--listen", socketPath])
+            defer { Children.stop(component, signal: SIGKILL) }
+            return Shape.allCases.map { runShape($0, socketPath: socketPath, daemon: nil) }
+        } catch {
+            return Shape.allCases.map { ShapeOutcome(shape: $0, error: "\(error)") }
+        }
+    }
+
+    // MARK: brokered: client <-> mediatord <-> echo component
+
+    private func runBrokered() throws -> ([ShapeOutcome], DaemonFigures?, String?) {
+        let socketPath = workDirectory + "/" + Self.brokerSocketName
+        let daemon = try Children.spawn(
+            [me, ExecTrampoline.verb, settings.mediatord, "--socket", socketPath, "--log-level", "warning"],
+            name: "mediatord", captureStdout: false)
+        defer {
+            Children.stop(daemon, signal: SIGTERM)
+            unlink(socketPath)
+        }
+        try waitUntilListening(socketPath, daemon: daemon)
+        let component = try startComponent(["--connect", socketPath])
+        defer { Children.stop(component, signal: SIGKILL) }
+
+        let cpuBefore = ProcStats.cpuSeconds(daemon.pid) ?? 0
+        let shapes = Shape.allCases.map { runShape($0, socketPath: socketPath, daemon: daemon) }
+        let cpu = (ProcStats.cpuSeconds(daemon.pid) ?? cpuBefore) - cpuBefore
+        let calls = shapes.reduce(0) { $0 + ($1.result?.totalCalls ?? 0) }
+        let figures = DaemonFigures(
+            pid: daemon.pid,
+            vmRSSKiB: ProcStats.statusKB(daemon.pid, "VmRSS"), vmHWMKiB: ProcStats.statusKB(daemon.pid, "VmHWM"),
+            cpuSeconds: cpu, calls: calls, cpuMicrosPerCall: calls > 0 ? cpu / Double(calls) * 1e6 : nil)
+        return (shapes, figures, nil)
+    }
+
+    private func waitUntilListening(_ socketPath: String, daemon: ChildProcess) throws {
+        let deadline = monotonicNanos() + UInt64(startupTimeout * 1e9)
+        while true {
+            if let fd = try? UnixSocket.connect(path: socketPath) {
+                close(fd)
+                return
+            }
+            guard Children.isRunning(daemon) else { throw BenchError("mediatord exited at start (\(settings.mediatord))") }
+            guard monotonicNanos() < deadline else { throw BenchError("mediatord did not listen within \(startupTimeout) s") }
+            usleep(5_000)
+        }
+    }
+
+    /// Starts the echo component and waits for its "ready" line.
+    private func startComponent(_ arguments: [String]) throws -> ChildProcess {
+        let component = try Children.spawn([me, "component"] + arguments, name: "component", captureStdout: true)
+        do {
+            let line = try Children.read(component, until: monotonicNanos() + UInt64(startupTimeout * 1e9), untilNewline: true)
+            guard line.hasPrefix("ready") else { throw BenchError("component failed to start") }
+        } catch {
+            Children.stop(component, signal: SIGKILL)
+            throw error
+        }
+        return component
+    }
+
+    // MARK: one shape = one client process
+
+    private func runShape(_ shape: Shape, socketPath: String, daemon: ChildProcess?) -> ShapeOutcome {
+        let cpuBefore = daemon.flatMap { ProcStats.cpuSeconds($0.pid) }
+        let arguments = [
+            me, "client", "--socket", socketPath, "--shape", shape.rawValue,
+            "--calls", "\(settings.calls)", "--warmup", "\(settings.warmup)",
+            "--duration", "\(settings.duration)", "--in-flight", "\(settings.inFlight)",
+            "--connections", "\(settings.connections)", "--payload", "\(settings.payloadBytes)",
+            "--time-limit", "\(settings.phaseTimeout)",
+        ]
+        let client: ChildProcess
+        do {
+            client = try Children.spawn(arguments, name: "client (\(shape.rawValue))", captureStdout: true)
+        } catch {
+            return ShapeOutcome(shape: shape, error: "\(error)")
+        }
+        // The client stops itself at --time-limit; this is the backstop.
+        let deadline = monotonicNanos() + UInt64((settings.phaseTimeout + 10) * 1e9)
+        let output: String
+        do {
+            output = try Children.read(client, until: deadline)
+        } catch {
+            Children.stop(client, signal: SIGKILL)
+            return ShapeOutcome(shape: shape, error: "\(error)")
+        }
+        let status = Children.wait(client, timeout: 5)
+        if status == nil { kill(client.pid, SIGKILL); _ = Children.wait(client, timeout: 5) }
+        close(client.stdoutFD)
+        guard let status, status == 0 else {
+            return ShapeOutcome(shape: shape, error: "client failed (\(status.map(Children.describe) ?? "did not exit"))")
+        }
+        guard let last = output.split(separator: "\n").last,
+              let result = try? JSONDecoder().decode(ShapeResult.self, from: Data(last.utf8)) else {
+            return ShapeOutcome(shape: shape, error: "client printed no result")
+        }
+        var perCall: Double?
+        if let daemon, let cpuBefore, let cpuAfter = ProcStats.cpuSeconds(daemon.pid), result.totalCalls > 0 {
+            perCall = (cpuAfter - cpuBefore) / Double(result.totalCalls) * 1e6
+        }
+        return ShapeOutcome(shape: shape, result: result, daemonCPUMicrosPerCall: perCall)
+    }
+}
