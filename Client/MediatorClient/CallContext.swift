@@ -1,0 +1,104 @@
+import NIOConcurrencyHelpers
+import MediatorProtocol
+
+/// What a ``Component`` handler knows about the call it serves.
+public struct CallContext: Sendable {
+    public var target: String
+    /// The action called. For a `notFound` handler, the action the caller
+    /// asked for (not `notFound`).
+    public var action: String
+    /// The call's params (`{}` when absent). For a `notFound` handler, the
+    /// caller's original params.
+    public var params: JSONValue
+    /// Who called, from the daemon's `caller` member.
+    public var caller: Caller?
+    /// The component's connection, for nested calls. It changes after a
+    /// reconnect.
+    public var client: MediatorClient
+    /// The time the daemon still gives the call (`timeout_ms`), if it said.
+    public var timeout: Duration?
+    /// Whether the caller asked for several responses (`more`), so that
+    /// ``send(partial:)`` sends anything.
+    public var acceptsPartials: Bool { responder.more }
+
+    let responder: Responder
+
+    init(request: IncomingRequest, client: MediatorClient, responder: Responder) {
+        self.target = request.target
+        self.action = request.action
+        self.params = request.params
+        self.caller = request.caller
+        self.client = client
+        self.timeout = request.timeoutMs.map { .milliseconds($0) }
+        self.responder = responder
+    }
+
+    /// Sends a non-final result (`"continues": true`). Only when the request
+    /// had `"more": true` and an id, and only before the handler returns;
+    /// otherwise ignored, since the contract forbids `continues` then.
+    public func send(partial: JSONValue) async {
+        responder.partial(partial)
+    }
+}
+
+/// Sends the responses of one incoming request, at most one final one, and
+/// none once the daemon cancelled it or the component stopped.
+final class Responder: Sendable {
+    private enum Phase: Sendable { case open, finished, suppressed }
+
+    let id: MessageID?
+    let more: Bool
+    private let connection: Connection
+    private let phase = NIOLockedValueBox(Phase.open)
+
+    init(id: MessageID?, more: Bool, connection: Connection) {
+        self.id = id
+        self.more = more
+        self.connection = connection
+    }
+
+    /// Nothing more may be sent (the daemon's `mediator.cancel`, or the
+    /// connection is going away).
+    func suppress() {
+        phase.withLockedValue { phase in
+            if phase == .open { phase = .suppressed }
+        }
+    }
+
+    var isSuppressed: Bool { phase.withLockedValue { $0 == .suppressed } }
+
+    func partial(_ value: JSONValue) {
+        guard more, let id, phase.withLockedValue({ $0 == .open }) else { return }
+        do {
+            try connection.sendFrame(OutboundMessage.result(id: id, value, continues: true))
+        } catch {
+            // Too large: answer the error as the final response, then nothing more.
+            guard error.code == .frameTooLarge else { return }
+            finish(.failure(error))
+        }
+    }
+
+    func finish(_ outcome: Result<JSONValue, MediatorError>) {
+        let open = phase.withLockedValue { phase -> Bool in
+            guard phase == .open else { return false }
+            phase = .finished
+            return true
+        }
+        guard open, let id else { return }
+        switch outcome {
+        case .success(let value): send(OutboundMessage.result(id: id, value))
+        case .failure(let error): send(OutboundMessage.error(id: id, error))
+        }
+    }
+
+    /// Sends a response, or `frame_too_large` in its place when it is over
+    /// the daemon's limit (the daemon would drop it and the caller wait).
+    private func send(_ frame: [UInt8]) {
+        do {
+            try connection.sendFrame(frame)
+        } catch {
+            guard error.code == .frameTooLarge, let id else { return }
+            connection.enqueue(OutboundMessage.error(id: id, error))
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import MediatorProtocol
+
+/// Who made a call, as the daemon reports it from the socket's peer
+/// credentials (contract section 4): a peer cannot forge it.
+public struct Caller: Sendable, Hashable, Codable {
+    public var pid: Int32
+    public var uid: UInt32
+    public var gid: UInt32
+    /// The name the caller gave in `hello`; nil without one.
+    public var name: String?
+
+    public init(pid: Int32, uid: UInt32, gid: UInt32, name: String? = nil) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+        self.name = name
+    }
+
+    /// Reads a request's `caller` member; nil when it is not an object with
+    /// integral `pid`, `uid` and `gid` in range.
+    public init?(json: JSONValue) {
+        guard let pid = json["pid"]?.intValue, let pid32 = Int32(exactly: pid),
+            let uid = json["uid"]?.intValue, let uid32 = UInt32(exactly: uid),
+            let gid = json["gid"]?.intValue, let gid32 = UInt32(exactly: gid)
+        else { return nil }
+        self.init(pid: pid32, uid: uid32, gid: gid32, name: json["name"]?.stringValue)
+    }
+
+    /// The `caller` member's value.
+    public var json: JSONValue {
+        var members: [String: JSONValue] = ["pid": .int(Int64(pid)), "uid": .int(Int64(uid)), "gid": .int(Int64(gid))]
+        if let name { members["name"] = .string(name) }
+        return .object(members)
+    }
+}

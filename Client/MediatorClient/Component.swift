@@ -1,0 +1,309 @@
+import NIOConcurrencyHelpers
+import Logging
+import MediatorProtocol
+
+/// A target served by this process: its actions, their handlers, and the
+/// loop that registers it with the daemon and serves its calls.
+///
+/// ```swift
+/// var component = Component(target: "Detail", description: "shows details")
+/// component.action("show", params: try Schema(json: ["type": "object"])) { context in
+///     ["shown": true]
+/// }
+/// try await component.run()
+/// ```
+///
+/// Errors: a handler that throws a ``MediatorError`` is answered with that
+/// error's code, message and data, unchanged. Any other error is answered
+/// with the code ``ErrorCode/failed`` (`"failed"`) and the error's
+/// description as the message: `internal` is kept for bugs of the daemon
+/// (contract section 7), and a handler's failure is not one. A
+/// `CancellationError` the handler throws on its own becomes `cancelled`.
+public struct Component: Sendable {
+    public enum Mode: String, Sendable {
+        case exclusive, pool
+    }
+
+    typealias Handler = @Sendable (CallContext) async throws -> JSONValue
+    typealias NotFoundHandler = @Sendable (String, JSONValue, CallContext) async throws -> JSONValue
+
+    public let target: String
+    public let description: String?
+    public let mode: Mode
+
+    /// In the order declared; a later declaration of a name replaces the earlier one.
+    private var specs: [ActionSpec] = []
+    private var handlers: [String: Handler] = [:]
+    private var notFoundHandler: NotFoundHandler?
+
+    public init(target: String, description: String? = nil, mode: Mode = .exclusive) {
+        self.target = target
+        self.description = description
+        self.mode = mode
+    }
+
+    /// The ActionSpecs sent in `register`.
+    public var actionSpecs: [ActionSpec] { specs }
+
+    /// Declares an action. `params`, when given, is checked by the daemon
+    /// before the call reaches the handler; `url: false` keeps the action out
+    /// of `mediator/open`.
+    public mutating func action(
+        _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
+        _ handler: @escaping @Sendable (CallContext) async throws -> JSONValue
+    ) {
+        declare(ActionSpec(name: name, description: description, params: params, result: result, url: url), handler)
+    }
+
+    /// Declares an action with `Decodable` params and an `Encodable` result
+    /// (Foundation's JSON coders). Params that do not decode are answered
+    /// with `invalid_params`.
+    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+        _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
+        _ handler: @escaping @Sendable (P, CallContext) async throws -> R
+    ) {
+        declare(ActionSpec(name: name, description: description, params: params, result: result, url: url)) { context in
+            let decoded: P
+            do {
+                decoded = try JSONBridge.decode(P.self, from: context.params)
+            } catch {
+                throw MediatorError(.invalidParams, "params do not decode as \(P.self): \(error)")
+            }
+            let value = try await handler(decoded, context)
+            do {
+                return try JSONBridge.value(from: value)
+            } catch {
+                throw MediatorError(.failed, "the result does not encode as JSON: \(error)")
+            }
+        }
+    }
+
+    /// Declares the action `notFound` (contract section 4, rule 3): the
+    /// daemon sends it every call to an action the component does not
+    /// declare. The handler gets the action asked for and its params; so
+    /// does its context's `action` and `params`.
+    public mutating func notFound(
+        _ handler: @escaping @Sendable (_ action: String, _ params: JSONValue, CallContext) async throws -> JSONValue
+    ) {
+        specs.removeAll { $0.name == "notFound" }
+        specs.append(ActionSpec(name: "notFound"))
+        handlers["notFound"] = nil
+        notFoundHandler = handler
+    }
+
+    private mutating func declare(_ spec: ActionSpec, _ handler: @escaping Handler) {
+        specs.removeAll { $0.name == spec.name }
+        specs.append(spec)
+        handlers[spec.name] = handler
+        if spec.name == "notFound" { notFoundHandler = nil }
+    }
+
+    /// The params of `mediator/register`.
+    var registerParams: JSONValue {
+        var params: [String: JSONValue] = [
+            "target": .string(target),
+            "actions": .array(specs.map(\.json)),
+            "mode": .string(mode.rawValue),
+        ]
+        if let description { params["description"] = .string(description) }
+        return .object(params)
+    }
+
+    /// Runs the handler for one call.
+    func handle(_ context: CallContext) async throws -> JSONValue {
+        var context = context
+        if context.action == "notFound", let notFoundHandler {
+            let action = context.params["action"]?.stringValue ?? ""
+            let params = context.params["params"] ?? .object([:])
+            context.action = action
+            context.params = params
+            return try await notFoundHandler(action, params, context)
+        }
+        if let handler = handlers[context.action] {
+            return try await handler(context)
+        }
+        if let notFoundHandler {
+            return try await notFoundHandler(context.action, context.params, context)
+        }
+        throw MediatorError(.actionNotFound, "\"\(target)\" does not declare the action \"\(context.action)\"")
+    }
+
+    // MARK: - Running
+
+    static let initialBackoff: Duration = .milliseconds(50)
+    static let maxBackoff: Duration = .seconds(2)
+
+    /// Connects, registers the target, calls `onRegistered`, and serves calls
+    /// concurrently (a task per call) until the enclosing task is cancelled;
+    /// then it cancels the handlers still running, closes the connection and
+    /// returns.
+    ///
+    /// A `mediator.cancel` event cancels the task of the handler concerned,
+    /// and nothing is answered for that call. When the connection drops (a
+    /// daemon restart), it reconnects with exponential backoff (50 ms,
+    /// doubling up to 2 s, for as long as it is not cancelled), registers
+    /// again and calls `onRegistered` again.
+    ///
+    /// - Throws: when the first connection or the first registration fails
+    ///   (`unreachable`, `already_registered`, `bad_request` for bad specs...),
+    ///   so that a misconfiguration shows at once. Later failures are
+    ///   retried.
+    public func run(
+        socketPath: String? = nil, name: String? = nil, onRegistered: (@Sendable () async -> Void)? = nil
+    ) async throws {
+        var logger = MediatorClient.logger
+        logger[metadataKey: "target"] = "\(target)"
+        var registeredOnce = false
+        var backoff = Self.initialBackoff
+
+        while !Task.isCancelled {
+            let server = ComponentServer(component: self, logger: logger)
+            let client: MediatorClient
+            do {
+                client = try await MediatorClient.connect(
+                    socketPath: socketPath, name: name, maxFrameBytes: ProtocolConstants.defaultMaxFrameBytes,
+                    hooks: server.hooks)
+                server.attach(client)
+                _ = try await client.call(ProtocolConstants.daemonTarget, "register", params: registerParams)
+            } catch {
+                server.stop()
+                if Task.isCancelled { break }
+                if !registeredOnce { throw error }
+                logger.info("cannot register again (\(error)); retrying in \(backoff)")
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, Self.maxBackoff)
+                continue
+            }
+            logger.info(registeredOnce ? "registered again" : "registered")
+            registeredOnce = true
+            backoff = Self.initialBackoff
+            if let onRegistered { await onRegistered() }
+
+            await withTaskCancellationHandler {
+                await client.connection.waitUntilClosed()
+            } onCancel: {
+                client.connection.close()
+            }
+            server.stop()
+            if Task.isCancelled { break }
+            logger.info("connection to the daemon lost; reconnecting in \(backoff)")
+            try? await Task.sleep(for: backoff)
+            backoff = min(backoff * 2, Self.maxBackoff)
+        }
+    }
+}
+
+/// Serves one connection of a running ``Component``: a task per incoming
+/// call, kept by the daemon's id so that `mediator.cancel` can cancel it.
+final class ComponentServer: Sendable {
+    private enum Key: Hashable, Sendable {
+        case daemon(MessageID)
+        case oneway(Int)
+    }
+
+    private struct Call: Sendable {
+        var serial: Int
+        var task: Task<Void, Never>
+        var responder: Responder
+    }
+
+    private struct State: Sendable {
+        var client: MediatorClient?
+        var calls: [Key: Call] = [:]
+        var nextSerial = 0
+        var stopped = false
+    }
+
+    private let component: Component
+    private let logger: Logger
+    private let state = NIOLockedValueBox(State())
+
+    init(component: Component, logger: Logger) {
+        self.component = component
+        self.logger = logger
+    }
+
+    var hooks: InboundHooks {
+        InboundHooks(
+            request: { [self] request, connection in dispatch(request, connection) },
+            cancel: { [self] id in cancel(id) },
+            closed: { [self] in stop() })
+    }
+
+    func attach(_ client: MediatorClient) {
+        state.withLockedValue { $0.client = client }
+    }
+
+    /// Starts a task for one call. On the event loop.
+    private func dispatch(_ request: IncomingRequest, _ connection: Connection) {
+        let responder = Responder(id: request.id, more: request.more, connection: connection)
+        let started = state.withLockedValue { locked -> Bool in
+            guard !locked.stopped, let client = locked.client else { return false }
+            let serial = locked.nextSerial
+            locked.nextSerial += 1
+            let key: Key = request.id.map(Key.daemon) ?? .oneway(serial)
+            if locked.calls[key] != nil {
+                // The daemon keeps its ids unique among calls in flight.
+                return false
+            }
+            let task = Task { [self] in
+                await execute(request, client: client, responder: responder)
+                state.withLockedValue { state in
+                    if state.calls[key]?.serial == serial { state.calls[key] = nil }
+                }
+            }
+            locked.calls[key] = Call(serial: serial, task: task, responder: responder)
+            return true
+        }
+        if !started {
+            responder.finish(.failure(MediatorError(.componentUnavailable, "\"\(component.target)\" is not serving")))
+        }
+    }
+
+    private func execute(_ request: IncomingRequest, client: MediatorClient, responder: Responder) async {
+        let context = CallContext(request: request, client: client, responder: responder)
+        let outcome: Result<JSONValue, MediatorError>
+        do {
+            outcome = .success(try await component.handle(context))
+        } catch let error as MediatorError {
+            outcome = .failure(error)
+        } catch is CancellationError {
+            outcome = .failure(MediatorError(.cancelled, "the handler was cancelled"))
+        } catch {
+            outcome = .failure(MediatorError(.failed, String(describing: error)))
+        }
+        if responder.isSuppressed {
+            logger.debug("call cancelled; no response sent", metadata: ["id": "\(request.id?.description ?? "-")"])
+        }
+        responder.finish(outcome)
+    }
+
+    /// `mediator.cancel {id}`: cancels that call's task; nothing is answered.
+    private func cancel(_ id: MessageID) {
+        let call = state.withLockedValue { $0.calls[.daemon(id)] }
+        guard let call else {
+            logger.debug("mediator.cancel for a call not running", metadata: ["id": "\(id)"])
+            return
+        }
+        call.responder.suppress()
+        call.task.cancel()
+    }
+
+    /// The connection closed or the component stops: cancels every call
+    /// still running (nothing can be answered any more) and lets go of the
+    /// client. Idempotent.
+    func stop() {
+        let (calls, client) = state.withLockedValue { state in
+            state.stopped = true
+            let calls = Array(state.calls.values)
+            let client = state.client
+            state.client = nil
+            return (calls, client)
+        }
+        for call in calls {
+            call.responder.suppress()
+            call.task.cancel()
+        }
+        client?.connection.close()
+    }
+}

@@ -1,0 +1,499 @@
+import NIOConcurrencyHelpers
+import Foundation
+import Logging
+import MediatorProtocol
+import MediatorTransport
+import NIOCore
+import NIOPosix
+
+/// A request that the daemon forwarded to this connection (to a component).
+struct IncomingRequest: Sendable {
+    /// The daemon's id; nil for a oneway request (nothing may be answered).
+    var id: MessageID?
+    var target: String
+    var action: String
+    var params: JSONValue
+    var timeoutMs: Int64?
+    var more: Bool
+    var caller: Caller?
+}
+
+/// What a component's connection does with what the daemon sends it besides
+/// responses and subscribed events. Called on the event loop: must not block.
+struct InboundHooks: Sendable {
+    var request: @Sendable (IncomingRequest, Connection) -> Void
+    /// A `mediator.cancel` event: the daemon gave up on its request `id`.
+    var cancel: @Sendable (MessageID) -> Void
+    /// The connection closed (once).
+    var closed: @Sendable () -> Void
+}
+
+/// One connection to the daemon: the NIO channel, the outbound queue, the
+/// table of calls in flight, the local subscribers, and the dispatch of
+/// every inbound frame. ``MediatorClient`` is the public face of it.
+///
+/// Threading: inbound frames are handled on the channel's event loop, in
+/// order. Callers on any task enqueue outbound frames into one buffer under a
+/// lock; the first frame into an empty buffer schedules one flush on the
+/// event loop, so every frame enqueued until that flush runs goes out in the
+/// same write: pipelined calls are batched without any timer.
+final class Connection: Sendable {
+    /// How long past a call's timeout the client waits before it gives up on
+    /// a daemon that stopped answering.
+    static let grace: TimeAmount = .seconds(1)
+    /// How often the local deadlines are checked.
+    static let sweepInterval: TimeAmount = .milliseconds(250)
+
+    let channel: any Channel
+    let socketPath: String
+    let logger: Logger
+    let pending = PendingCalls()
+    let subscriptions = Subscriptions()
+    let hooks: InboundHooks?
+    let maxInboundFrameBytes: Int
+
+    private struct Outbox: Sendable {
+        var buffer = ByteBuffer()
+        var flushScheduled = false
+        var closed = false
+    }
+
+    private struct Lifecycle: Sendable {
+        var sweeper: RepeatedTask?
+        var closedByClient = false
+        var closed = false
+    }
+
+    private let outbox = NIOLockedValueBox(Outbox())
+    private let lifecycle = NIOLockedValueBox(Lifecycle())
+    /// The daemon's frame limit from `hello`, checked before sending.
+    private let peerMaxFrameBytes = NIOLockedValueBox(ProtocolConstants.defaultMaxFrameBytes)
+
+    private init(channel: any Channel, socketPath: String, maxInboundFrameBytes: Int, hooks: InboundHooks?, logger: Logger) {
+        self.channel = channel
+        self.socketPath = socketPath
+        self.maxInboundFrameBytes = maxInboundFrameBytes
+        self.hooks = hooks
+        self.logger = logger
+    }
+
+    // MARK: - Opening and closing
+
+    /// Connects to the socket; any failure is `unreachable`.
+    static func connect(socketPath: String, maxFrameBytes: Int, hooks: InboundHooks?, logger: Logger)
+        async throws(MediatorError) -> Connection
+    {
+        let made = NIOLockedValueBox<Connection?>(nil)
+        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let connection = Connection(
+                        channel: channel, socketPath: socketPath, maxInboundFrameBytes: maxFrameBytes,
+                        hooks: hooks, logger: logger)
+                    made.withLockedValue { $0 = connection }
+                    try channel.pipeline.syncOperations.addHandlers(
+                        ByteToMessageHandler(LineFrameDecoder(maxFrameBytes: maxFrameBytes)),
+                        InboundHandler(connection))
+                }
+            }
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.connect(unixDomainSocketPath: socketPath).get()
+        } catch {
+            throw MediatorError(.unreachable, "cannot connect to \(socketPath): \(describe(error))")
+        }
+        guard let connection = made.withLockedValue({ $0 }) else {
+            channel.close(promise: nil)
+            throw MediatorError(.unreachable, "cannot connect to \(socketPath): the channel was not set up")
+        }
+        connection.start()
+        return connection
+    }
+
+    private func start() {
+        let sweeper = channel.eventLoop.scheduleRepeatedTask(
+            initialDelay: Self.sweepInterval, delay: Self.sweepInterval
+        ) { [self] _ in
+            sweep()
+        }
+        let alreadyClosed = lifecycle.withLockedValue { state -> Bool in
+            if state.closed { return true }
+            state.sweeper = sweeper
+            return false
+        }
+        if alreadyClosed { sweeper.cancel() }
+        // A second path to didClose, in case the channel closed before the
+        // handler saw it active.
+        channel.closeFuture.whenComplete { [self] _ in didClose() }
+    }
+
+    /// Closes the connection after flushing what is queued. Every call in
+    /// flight fails with `disconnected`.
+    func close() {
+        lifecycle.withLockedValue { $0.closedByClient = true }
+        channel.eventLoop.execute { [self] in
+            flush()
+            channel.close(promise: nil)
+        }
+    }
+
+    /// Waits until the connection is closed and every pending call failed.
+    func waitUntilClosed() async {
+        try? await channel.closeFuture.get()
+        didClose()
+    }
+
+    var isClosed: Bool { lifecycle.withLockedValue { $0.closed } }
+
+    /// The connection is gone: fails everything that waits on it. Idempotent.
+    func didClose() {
+        let (first, sweeper, byClient) = lifecycle.withLockedValue { state in
+            let first = !state.closed
+            state.closed = true
+            let sweeper = state.sweeper
+            state.sweeper = nil
+            return (first, sweeper, state.closedByClient)
+        }
+        guard first else { return }
+        sweeper?.cancel()
+        let error = MediatorError.disconnected(
+            byClient ? "the connection was closed" : "the connection to \(socketPath) closed")
+        // The outbox first: once a caller sees a call fail, sending fails too.
+        // A call activated meanwhile whose frame is refused is failed just below.
+        outbox.withLockedValue { box in
+            box.closed = true
+            box.buffer = ByteBuffer()
+        }
+        for waiter in pending.close(error) { waiter.fail(error) }
+        subscriptions.close()
+        logger.debug("connection closed", metadata: ["socket": "\(socketPath)"])
+        hooks?.closed()
+    }
+
+    func setPeerMaxFrameBytes(_ value: Int64?) {
+        guard let value, value > 0, let bytes = Int(exactly: value) else { return }
+        peerMaxFrameBytes.withLockedValue { $0 = bytes }
+    }
+
+    // MARK: - Sending
+
+    /// Queues one complete frame (ending in LF); false once the connection
+    /// closed.
+    @discardableResult
+    func enqueue(_ frame: [UInt8]) -> Bool {
+        let allocator = channel.allocator
+        let scheduleFlush: Bool? = outbox.withLockedValue { box in
+            if box.closed { return nil }
+            if box.buffer.capacity == 0 { box.buffer = allocator.buffer(capacity: max(frame.count, 4096)) }
+            box.buffer.writeBytes(frame)
+            if box.flushScheduled { return false }
+            box.flushScheduled = true
+            return true
+        }
+        guard let scheduleFlush else { return false }
+        if scheduleFlush { channel.eventLoop.execute { [self] in flush() } }
+        return true
+    }
+
+    /// Writes everything queued in one write. On the event loop only.
+    private func flush() {
+        let bytes: ByteBuffer? = outbox.withLockedValue { box in
+            box.flushScheduled = false
+            guard box.buffer.readableBytes > 0 else { return nil }
+            let bytes = box.buffer
+            box.buffer = ByteBuffer()
+            return bytes
+        }
+        guard let bytes else { return }
+        channel.writeAndFlush(bytes).whenFailure { [self] error in
+            // The channel is closing; didClose fails the calls.
+            logger.debug("write failed: \(error)")
+        }
+    }
+
+    /// Refuses a frame over the daemon's limit before it is sent (the
+    /// daemon would answer `frame_too_large` without the id).
+    private func checkSize(_ frame: [UInt8]) throws(MediatorError) {
+        let limit = peerMaxFrameBytes.withLockedValue { $0 }
+        let length = frame.count - 1
+        if length > limit {
+            throw MediatorError(
+                .frameTooLarge, "the message is \(length) bytes, over the daemon's limit of \(limit) bytes")
+        }
+    }
+
+    // MARK: - Calls
+
+    /// A call and its single response.
+    func call(_ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?)
+        async throws(MediatorError) -> JSONValue
+    {
+        let id: Int64
+        switch pending.reserve(bound: Self.localBound(timeoutMs)) {
+        case .success(let reserved): id = reserved
+        case .failure(let error): throw error
+        }
+        let frame = OutboundMessage.request(
+            id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs)
+        do {
+            try checkSize(frame)
+        } catch {
+            pending.release(id)
+            throw error
+        }
+        let outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<JSONValue, MediatorError>, Never>) in
+                switch pending.activate(id, .call(continuation)) {
+                case .activated: enqueue(frame)  // if closed, didClose already failed the entry
+                case .cancelled: continuation.resume(returning: .failure(.callCancelled))
+                case .closed(let error): continuation.resume(returning: .failure(error))
+                }
+            }
+        } onCancel: {
+            cancelCall(id)
+        }
+        return try outcome.get()
+    }
+
+    /// A `more` call: each `continues` result, then the final result; an
+    /// error response ends the stream by throwing it.
+    func stream(_ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?)
+        -> AsyncThrowingStream<JSONValue, any Error>
+    {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: JSONValue.self)
+        let id: Int64
+        switch pending.insert(.stream(continuation), bound: Self.localBound(timeoutMs)) {
+        case .success(let inserted): id = inserted
+        case .failure(let error):
+            continuation.finish(throwing: error)
+            return stream
+        }
+        let frame = OutboundMessage.request(
+            id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs, more: true)
+        do {
+            try checkSize(frame)
+        } catch {
+            pending.release(id)
+            continuation.finish(throwing: error)
+            return stream
+        }
+        continuation.onTermination = { [self] termination in
+            withExtendedLifetime(keepAlive) {
+                if case .cancelled = termination { cancelCall(id) }
+            }
+        }
+        enqueue(frame)
+        return stream
+    }
+
+    /// Sends a complete frame after checking its size.
+    func sendFrame(_ frame: [UInt8]) throws(MediatorError) {
+        try checkSize(frame)
+        guard enqueue(frame) else { throw closedError }
+    }
+
+    /// A oneway request: no id, no response.
+    func sendOneway(_ target: String, _ action: String, params: JSONValue) throws(MediatorError) {
+        try sendFrame(OutboundMessage.request(id: nil, target: target, action: action, params: params))
+    }
+
+    /// The caller gave up on `id`: fails its waiter with `cancelled` and
+    /// tells the daemon (oneway; the daemon's `cancelled` answer is ignored
+    /// as a response to an unknown id).
+    func cancelCall(_ id: Int64) {
+        guard let waiter = pending.cancel(id) else { return }
+        waiter.fail(.callCancelled)
+        enqueue(Self.cancelFrame(id))
+    }
+
+    private static func cancelFrame(_ id: Int64) -> [UInt8] {
+        OutboundMessage.request(
+            id: nil, target: ProtocolConstants.daemonTarget, action: "cancel", params: ["id": .int(id)])
+    }
+
+    private var closedError: MediatorError {
+        lifecycle.withLockedValue { $0.closedByClient }
+            ? .disconnected("the connection was closed") : .disconnected("the connection to \(socketPath) closed")
+    }
+
+    /// Gives up on the calls whose local deadline passed. On the event loop.
+    private func sweep() {
+        let expired = pending.expired(now: .now())
+        for item in expired {
+            let milliseconds = item.bound.nanoseconds / 1_000_000
+            logger.warning("no response from the daemon in time", metadata: ["id": "\(item.id)", "ms": "\(milliseconds)"])
+            item.waiter.fail(MediatorError(.timeout, "no response from the daemon within \(milliseconds) ms"))
+            enqueue(Self.cancelFrame(item.id))
+        }
+    }
+
+    /// The local wait bound of a call: its timeout (or the daemon's default)
+    /// plus ``grace``.
+    static func localBound(_ timeoutMs: Int64?) -> TimeAmount {
+        .milliseconds(timeoutMs ?? ProtocolConstants.defaultTimeoutMs) + grace
+    }
+
+    /// A `timeout_ms` value for a duration: a positive whole number of
+    /// milliseconds, rounded up, capped at about 31 years.
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let cap: Int64 = 1_000_000_000_000
+        if seconds < 0 || (seconds == 0 && attoseconds <= 0) { return 1 }
+        if seconds >= cap / 1000 { return cap }
+        let perMillisecond: Int64 = 1_000_000_000_000_000
+        var milliseconds = seconds * 1000 + attoseconds / perMillisecond
+        if attoseconds % perMillisecond > 0 { milliseconds += 1 }
+        return max(1, milliseconds)
+    }
+
+    // MARK: - Receiving (on the event loop)
+
+    fileprivate func receive(_ frame: ByteBuffer) {
+        frame.withUnsafeReadableBytes { raw in
+            switch EnvelopeParser.parse(raw) {
+            case .failure(let failure):
+                // Contract section 1: answered with bad_request, with the id
+                // when read; but a oneway request never gets an answer, not
+                // even an error (section 2, and the daemon's documented choice).
+                logger.warning("bad frame from the daemon: \(failure.error.message)")
+                if failure.id == nil, Self.isOnewayRequest(raw) { return }
+                enqueue(OutboundMessage.error(id: failure.id, failure.error))
+            case .success(let envelope):
+                switch envelope.kind {
+                case .response: receiveResponse(envelope, raw)
+                case .request: receiveRequest(envelope, raw)
+                case .event: receiveEvent(envelope, raw)
+                }
+            }
+        }
+    }
+
+    /// Whether a refused frame is still a JSON object with `target` or
+    /// `action` and no `id`: a oneway request.
+    private static func isOnewayRequest(_ raw: UnsafeRawBufferPointer) -> Bool {
+        guard let members = (try? JSONParser.parse(raw))?.objectValue, members["id"] == nil else { return false }
+        return members["target"] != nil || members["action"] != nil
+    }
+
+    fileprivate func receiveTooLarge() {
+        logger.error("discarded a frame over the limit of \(maxInboundFrameBytes) bytes")
+        enqueue(
+            OutboundMessage.error(
+                id: nil, MediatorError(.frameTooLarge, "frame over the limit of \(maxInboundFrameBytes) bytes")))
+    }
+
+    private static func decode(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> JSONValue? {
+        guard let range, range.lowerBound >= 0, range.upperBound <= raw.count else { return nil }
+        return try? JSONParser.parse(UnsafeRawBufferPointer(rebasing: raw[range]))
+    }
+
+    private func receiveResponse(_ envelope: Envelope, _ raw: UnsafeRawBufferPointer) {
+        guard case .int(let id)? = envelope.id else {
+            if let error = Self.decode(raw, envelope.errorRange).flatMap(MediatorError.init(json:)) {
+                logger.warning("the daemon answered a frame without id: \(error)")
+            } else {
+                logger.debug("response with an id this client never uses: \(envelope.id?.description ?? "null")")
+            }
+            return
+        }
+        let outcome: Result<JSONValue, MediatorError>
+        if envelope.errorRange != nil {
+            let error = Self.decode(raw, envelope.errorRange).flatMap(MediatorError.init(json:))
+            outcome = .failure(error ?? MediatorError(.internal, "unreadable error response"))
+        } else {
+            outcome = .success(Self.decode(raw, envelope.resultRange) ?? .null)
+        }
+        var continues = false
+        if envelope.continues, case .success = outcome { continues = true }
+        switch pending.deliver(id, continues: continues) {
+        case .unknown:
+            logger.debug("response to an id not in flight", metadata: ["id": "\(id)"])
+        case .partial(let continuation):
+            if case .success(let value) = outcome { continuation.yield(value) }
+        case .final(.call(let continuation)):
+            continuation.resume(returning: outcome)
+        case .final(.stream(let continuation)):
+            switch outcome {
+            case .success(let value):
+                continuation.yield(value)
+                continuation.finish()
+            case .failure(let error):
+                continuation.finish(throwing: error)
+            }
+        }
+    }
+
+    private func receiveRequest(_ envelope: Envelope, _ raw: UnsafeRawBufferPointer) {
+        guard let hooks else {
+            if let id = envelope.id {
+                enqueue(
+                    OutboundMessage.error(
+                        id: id,
+                        MediatorError(.targetNotFound, "no component on this connection serves \"\(envelope.target)\"")))
+            }
+            return
+        }
+        let request = IncomingRequest(
+            id: envelope.id, target: envelope.target, action: envelope.action,
+            params: Self.decode(raw, envelope.paramsRange) ?? .object([:]),
+            timeoutMs: envelope.timeoutMs, more: envelope.more,
+            caller: Self.decode(raw, envelope.callerRange).flatMap(Caller.init(json:)))
+        hooks.request(request, self)
+    }
+
+    private func receiveEvent(_ envelope: Envelope, _ raw: UnsafeRawBufferPointer) {
+        let data = Self.decode(raw, envelope.dataRange)
+        if envelope.event == "mediator.cancel" {
+            // Control for a component, not for subscribers.
+            if let hooks, let idValue = data?["id"], let id = MessageID(json: idValue) {
+                hooks.cancel(id)
+            } else {
+                logger.debug("mediator.cancel ignored: \(data?.jsonText ?? "no data")")
+            }
+            return
+        }
+        subscriptions.deliver(MediatorEvent(name: envelope.event, data: data))
+    }
+
+    /// A short reason for a connection failure.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? IOError {
+            return String(cString: strerror(error.errnoCode))
+        }
+        if let error = error as? SocketAddressError {
+            switch error {
+            case .unixDomainSocketPathTooLong: return "the socket path is too long"
+            default: return "\(error)"
+            }
+        }
+        return "\(error)"
+    }
+}
+
+/// Feeds inbound lines to the connection; lives on the event loop.
+private final class InboundHandler: ChannelInboundHandler {
+    typealias InboundIn = InboundLine
+
+    private let connection: Connection
+
+    init(_ connection: Connection) {
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch Self.unwrapInboundIn(data) {
+        case .frame(let frame): connection.receive(frame)
+        case .tooLarge: connection.receiveTooLarge()
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        connection.didClose()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        connection.logger.debug("connection error: \(error)")
+        context.close(promise: nil)
+    }
+}

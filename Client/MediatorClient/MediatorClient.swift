@@ -1,0 +1,202 @@
+import Foundation
+import Logging
+import MediatorProtocol
+
+/// A connection to `mediatord`, for calls, events and (through
+/// ``Component``) serving a target.
+///
+/// Every method may be called from any task at the same time; calls are
+/// pipelined on the one connection and matched to their responses by id.
+/// When the connection closes, every call in flight fails at once with
+/// `disconnected`, and every stream and subscription ends.
+///
+/// Keep the client alive while you use it: when the last reference goes, the
+/// connection is closed. Live ``stream(_:_:params:timeout:)`` and
+/// ``subscribe(_:)`` streams keep their client alive until they end.
+public final class MediatorClient: Sendable {
+    let connection: Connection
+
+    /// The daemon's number for this connection, from `hello`'s result.
+    public let connectionID: Int?
+
+    init(connection: Connection, connectionID: Int?) {
+        self.connection = connection
+        self.connectionID = connectionID
+    }
+
+    deinit {
+        connection.close()
+    }
+
+    /// Connects and says `hello`.
+    ///
+    /// - Parameters:
+    ///   - socketPath: nil for the default: `MEDIATOR_SOCKET`, else the
+    ///     system instance's socket.
+    ///   - name: sent in `hello`; the daemon passes it to components as
+    ///     `caller.name`.
+    ///   - maxFrameBytes: the largest inbound frame (without LF) accepted.
+    /// - Throws: `unreachable` when the socket cannot be reached or the
+    ///   daemon hangs up during `hello`; the daemon's error when it refuses
+    ///   `hello` (`unsupported_protocol`).
+    public static func connect(
+        socketPath: String? = nil, name: String? = nil,
+        maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes
+    ) async throws(MediatorError) -> MediatorClient {
+        try await connect(socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, hooks: nil)
+    }
+
+    static let logger = Logger(label: "mediator.client")
+
+    static func resolvedSocketPath(_ explicit: String?) -> String {
+        ProtocolConstants.socketPath(
+            explicit: explicit, environment: ProcessInfo.processInfo.environment, userInstance: false)
+    }
+
+    static func connect(socketPath: String?, name: String?, maxFrameBytes: Int, hooks: InboundHooks?)
+        async throws(MediatorError) -> MediatorClient
+    {
+        let path = resolvedSocketPath(socketPath)
+        let connection = try await Connection.connect(
+            socketPath: path, maxFrameBytes: max(1, maxFrameBytes), hooks: hooks, logger: logger)
+        var params: [String: JSONValue] = ["protocol": .int(ProtocolConstants.version)]
+        if let name { params["name"] = .string(name) }
+        let result: JSONValue
+        do {
+            result = try await connection.call(
+                ProtocolConstants.daemonTarget, "hello", params: .object(params), timeoutMs: nil)
+        } catch {
+            connection.close()
+            if error.code == .disconnected {
+                throw MediatorError(.unreachable, "cannot connect to \(path): the daemon closed the connection")
+            }
+            throw error
+        }
+        connection.setPeerMaxFrameBytes(result["max_frame"]?.intValue)
+        let connectionID = result["connection"]?.intValue.flatMap { Int(exactly: $0) }
+        logger.debug("connected", metadata: ["socket": "\(path)", "connection": "\(connectionID.map(String.init) ?? "?")"])
+        return MediatorClient(connection: connection, connectionID: connectionID)
+    }
+
+    // MARK: - Calls
+
+    /// Calls `action` of `target` and waits for its response.
+    ///
+    /// - Parameter timeout: sent as `timeout_ms` (rounded up to whole
+    ///   milliseconds); nil lets the daemon apply its default (30 s). The
+    ///   daemon answers `timeout` itself; the client gives up on its own only
+    ///   one second after that, in case the daemon stopped answering.
+    /// - Throws: the error response; `cancelled` when the calling task is
+    ///   cancelled (the daemon is told with `mediator/cancel`);
+    ///   `disconnected` when the connection closes first.
+    public func call(
+        _ target: String, _ action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
+    ) async throws(MediatorError) -> JSONValue {
+        try await connection.call(target, action, params: params, timeoutMs: timeout.map(Connection.milliseconds))
+    }
+
+    /// Sends a oneway request: no id, and no response, not even an error.
+    /// Returns once the request is queued.
+    public func send(_ target: String, _ action: String, params: JSONValue = .object([:])) async throws(MediatorError) {
+        try connection.sendOneway(target, action, params: params)
+    }
+
+    /// Calls with `"more": true`: yields each `continues` result, then the
+    /// final result, and ends. An error response ends it by throwing that
+    /// ``MediatorError``. Ending the iteration early (or cancelling the
+    /// iterating task) sends `mediator/cancel`.
+    ///
+    /// The timeout applies to each response in turn, as in the daemon.
+    public func stream(
+        _ target: String, _ action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
+    ) -> AsyncThrowingStream<JSONValue, any Error> {
+        connection.stream(
+            target, action, params: params, timeoutMs: timeout.map(Connection.milliseconds), keepAlive: self)
+    }
+
+    // MARK: - The daemon's own actions
+
+    /// `mediator/open`: routes a `SCHEME://TARGET/ACTION?k=v` URL and
+    /// returns the routed call's result.
+    public func open(_ url: String, timeout: Duration? = nil) async throws(MediatorError) -> JSONValue {
+        try await call(ProtocolConstants.daemonTarget, "open", params: ["url": .string(url)], timeout: timeout)
+    }
+
+    /// `mediator/list`: `{"targets": [...]}`.
+    public func list() async throws(MediatorError) -> JSONValue {
+        try await call(ProtocolConstants.daemonTarget, "list")
+    }
+
+    /// `mediator/describe`: the target, its description, ActionSpecs and instances.
+    public func describe(_ target: String) async throws(MediatorError) -> JSONValue {
+        try await call(ProtocolConstants.daemonTarget, "describe", params: ["target": .string(target)])
+    }
+
+    /// `mediator/ping`.
+    public func ping() async throws(MediatorError) {
+        _ = try await call(ProtocolConstants.daemonTarget, "ping")
+    }
+
+    /// `mediator/publish`; returns how many connections the event was
+    /// delivered to.
+    @discardableResult
+    public func publish(_ event: String, data: JSONValue? = nil) async throws(MediatorError) -> Int {
+        var params: [String: JSONValue] = ["event": .string(event)]
+        if let data { params["data"] = data }
+        let result = try await call(ProtocolConstants.daemonTarget, "publish", params: .object(params))
+        return result["delivered"]?.intValue.flatMap { Int(exactly: $0) } ?? 0
+    }
+
+    // MARK: - Events
+
+    /// `mediator/subscribe`; returns the events that arrive on this
+    /// connection and match one of `patterns` (exact name, `prefix.*`, `*`).
+    ///
+    /// Several subscriptions may overlap: each gets every matching event.
+    /// The stream buffers without limit, so consume it. It ends when the
+    /// connection closes or ``unsubscribe(_:)`` removes its last pattern;
+    /// dropping it tells the daemon to stop sending the patterns that no
+    /// other subscription of this client still uses.
+    ///
+    /// `mediator.cancel` events are control messages for components and are
+    /// never delivered here.
+    public func subscribe(_ patterns: [String]) async throws(MediatorError) -> AsyncStream<MediatorEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: MediatorEvent.self)
+        guard let token = connection.subscriptions.add(patterns, continuation) else {
+            continuation.finish()
+            throw .disconnected("the connection closed")
+        }
+        do {
+            _ = try await call(
+                ProtocolConstants.daemonTarget, "subscribe", params: ["events": .array(patterns.map(JSONValue.string))])
+        } catch {
+            _ = connection.subscriptions.remove(token)
+            continuation.finish()
+            throw error
+        }
+        continuation.onTermination = { [self] _ in
+            let orphans = connection.subscriptions.remove(token)
+            guard !orphans.isEmpty, !connection.isClosed else { return }
+            try? connection.sendOneway(
+                ProtocolConstants.daemonTarget, "unsubscribe", params: ["events": .array(orphans.map(JSONValue.string))])
+        }
+        return stream
+    }
+
+    /// `mediator/unsubscribe`; then removes `patterns` from this client's
+    /// subscriptions, ending those left without a pattern.
+    public func unsubscribe(_ patterns: [String]) async throws(MediatorError) {
+        _ = try await call(
+            ProtocolConstants.daemonTarget, "unsubscribe", params: ["events": .array(patterns.map(JSONValue.string))])
+        connection.subscriptions.removePatterns(patterns)
+    }
+
+    // MARK: - Closing
+
+    /// Closes the connection (after sending what is queued) and waits until
+    /// every call in flight has failed with `disconnected`. Idempotent.
+    public func close() async {
+        connection.close()
+        await connection.waitUntilClosed()
+    }
+}
