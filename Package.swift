@@ -101,6 +101,7 @@ let package = Package(
             dependencies: [
                 "MediatorClient",
                 "MediatorProtocol",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "MediatorTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -46,7 +46,7 @@ struct ClientTests {
         // Holds every Echo/hold request until `count` arrived, then answers them in reverse.
         let fake = try await FakeDaemon.start { core, peer, message in
             if message["action"] == "hold" {
-                let all: [Received]? = core.held.withLock { held in
+                let all: [Received]? = core.held.withLockedValue { held in
                     held.append(Received(peer: peer, message: message))
                     return held.count == count ? held : nil
                 }

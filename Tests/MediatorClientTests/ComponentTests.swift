@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Foundation
 import MediatorProtocol
 import Testing
@@ -18,10 +19,10 @@ func serving(
     _ component: Component, on fake: FakeDaemon, registrations: Mailbox<Int> = Mailbox(),
     _ body: (FakePeer) async throws -> Void
 ) async throws {
-    let counter = Locked(0)
+    let counter = NIOLockedValueBox(0)
     let run = Task {
         try await component.run(socketPath: fake.path, name: "comp") {
-            registrations.post(counter.withLock { count in
+            registrations.post(counter.withLockedValue { count in
                 count += 1
                 return count
             })

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Foundation
 import MediatorProtocol
 import MediatorTransport
@@ -53,30 +54,30 @@ final class FakeDaemon: Sendable {
     final class Core: Sendable {
         let received = Mailbox<Received>()
         let behavior: FakeBehavior
-        private let peers = Locked<[Int: FakePeer]>([:])
-        private let counter = Locked(0)
+        private let peers = NIOLockedValueBox<[Int: FakePeer]>([:])
+        private let counter = NIOLockedValueBox(0)
         /// Free state for behaviors.
-        let held = Locked<[Received]>([])
+        let held = NIOLockedValueBox<[Received]>([])
 
         init(behavior: @escaping FakeBehavior) {
             self.behavior = behavior
         }
 
         fileprivate func added(_ channel: any Channel) -> FakePeer {
-            let number = counter.withLock { counter in
+            let number = counter.withLockedValue { counter in
                 counter += 1
                 return counter
             }
             let peer = FakePeer(channel: channel, number: number)
-            peers.withLock { $0[number] = peer }
+            peers.withLockedValue { $0[number] = peer }
             return peer
         }
 
         fileprivate func removed(_ peer: FakePeer) {
-            peers.withLock { $0[peer.number] = nil }
+            peers.withLockedValue { $0[peer.number] = nil }
         }
 
-        var allPeers: [FakePeer] { peers.withLock { Array($0.values) } }
+        var allPeers: [FakePeer] { peers.withLockedValue { Array($0.values) } }
     }
 
     let path: String

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Foundation
 import MediatorProtocol
 
@@ -53,14 +54,14 @@ final class Mailbox<Item: Sendable>: Sendable {
         var nextToken = 0
     }
 
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     init() {}
 
-    var items: [Item] { state.withLock { $0.items } }
+    var items: [Item] { state.withLockedValue { $0.items } }
 
     func post(_ item: Item) {
-        let ready: [(CheckedContinuation<[Item], any Error>, [Item])] = state.withLock { state in
+        let ready: [(CheckedContinuation<[Item], any Error>, [Item])] = state.withLockedValue { state in
             state.items.append(item)
             var ready: [(CheckedContinuation<[Item], any Error>, [Item])] = []
             for (token, waiter) in state.waiters where waiter.predicate(item) {
@@ -92,13 +93,13 @@ final class Mailbox<Item: Sendable>: Sendable {
     }
 
     private func next(_ count: Int, _ predicate: @escaping @Sendable (Item) -> Bool) async throws -> [Item] {
-        let token = state.withLock { state in
+        let token = state.withLockedValue { state in
             state.nextToken += 1
             return state.nextToken
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[Item], any Error>) in
-                let immediate: Result<[Item], any Error>? = state.withLock { state in
+                let immediate: Result<[Item], any Error>? = state.withLockedValue { state in
                     if state.cancelled.remove(token) != nil { return .failure(CancellationError()) }
                     let matches = state.items.filter(predicate)
                     if matches.count >= count { return .success(Array(matches.prefix(count))) }
@@ -108,7 +109,7 @@ final class Mailbox<Item: Sendable>: Sendable {
                 if let immediate { continuation.resume(with: immediate) }
             }
         } onCancel: {
-            let waiter: Waiter? = state.withLock { state in
+            let waiter: Waiter? = state.withLockedValue { state in
                 if let waiter = state.waiters.removeValue(forKey: token) { return waiter }
                 state.cancelled.insert(token)
                 return nil
