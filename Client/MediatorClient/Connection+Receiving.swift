@@ -1,0 +1,162 @@
+import NIOConcurrencyHelpers
+import Foundation
+import Logging
+import MediatorProtocol
+import MediatorTransport
+import NIOCore
+import NIOPosix
+
+/// Inbound traffic, on the event loop: responses to our calls, requests for
+/// a component, events.
+extension Connection {
+    // MARK: - Receiving (on the event loop)
+
+    func receive(_ frame: ByteBuffer) {
+        frame.withUnsafeReadableBytes { raw in
+            switch EnvelopeParser.parse(raw) {
+            case .failure(let failure):
+                // Contract section 1: answered with bad_request, with the id
+                // when read; but a oneway request never gets an answer, not
+                // even an error (section 2, and the daemon's documented choice).
+                logger.warning("bad frame from the daemon: \(failure.error.message)")
+                if failure.id == nil, Self.isOnewayRequest(raw) { return }
+                enqueue(OutboundMessage.error(id: failure.id, failure.error))
+            case .success(let envelope):
+                switch envelope.kind {
+                case .response: receiveResponse(envelope, raw)
+                case .request: receiveRequest(envelope, raw)
+                case .event: receiveEvent(envelope, raw)
+                }
+            }
+        }
+    }
+
+    /// Whether a refused frame is still a JSON object with `target` or
+    /// `action` and no `id`: a oneway request.
+    private static func isOnewayRequest(_ raw: UnsafeRawBufferPointer) -> Bool {
+        guard let members = (try? JSONParser.parse(raw))?.objectValue, members["id"] == nil else { return false }
+        return members["target"] != nil || members["action"] != nil
+    }
+
+    func receiveTooLarge() {
+        logger.error("discarded a frame over the limit of \(maxInboundFrameBytes) bytes")
+        enqueue(
+            OutboundMessage.error(
+                id: nil, MediatorError(.frameTooLarge, "frame over the limit of \(maxInboundFrameBytes) bytes")))
+    }
+
+    private static func decode(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> JSONValue? {
+        guard let range, range.lowerBound >= 0, range.upperBound <= raw.count else { return nil }
+        return try? JSONParser.parse(UnsafeRawBufferPointer(rebasing: raw[range]))
+    }
+
+    func receiveResponse(_ envelope: Envelope, _ raw: UnsafeRawBufferPointer) {
+        guard case .int(let id)? = envelope.id else {
+            if let error = Self.decode(raw, envelope.errorRange).flatMap(MediatorError.init(json:)) {
+                logger.warning("the daemon answered a frame without id: \(error)")
+            } else {
+                logger.debug("response with an id this client never uses: \(envelope.id?.description ?? "null")")
+            }
+            return
+        }
+        let outcome: Result<JSONValue, MediatorError>
+        if envelope.errorRange != nil {
+            let error = Self.decode(raw, envelope.errorRange).flatMap(MediatorError.init(json:))
+            outcome = .failure(error ?? MediatorError(.internal, "unreadable error response"))
+        } else {
+            outcome = .success(Self.decode(raw, envelope.resultRange) ?? .null)
+        }
+        var continues = false
+        if envelope.continues, case .success = outcome { continues = true }
+        switch pending.deliver(id, continues: continues) {
+        case .unknown:
+            logger.debug("response to an id not in flight", metadata: ["id": "\(id)"])
+        case .partial(let continuation):
+            if case .success(let value) = outcome { continuation.yield(value) }
+        case .final(.call(let continuation)):
+            continuation.resume(returning: outcome)
+        case .final(.stream(let continuation)):
+            switch outcome {
+            case .success(let value):
+                continuation.yield(value)
+                continuation.finish()
+            case .failure(let error):
+                continuation.finish(throwing: error)
+            }
+        }
+    }
+
+    func receiveRequest(_ envelope: Envelope, _ raw: UnsafeRawBufferPointer) {
+        guard let hooks else {
+            if let id = envelope.id {
+                enqueue(
+                    OutboundMessage.error(
+                        id: id,
+                        MediatorError(.targetNotFound, "no component on this connection serves \"\(envelope.target)\"")))
+            }
+            return
+        }
+        let request = IncomingRequest(
+            id: envelope.id, target: envelope.target, action: envelope.action,
+            params: Self.decode(raw, envelope.paramsRange) ?? .object([:]),
+            timeoutMs: envelope.timeoutMs, more: envelope.more,
+            caller: Self.decode(raw, envelope.callerRange).flatMap(Caller.init(json:)))
+        hooks.request(request, self)
+    }
+
+    func receiveEvent(_ envelope: Envelope, _ raw: UnsafeRawBufferPointer) {
+        let data = Self.decode(raw, envelope.dataRange)
+        if envelope.event == "mediator.cancel" {
+            // Control for a component, not for subscribers.
+            if let hooks, let idValue = data?["id"], let id = MessageID(json: idValue) {
+                hooks.cancel(id)
+            } else {
+                logger.debug("mediator.cancel ignored: \(data?.jsonText ?? "no data")")
+            }
+            return
+        }
+        subscriptions.deliver(MediatorEvent(name: envelope.event, data: data))
+    }
+
+    /// A short reason for a connection failure.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? IOError {
+            return String(cString: strerror(error.errnoCode))
+        }
+        if let error = error as? SocketAddressError {
+            switch error {
+            case .unixDomainSocketPathTooLong: return "the socket path is too long"
+            default: return "\(error)"
+            }
+        }
+        return "\(error)"
+    }
+}
+
+/// Feeds inbound lines to the connection; lives on the event loop.
+final class InboundHandler: ChannelInboundHandler {
+    typealias InboundIn = InboundLine
+
+    private let connection: Connection
+
+    init(_ connection: Connection) {
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch Self.unwrapInboundIn(data) {
+        case .frame(let frame): connection.receive(frame)
+        case .tooLarge: connection.receiveTooLarge()
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        connection.didClose()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        connection.logger.debug("connection error: \(error)")
+        context.close(promise: nil)
+    }
+}
