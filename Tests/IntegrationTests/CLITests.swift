@@ -1,0 +1,393 @@
+import Foundation
+import MediatorProtocol
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Integration {
+    /// The real `mediatorctl` against a real daemon and components.
+    @Suite("mediatorctl")
+    struct Mediatorctl {
+        @Test("call with key=value and with a JSON object; the caller is mediatorctl's own process")
+        func callParams() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.notes(daemon)
+            let cli = CLI(daemon)
+
+            let keyValue = try cli.run("call", ["Notes", "echo", "n=5", "ok=true", "name=bob", #"s="5""#, "list=[1,2]", "empty="])
+            #expect(keyValue.status == 0, "\(keyValue)")
+            let result = try JSONValue.parse(keyValue.stdout)
+            #expect(result["n"] == 5)
+            #expect(result["ok"] == true)
+            #expect(result["name"] == "bob")
+            #expect(result["s"] == "5")
+            #expect(result["list"] == [1, 2])
+            #expect(result["empty"] == "")
+            #expect(keyValue.stderr.isEmpty, "\(keyValue)")
+
+            let json = try cli.run("call", ["Notes", "echo", #"{"nested": {"a": [1, "two", null]}, "f": 1.5}"#, "--name", "ctl-test"])
+            #expect(json.status == 0, "\(json)")
+            let echoed = try JSONValue.parse(json.stdout)
+            #expect(echoed["nested"] == ["a": [1, "two", .null]])
+            #expect(echoed["f"] == 1.5)
+            #expect(echoed["caller"]?["name"] == "ctl-test")
+            #expect(echoed["caller"]?["uid"]?.intValue == Int64(getuid()))
+            // The pid is mediatorctl's, not ours (and not the daemon's).
+            let pid = try #require(echoed["caller"]?["pid"]?.intValue)
+            #expect(pid != Int64(getpid()) && pid != Int64(daemon.pid))
+
+            // Output is one compact line when stdout is not a terminal.
+            #expect(ChildProcess.lines(keyValue.stdout).count == 1)
+
+            // A note added through the CLI is there for the next call.
+            let added = try cli.json("call", ["Notes", "add", "text=from the cli", #"tags=["x"]"#])
+            let id = try #require(added["id"]?.intValue)
+            let note = try cli.json("call", ["Notes", "get", "id=\(id)"])
+            #expect(note == ["id": .int(id), "text": "from the cli", "tags": ["x"]])
+        }
+
+        @Test("call --oneway sends without an id and prints nothing")
+        func onewayCall() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.notes(daemon)
+            let cli = CLI(daemon)
+            let outcome = try cli.run("call", ["Notes", "add", "text=fire and forget", "--oneway"])
+            #expect(outcome.status == 0 && outcome.stdout.isEmpty && outcome.stderr.isEmpty, "\(outcome)")
+            try waitUntil("the oneway add to be stored") {
+                let notes = try cli.json("call", ["Notes", "list"])["notes"]?.arrayValue ?? []
+                return notes.contains { $0["text"] == "fire and forget" }
+            }
+        }
+
+        @Test("Exit status 1 and 'mediatorctl: CODE: message' on stderr for an error reply")
+        func errorReply() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.notes(daemon)
+            let cli = CLI(daemon)
+
+            let missing = try cli.run("call", ["Nobody", "x"])
+            #expect(missing.status == 1, "\(missing)")
+            #expect(missing.stdout.isEmpty)
+            #expect(missing.stderr == "mediatorctl: target_not_found: no component serves target \"Nobody\"\n", "\(missing)")
+
+            let component = try cli.run("call", ["Notes", "get", "id=404"])
+            #expect(component.status == 1, "\(component)")
+            #expect(component.stderr.hasPrefix("mediatorctl: not_found: "), "\(component)")
+
+            let timeout = try cli.run("call", ["Notes", "sleep", "ms=30000", "--timeout", "0.3"])
+            #expect(timeout.status == 1, "\(timeout)")
+            #expect(timeout.stderr.hasPrefix("mediatorctl: timeout: "), "\(timeout)")
+        }
+
+        @Test("Exit status 2 for usage errors")
+        func usageErrors() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let cli = CLI(daemon)
+            for arguments in [[], ["Notes"], ["1bad", "x"], ["Notes", "echo", "novalue"], ["Notes", "echo", "{not json"],
+                              ["Notes", "echo", "--timeout", "-1"]]
+            {
+                let outcome = try cli.run("call", arguments)
+                #expect(outcome.status == 2, "call \(arguments): \(outcome)")
+                #expect(!outcome.stderr.isEmpty, "call \(arguments): \(outcome)")
+            }
+            let noVerb = try CLI.raw(["frobnicate"])
+            #expect(noVerb.status == 2, "\(noVerb)")
+            let badEvent = try cli.run("emit", ["mediator registered"])
+            #expect(badEvent.status == 2, "\(badEvent)")
+        }
+
+        @Test("Exit status 69 when the daemon is unreachable")
+        func unreachable() throws {
+            let world = try World()
+            defer { world.close() }
+            let nowhere = world.directory.socket("nobody")
+            for (verb, arguments) in [("call", ["Notes", "echo"]), ("ping", []), ("list", []), ("emit", ["x.y"])] {
+                let outcome = try CLI(socketPath: nowhere).run(verb, arguments)
+                #expect(outcome.status == 69, "\(verb): \(outcome)")
+                #expect(outcome.stderr.hasPrefix("mediatorctl: unreachable: "), "\(verb): \(outcome)")
+                #expect(outcome.stderr.contains(nowhere), "\(verb): \(outcome)")
+            }
+            // A stale socket file: nobody listens.
+            try makeStaleSocket(nowhere)
+            let stale = try CLI(socketPath: nowhere).run("ping")
+            #expect(stale.status == 69, "\(stale)")
+        }
+
+        @Test("Exit status 69 when the daemon goes away before replying")
+        func daemonGoesAway() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.notes(daemon)
+            let call = try world.spawn(
+                Paths.mediatorctl, ["call", "--socket", daemon.socketPath, "Notes", "sleep", "ms=60000"], label: "ctl-call")
+            try waitUntil("the call to be in flight") {
+                try daemon.listing("Notes")?["instances"]?[0]?["in_flight"]?.intValue == 1
+            }
+            daemon.kill()
+            let ended = try call.waitForExit(within: .seconds(10))
+            #expect(ended == .exited(69), "\(call.logTail())")
+            #expect(call.stderr.hasPrefix("mediatorctl: disconnected: ") || call.stderr.hasPrefix("mediatorctl: unreachable: "),
+                    "\(call.logTail())")
+        }
+
+        @Test("ping, list and describe")
+        func listAndDescribe() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let notes = try world.notes(daemon)
+            let cli = CLI(daemon)
+
+            let ping = try cli.run("ping")
+            #expect(ping.status == 0 && ping.stderr.isEmpty, "\(ping)")
+
+            let list = try cli.json("list")
+            let targets = try #require(list["targets"]?.arrayValue)
+            #expect(targets.count == 1)
+            let entry = try #require(targets.first)
+            #expect(entry["target"] == "Notes")
+            #expect(entry["description"] == "In-memory notes (Python example)")
+            #expect(entry["actions"] == ["add", "get", "list", "echo", "sleep", "whoami", "notFound"])
+            #expect(entry["instances"]?[0]?["pid"]?.intValue == Int64(notes.pid))
+            #expect(entry["instances"]?[0]?["name"] == "notes-py")
+
+            let description = try cli.json("describe", ["Notes"])
+            #expect(description["target"] == "Notes")
+            let add = try #require(description["actions"]?.arrayValue?.first { $0["name"] == "add" })
+            #expect(add["params"]?["required"] == ["text"])
+            #expect(add["params"]?["properties"]?["text"] == ["type": "string"])
+            #expect(description["instances"]?[0]?["pid"]?.intValue == Int64(notes.pid))
+
+            let unknown = try cli.run("describe", ["Nobody"])
+            #expect(unknown.status == 1, "\(unknown)")
+            #expect(unknown.stderr.hasPrefix("mediatorctl: target_not_found: "), "\(unknown)")
+
+            // --pretty: indented, same value.
+            let pretty = try cli.run("list", ["--pretty"])
+            #expect(pretty.status == 0)
+            #expect(ChildProcess.lines(pretty.stdout).count > 1)
+            #expect(try JSONValue.parse(pretty.stdout) == list)
+        }
+
+        @Test("open: a URL's query items become string params; native actions are forbidden")
+        func open() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.notes(daemon)
+            let cli = CLI(daemon)
+            let result = try cli.json("open", ["app://Notes/echo?x=1&y=a+b%20c&x=2&z=%C3%A9"])
+            #expect(result["x"] == "2")  // the last repeated key wins
+            #expect(result["y"] == "a+b c")  // + stays +
+            #expect(result["z"] == "é")
+            #expect(result["caller"]?["pid"] != nil)
+
+            let component = try world.peer(daemon)
+            _ = try component.register("Guarded", actions: ["nativeThing", ["name": "secret", "url": false], "open"])
+            for action in ["nativeThing", "secret"] {
+                let refused = try cli.run("open", ["app://Guarded/\(action)"])
+                #expect(refused.status == 1, "\(refused)")
+                #expect(refused.stderr.hasPrefix("mediatorctl: forbidden: "), "\(refused)")
+            }
+            try component.expectNothingPendingBeforePing()
+            let missing = try cli.run("open", ["app://Nobody/x"])
+            #expect(missing.stderr.hasPrefix("mediatorctl: target_not_found: "), "\(missing)")
+        }
+
+        @Test("listen prints the events that emit publishes")
+        func listenAndEmit() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let cli = CLI(daemon)
+            let listen = try world.spawn(
+                Paths.mediatorctl, ["listen", "--socket", daemon.socketPath, "user.*", "greet"], label: "listen")
+            // Ready once a probe event reaches it: emit reports one delivery.
+            try waitUntil("listen to subscribe\(listen.logTail())") {
+                if let ended = listen.termination { throw HarnessError("listen ended: \(ended)\(listen.logTail())") }
+                return try cli.json("emit", ["user.probe"])["delivered"] == 1
+            }
+            #expect(try cli.json("emit", ["user.login", "name=ann", "n=2"]) == ["delivered": 1])
+            #expect(try cli.json("emit", ["greet", #""hello""#]) == ["delivered": 1])
+            #expect(try cli.json("emit", ["other.event", "5"]) == ["delivered": 0])
+            #expect(try cli.json("emit", ["greet"]) == ["delivered": 1])
+
+            let forbidden = try cli.run("emit", ["mediator.registered"])
+            #expect(forbidden.status == 1 && forbidden.stderr.hasPrefix("mediatorctl: forbidden: "), "\(forbidden)")
+
+            let lines = try listen.waitForLines(4)
+            let events = try lines.map { try JSONValue.parse($0) }.filter { $0["event"] != "user.probe" }
+            #expect(events == [
+                ["event": "user.login", "data": ["name": "ann", "n": 2]],
+                ["event": "greet", "data": "hello"],
+                ["event": "greet"],
+            ], "\(lines)")
+
+            listen.signal(SIGTERM)
+            #expect(try listen.waitForExit() == .exited(0), "\(listen.logTail())")
+        }
+
+        @Test("listen exits 69 when the daemon goes away")
+        func listenLosesDaemon() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let cli = CLI(daemon)
+            let listen = try world.spawn(Paths.mediatorctl, ["listen", "--socket", daemon.socketPath], label: "listen")
+            try waitUntil("listen to subscribe\(listen.logTail())") {
+                try cli.json("emit", ["probe"])["delivered"] == 1
+            }
+            daemon.kill()
+            #expect(try listen.waitForExit() == .exited(69), "\(listen.logTail())")
+            #expect(listen.stderr.hasPrefix("mediatorctl: "), "\(listen.logTail())")
+        }
+
+        @Test("serve --exec runs greeter.sh per call: result, failure with stderr and status, environment")
+        func serveExec() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let serve = try world.serve(
+                daemon, target: "Greeter", program: Paths.greeter, actions: ["hello", "fail", "env"])
+            let cli = CLI(daemon)
+
+            #expect(try cli.json("call", ["Greeter", "hello", "name=Ann"]) == ["greeting": "Hello, Ann!"])
+            #expect(try cli.json("call", ["Greeter", "hello"]) == ["greeting": "Hello, world!"])
+            #expect(try cli.json("call", ["Greeter", "env"]) == ["action": "env"])
+
+            let failed = try cli.run("call", ["Greeter", "fail"])
+            #expect(failed.status == 1, "\(failed)")
+            let errorLines = ChildProcess.lines(failed.stderr)
+            #expect(errorLines.first == "mediatorctl: exec_failed: something went wrong", "\(failed)")
+            #expect(errorLines.count == 2 && (try? JSONValue.parse(errorLines[1])) == ["status": 3], "\(failed)")
+
+            let undeclared = try cli.run("call", ["Greeter", "other"])
+            #expect(undeclared.stderr.hasPrefix("mediatorctl: action_not_found: "), "\(undeclared)")
+
+            let listing = try #require(try daemon.listing("Greeter"))
+            #expect(listing["actions"] == ["hello", "fail", "env"])
+            #expect(listing["instances"]?[0]?["pid"]?.intValue == Int64(serve.pid))
+
+            serve.signal(SIGTERM)
+            #expect(try serve.process.waitForExit() == .exited(0), "\(serve.process.logTail())")
+            try daemon.waitForTargetGone("Greeter")
+        }
+
+        @Test("serve --exec passes the caller's credentials in the environment and stops a cancelled program")
+        func serveExecEnvironmentAndCancel() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let script = world.directory.file("prog.sh")
+            let marker = world.directory.file("terminated")
+            try """
+                #!/bin/sh
+                case "$1" in
+                who) printf '{"pid":%s,"uid":%s,"name":"%s","target":"%s","action":"%s","stdin":%s}\\n' \
+                        "$MEDIATOR_CALLER_PID" "$MEDIATOR_CALLER_UID" "$MEDIATOR_CALLER_NAME" \
+                        "$MEDIATOR_TARGET" "$MEDIATOR_ACTION" "$(cat)" ;;
+                hang) trap 'echo yes > \(marker); exit 1' TERM; while :; do sleep 0.05; done ;;
+                text) echo "  plain text  " ;;
+                empty) ;;
+                esac
+                """.write(toFile: script, atomically: true, encoding: .utf8)
+            chmod(script, 0o755)
+            _ = try world.serve(daemon, target: "Prog", program: script, actions: [])  // notFound catch-all
+            let peer = try world.peer(daemon)
+            _ = try peer.result("mediator", "hello", params: ["protocol": 1, "name": "raw-peer"])
+
+            let who = try peer.result("Prog", "who", params: ["k": "v"])
+            #expect(who["pid"]?.intValue == Int64(getpid()))
+            #expect(who["uid"]?.intValue == Int64(getuid()))
+            #expect(who["name"] == "raw-peer")
+            #expect(who["target"] == "Prog")
+            #expect(who["action"] == "who")
+            #expect(who["stdin"] == ["k": "v"])
+            #expect(try peer.result("Prog", "text") == "plain text")
+            #expect(try peer.result("Prog", "empty") == .null)
+
+            let timedOut = try peer.call("Prog", "hang", timeoutMs: 300)
+            #expect(timedOut.errorCode == "timeout", "\(timedOut.jsonText)")
+            try waitUntil("the cancelled program to get SIGTERM") {
+                FileManager.default.fileExists(atPath: marker)
+            }
+        }
+
+        @Test("stream prints each partial result of countdown, then the final one")
+        func streamCountdown() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.swiftExample(daemon)
+            let cli = CLI(daemon)
+            let outcome = try cli.run("stream", ["Weather", "countdown", "from=5"])
+            #expect(outcome.status == 0, "\(outcome)")
+            #expect(try outcome.jsonLines() == [5, 4, 3, 2, 1, ["done": true]])
+
+            let empty = try cli.run("stream", ["Weather", "countdown", "from=0"])
+            #expect(try empty.jsonLines() == [["done": true]], "\(empty)")
+
+            let invalid = try cli.run("stream", ["Weather", "countdown"])
+            #expect(invalid.status == 1, "\(invalid)")
+            #expect(invalid.stderr.hasPrefix("mediatorctl: invalid_params: "), "\(invalid)")
+            #expect(invalid.stderr.contains("from"), "\(invalid)")
+
+            // A plain call to a streaming action gets only one (final) answer.
+            let single = try cli.run("call", ["Weather", "countdown", "from=3"])
+            #expect(single.status == 0, "\(single)")
+            #expect(try single.jsonLines().count == 1, "\(single)")
+        }
+
+        @Test("The Swift example's typed forecast; its schema rejects bad params with invalid_params")
+        func typedForecast() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.swiftExample(daemon)
+            let cli = CLI(daemon)
+
+            let forecast = try cli.json("call", ["Weather", "forecast", "city=Oslo", "days=2"])
+            #expect(forecast["city"] == "Oslo")
+            let days = try #require(forecast["days"]?.arrayValue)
+            #expect(days.count == 2)
+            #expect(days.map { $0["day"] } == [1, 2])
+            for day in days {
+                let (high, low) = (try #require(day["high"]?.intValue), try #require(day["low"]?.intValue))
+                #expect(low < high)
+                #expect(day["summary"]?.stringValue != nil)
+            }
+            // Deterministic: the same city gets the same weather.
+            #expect(try cli.json("call", ["Weather", "forecast", #"{"city": "Oslo", "days": 2}"#]) == forecast)
+            #expect(try cli.json("call", ["Weather", "forecast", "city=Oslo"])["days"]?.arrayValue?.count == 3)
+
+            for (arguments, member) in [(["days=2"], "city"), (["city=Oslo", "days=two"], "days"), (["city=5"], "city"),
+                                        (["city=Oslo", "days=1.5"], "days")]
+            {
+                let rejected = try cli.run("call", ["Weather", "forecast"] + arguments)
+                #expect(rejected.status == 1, "\(arguments): \(rejected)")
+                #expect(rejected.stderr.hasPrefix("mediatorctl: invalid_params: "), "\(arguments): \(rejected)")
+                #expect(rejected.stderr.contains(member), "\(arguments): \(rejected)")
+            }
+            // In the schema but out of the handler's range: the component's own invalid_params.
+            let tooMany = try cli.run("call", ["Weather", "forecast", "city=Oslo", "days=40"])
+            #expect(tooMany.stderr.hasPrefix("mediatorctl: invalid_params: "), "\(tooMany)")
+
+            // The schema is the daemon's: a raw call is refused before it reaches the component.
+            let peer = try world.peer(daemon)
+            let raw = try peer.call("Weather", "forecast", params: ["city": ["not", "a", "string"]])
+            #expect(raw.errorCode == "invalid_params")
+            #expect(raw["error"]?["message"]?.stringValue?.contains("city") == true, "\(raw.jsonText)")
+        }
+    }
+}
