@@ -1,0 +1,127 @@
+import ArgumentParser
+import Foundation
+import MediatorClient
+import MediatorProtocol
+
+/// The target, action and params words that `call` and `stream` share.
+struct CallArguments: ParsableArguments {
+    @Argument(help: "The target to call (a registered component, or mediator for the daemon).")
+    var target: String
+
+    @Argument(help: "The action to call.")
+    var action: String
+
+    @Argument(help: ArgumentHelp(
+        "The params: one JSON object, key=value words (values are JSON when they parse, else strings), or - to read a JSON object from stdin.",
+        valueName: "params"))
+    var params: [String] = []
+
+    func validate() throws {
+        guard NameRules.isValidTarget(target) else {
+            throw ValidationError("invalid target name \"\(target)\": expected [A-Za-z][A-Za-z0-9_.-]*")
+        }
+        guard NameRules.isValidAction(action) else {
+            throw ValidationError("invalid action name \"\(action)\": expected [A-Za-z_][A-Za-z0-9_.-]*")
+        }
+        if params != ["-"] { _ = try paramsValue() }
+    }
+
+    /// The params; `-` alone reads the JSON object from stdin (for params
+    /// too large for the command line).
+    func paramsValue() throws -> JSONValue {
+        do {
+            if params == ["-"] {
+                let text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+                let value = try ParamsParser.json(text)
+                guard value.objectValue != nil else { throw ParamsParser.Failure("params on stdin must be a JSON object") }
+                return value
+            }
+            return try ParamsParser.params(params)
+        } catch let error as ParamsParser.Failure {
+            throw ValidationError(error.message)
+        }
+    }
+}
+
+struct Call: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Call an action and print its result.",
+        discussion: """
+            Examples:
+              mediatorctl call Notes add text=hi tags='["a","b"]'
+              mediatorctl call Weather forecast '{"city": "Oslo", "days": 3}'
+              mediatorctl call mediator list
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var call: CallArguments
+
+    @Flag(name: .long, help: "Send the call without waiting for a reply (no id; prints nothing).")
+    var oneway = false
+
+    func run() async throws {
+        let params = try call.paramsValue()
+        let (target, action, timeout, oneway) = (call.target, call.action, options.timeoutDuration, oneway)
+        let output = options.output
+        let result: JSONValue? = try await options.withClient(wait: .backstop) { client in
+            if oneway {
+                try await client.send(target, action, params: params)
+                return nil
+            }
+            return try await client.call(target, action, params: params, timeout: timeout)
+        }
+        if let result { output.result(result) }
+    }
+}
+
+struct StreamCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stream",
+        abstract: "Call an action that may reply several times (\"more\"); print each result on a line.",
+        discussion: "The timeout starts again with each partial result."
+    )
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var call: CallArguments
+
+    func run() async throws {
+        let params = try call.paramsValue()
+        let (target, action, timeout) = (call.target, call.action, options.timeoutDuration)
+        let output = options.output
+        try await options.withClient(wait: .unlimited) { client in
+            do {
+                for try await value in client.stream(target, action, params: params, timeout: timeout) {
+                    output.line(value)
+                }
+            } catch let error as MediatorError {
+                throw error
+            } catch is CancellationError {
+                throw MediatorError(.cancelled, "the call was cancelled")
+            } catch {
+                throw MediatorError(.internal, "\(error)")
+            }
+        }
+    }
+}
+
+struct Open: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Call the action a URL names (SCHEME://TARGET/ACTION?k=v) and print its result.",
+        discussion: "Query items become string params. Actions named native* or declared \"url\": false are refused."
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: "The URL, for example app://Notes/add?text=hi.")
+    var url: String
+
+    func run() async throws {
+        let (url, timeout) = (url, options.timeoutDuration)
+        let output = options.output
+        let result = try await options.withClient(wait: .backstop) { client in
+            try await client.open(url, timeout: timeout)
+        }
+        output.result(result)
+    }
+}

@@ -1,0 +1,93 @@
+import ArgumentParser
+import Foundation
+import MediatorClient
+import MediatorProtocol
+
+struct Listen: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Subscribe to events and print each as a line {\"event\": ..., \"data\": ...}.",
+        discussion: """
+            Patterns: an exact event name, a prefix ending in .* (user.* matches user.login), \
+            or * for all (the default). Runs until interrupted (exit 0) or until the daemon \
+            goes away (exit 69). Lines are compact JSON unless --pretty is given.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: "Event patterns (default: *).")
+    var patterns: [String] = []
+
+    func validate() throws {
+        for pattern in patterns where !NameRules.isValidEventPattern(pattern) {
+            throw ValidationError("invalid event pattern \"\(pattern)\"")
+        }
+    }
+
+    func run() async throws {
+        Signals.onTerminate { Foundation.exit(0) }
+        let patterns = patterns.isEmpty ? ["*"] : patterns
+        let output = options.output
+        let client: MediatorClient
+        do {
+            client = try await options.connect()
+        } catch {
+            throw output.fail(error)
+        }
+        let events: AsyncStream<MediatorEvent>
+        do {
+            events = try await Deadline.run(seconds: options.timeoutSeconds) {
+                try await client.subscribe(patterns)
+            }
+        } catch let error as MediatorError {
+            throw output.fail(error)
+        }
+        for await event in events {
+            var line: [String: JSONValue] = ["event": .string(event.name)]
+            if let data = event.data { line["data"] = data }
+            output.line(.object(line))
+        }
+        if Task.isCancelled { return }
+        throw output.fail(MediatorError(.disconnected, "the daemon closed the connection"))
+    }
+}
+
+struct Emit: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Publish an event; prints {\"delivered\": N}, the number of connections that got it.",
+        discussion: """
+            The data is one JSON value ('{"user": "ann"}', 5, '"text"'), or key=value words \
+            as for call. Names that begin with mediator. are the daemon's own (forbidden).
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: "The event name.")
+    var event: String
+
+    @Argument(help: ArgumentHelp("The event's data: a JSON value or key=value words.", valueName: "data"))
+    var data: [String] = []
+
+    func validate() throws {
+        guard NameRules.isValidEvent(event) else {
+            throw ValidationError("invalid event name \"\(event)\": expected [A-Za-z][A-Za-z0-9_.-]*")
+        }
+        _ = try dataValue()
+    }
+
+    func dataValue() throws -> JSONValue? {
+        do {
+            return try ParamsParser.data(data)
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
+    func run() async throws {
+        let (event, data) = (event, try dataValue())
+        let output = options.output
+        let delivered = try await options.withClient(wait: .timeout) { client in try await client.publish(event, data: data) }
+        output.result(["delivered": .int(Int64(delivered))])
+    }
+}

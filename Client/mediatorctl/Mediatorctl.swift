@@ -1,0 +1,61 @@
+import ArgumentParser
+import Foundation
+
+/// The root command: a table of verbs, like `varlinkctl` and `busctl`.
+struct Mediatorctl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mediatorctl",
+        abstract: "Talk to mediatord, the local IPC broker: call targets, watch events, serve a program.",
+        discussion: """
+            Every verb takes, before or after the verb, --socket PATH (else $MEDIATOR_SOCKET, else \
+            /run/mediator/mediator.sock; --user for $XDG_RUNTIME_DIR/mediator/mediator.sock), \
+            --timeout SECONDS (default 30), --name NAME (the name sent in hello), and \
+            --json / --pretty (indented on a terminal, compact otherwise).
+
+            Params for call and stream: one JSON object ('{"n": 5}'), or key=value words, \
+            whose values are JSON when they parse as JSON and strings otherwise \
+            (n=5 is 5, ok=true is true, name=bob is "bob", s='"5"' is "5"), or - to read \
+            a JSON object from stdin.
+
+            Results go to stdout. An error prints "mediatorctl: CODE: message" on stderr, \
+            and its data as JSON on a second line.
+
+            EXIT STATUS
+              0   a result
+              1   an error reply (the code is on stderr)
+              2   bad usage
+              69  the daemon is unreachable or went away before replying (EX_UNAVAILABLE)
+
+            Shell completion: mediatorctl --generate-completion-script bash (or zsh, fish).
+            """,
+        subcommands: [
+            Call.self, StreamCommand.self, Open.self, List.self, Describe.self, Ping.self,
+            Listen.self, Emit.self, Serve.self,
+        ]
+    )
+
+    /// The same group as each verb's: the options may come before the verb
+    /// (`mediatorctl --socket S call ...`) or after it.
+    @OptionGroup var options: GlobalOptions
+
+    /// Like ArgumentParser's own `main`, except that usage errors exit with
+    /// status 2 rather than 64 (EX_USAGE), as in busctl and varlinkctl.
+    /// (Named apart from `main()`, which `main.swift` would resolve to the
+    /// synchronous one of `ParsableCommand`.)
+    static func start() async {
+        do {
+            var command = try await asyncParseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                Output.write(STDERR_FILENO, fullMessage(for: error) + "\n")
+                Foundation.exit(Output.Status.usage)
+            }
+            exit(withError: error)
+        }
+    }
+}

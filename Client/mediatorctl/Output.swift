@@ -1,0 +1,86 @@
+import ArgumentParser
+import Foundation
+import MediatorClient
+import MediatorProtocol
+
+/// How mediatorctl prints: results on stdout, errors on stderr, each write
+/// unbuffered so that a line is out as soon as it is known.
+struct Output: Sendable {
+    enum Style: Sendable { case compact, pretty }
+
+    /// For single results: `--json`, `--pretty`, else pretty on a terminal.
+    var style: Style
+    /// Whether `--pretty` was given: line-per-value verbs (`listen`,
+    /// `stream`) stay compact unless it was.
+    var prettyAsked: Bool
+
+    /// The exit statuses (`--help` lists them).
+    enum Status {
+        static let error: Int32 = 1
+        static let usage: Int32 = 2
+        static let unavailable: Int32 = 69  // EX_UNAVAILABLE
+    }
+
+    /// A single result.
+    func result(_ value: JSONValue) {
+        Self.write(STDOUT_FILENO, (style == .pretty ? value.prettyText() : value.jsonText) + "\n")
+    }
+
+    /// One of many values, one per line.
+    func line(_ value: JSONValue) {
+        Self.write(STDOUT_FILENO, (prettyAsked ? value.prettyText() : value.jsonText) + "\n")
+    }
+
+    /// Prints `mediatorctl: CODE: message` (and the data on a second line) and
+    /// gives the exit status to throw: 69 when the daemon could not be
+    /// reached or went away before replying, else 1.
+    func fail(_ error: MediatorError) -> ExitCode {
+        Self.error(error)
+        return ExitCode(Self.status(for: error))
+    }
+
+    static func error(_ error: MediatorError) {
+        var text = "mediatorctl: \(error.code.rawValue): \(error.message)\n"
+        if let data = error.data { text += data.jsonText + "\n" }
+        write(STDERR_FILENO, text)
+    }
+
+    static func status(for error: MediatorError) -> Int32 {
+        error.code == .unreachable || error.code == .disconnected ? Status.unavailable : Status.error
+    }
+
+    /// A line on stderr for the operator (`serving TARGET`).
+    static func log(_ message: String) {
+        write(STDERR_FILENO, "mediatorctl: \(message)\n")
+    }
+
+    /// `2.5`, `30` (no trailing `.0`).
+    static func seconds(_ value: Double) -> String {
+        value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+
+    /// Writes all of `text`, retrying on EINTR and short writes.
+    ///
+    /// SwiftNIO ignores SIGPIPE, so a reader that went away (`listen | head
+    /// -1`) shows as EPIPE: on stdout that ends the process as SIGPIPE
+    /// would, rather than writing into nothing for ever.
+    static func write(_ fd: Int32, _ text: String) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeBytes { buffer in
+                Foundation.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno == EPIPE && fd == STDOUT_FILENO {
+                    signal(SIGPIPE, SIG_DFL)
+                    raise(SIGPIPE)
+                    Foundation.exit(141)
+                }
+                return
+            }
+            offset += count
+        }
+    }
+}
