@@ -174,7 +174,8 @@ public struct Component: Sendable {
                 backoff = min(backoff * 2, Self.maxBackoff)
                 continue
             }
-            logger.info(registeredOnce ? "registered again" : "registered")
+            // The first registration is routine; one after a reconnect is news.
+            if registeredOnce { logger.info("registered again") } else { logger.debug("registered") }
             registeredOnce = true
             backoff = Self.initialBackoff
             if let onRegistered { await onRegistered() }
