@@ -95,18 +95,18 @@ final class BrokerHost: @unchecked Sendable {
         eventLoop.preconditionInEventLoop()
         stopping = true
         let promise = eventLoop.makePromise(of: Void.self)
-        let deadline = NIODeadline.now() + grace
-        func check() {
-            if broker.pending.count == 0 || NIODeadline.now() >= deadline {
-                apply(broker.answerAllPending(MediatorError(.componentUnavailable, "mediatord is stopping")))
-                flush()
-                let all = channels.values.map { $0.close() }
-                EventLoopFuture.andAllComplete(all, on: eventLoop).cascade(to: promise)
-                return
-            }
-            eventLoop.scheduleTask(in: .milliseconds(10)) { check() }
-        }
-        check()
+        finishStop(deadline: .now() + grace, promise: promise)
         return promise.futureResult
+    }
+
+    private func finishStop(deadline: NIODeadline, promise: EventLoopPromise<Void>) {
+        guard broker.pending.count == 0 || NIODeadline.now() >= deadline else {
+            eventLoop.scheduleTask(in: .milliseconds(10)) { self.finishStop(deadline: deadline, promise: promise) }
+            return
+        }
+        apply(broker.answerAllPending(MediatorError(.componentUnavailable, "mediatord is stopping")))
+        flush()
+        let closes = channels.values.map { $0.close() }
+        EventLoopFuture.andAllComplete(closes, on: eventLoop).cascade(to: promise)
     }
 }

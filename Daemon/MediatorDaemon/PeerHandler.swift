@@ -25,7 +25,8 @@ final class PeerHandler: ChannelInboundHandler {
             let line = OutboundMessage.error(id: nil, error)
             var buffer = context.channel.allocator.buffer(capacity: line.count)
             buffer.writeBytes(line)
-            context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in context.close(promise: nil) }
+            let channel = context.channel
+            context.writeAndFlush(NIOAny(buffer)).whenComplete { _ in channel.close(promise: nil) }
             return
         }
         connection = id
