@@ -95,25 +95,25 @@ public struct Registry: Sendable {
     }
 
     /// The instance to send the next call to: the fewest calls in flight,
-    /// ties taken in turn.
+    /// ties taken in turn. Mutates in place: this runs on every call.
     public mutating func pickInstance(of name: String) -> Instance? {
-        guard var entry = targets[name], !entry.instances.isEmpty else { return nil }
+        guard let entry = targets[name], !entry.instances.isEmpty else { return nil }
         let count = entry.instances.count
-        var best = -1
-        for step in 0..<count {
-            let index = (entry.nextTurn + step) % count
-            if best < 0 || entry.instances[index].inFlight < entry.instances[best].inFlight { best = index }
+        var best = entry.nextTurn % count
+        if count > 1 {
+            for step in 1..<count {
+                let index = (entry.nextTurn + step) % count
+                if entry.instances[index].inFlight < entry.instances[best].inFlight { best = index }
+            }
         }
-        entry.nextTurn = (best + 1) % count
-        targets[name] = entry
+        targets[name]?.nextTurn = (best + 1) % count
         return entry.instances[best]
     }
 
     /// Counts a call in flight on an instance (delta +1 or -1).
     public mutating func adjustInFlight(target name: String, instance: Int, by delta: Int) {
-        guard var entry = targets[name], let index = entry.instances.firstIndex(where: { $0.instance == instance }) else { return }
-        entry.instances[index].inFlight += delta
-        targets[name] = entry
+        guard let index = targets[name]?.instances.firstIndex(where: { $0.instance == instance }) else { return }
+        targets[name]?.instances[index].inFlight += delta
     }
 
     /// Registered targets sorted by name, byte by byte.
