@@ -66,6 +66,7 @@ let package = Package(
             name: "mediatorctl",
             dependencies: [
                 "MediatorClient",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Client/mediatorctl"

@@ -232,6 +232,8 @@ enum BenchClient {
 }
 
 /// One connection of shape 3, run on its own thread.
+/// `@unchecked Sendable`: its thread alone mutates it; the coordinator reads
+/// the results only after joining that thread.
 private final class ConnectionWorker: @unchecked Sendable {
     let socket: RawLineSocket
     let request: EchoRequest

@@ -74,6 +74,7 @@ enum EchoComponent {
 }
 
 /// Hands a connection to the thread that serves it.
+/// `@unchecked Sendable`: handed over once, then used by that thread alone.
 final class ConnectionBox: @unchecked Sendable {
     let connection: RawLineSocket
     init(_ connection: RawLineSocket) { self.connection = connection }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 /// One run of a program for `serve`: started with `posix_spawn`, its stdin
 /// written and its stdout and stderr read to their end on threads of their
@@ -11,6 +12,9 @@ import Foundation
 /// NIO ignores SIGPIPE. Here the child gets an empty signal mask, default
 /// dispositions, and a process group of its own, so that cancelling reaches
 /// the children of a shell script too.
+///
+/// `@unchecked Sendable`: the only mutable members, `exitContinuation` and
+/// `termination`, are read and written with `lock` held; the rest are constants.
 final class ExecRun: @unchecked Sendable {
     enum Termination: Sendable, Equatable {
         case exited(Int32)
@@ -227,35 +231,27 @@ final class ExecRun: @unchecked Sendable {
         }
     }
 
-    private final class Collected: @unchecked Sendable {
-        private let lock = NSLock()
-        private var out: [UInt8] = []
-        private var err: [UInt8] = []
+    private final class Collected: Sendable {
+        private let outputs = NIOLockedValueBox<(out: [UInt8], err: [UInt8])>(([], []))
 
         func set(_ bytes: [UInt8], output: Bool) {
-            lock.lock()
-            defer { lock.unlock() }
-            if output { out = bytes } else { err = bytes }
+            outputs.withLockedValue { if output { $0.out = bytes } else { $0.err = bytes } }
         }
 
-        var stdout: [UInt8] { lock.lock(); defer { lock.unlock() }; return out }
-        var stderr: [UInt8] { lock.lock(); defer { lock.unlock() }; return err }
+        var stdout: [UInt8] { outputs.withLockedValue { $0.out } }
+        var stderr: [UInt8] { outputs.withLockedValue { $0.err } }
     }
 }
 
 /// The process groups of the runs in progress, stopped when `serve` exits.
-final class Children: @unchecked Sendable {
+final class Children: Sendable {
     static let shared = Children()
-    private let lock = NSLock()
-    private var pids: Set<pid_t> = []
+    private let pids = NIOLockedValueBox<Set<pid_t>>([])
 
-    func insert(_ pid: pid_t) { lock.lock(); pids.insert(pid); lock.unlock() }
-    func remove(_ pid: pid_t) { lock.lock(); pids.remove(pid); lock.unlock() }
+    func insert(_ pid: pid_t) { pids.withLockedValue { _ = $0.insert(pid) } }
+    func remove(_ pid: pid_t) { pids.withLockedValue { _ = $0.remove(pid) } }
 
     func terminateAll() {
-        lock.lock()
-        let all = pids
-        lock.unlock()
-        for pid in all { kill(-pid, SIGTERM) }
+        for pid in pids.withLockedValue({ $0 }) { kill(-pid, SIGTERM) }
     }
 }
