@@ -40,10 +40,23 @@ let package = Package(
             ],
             path: "Daemon/MediatorDaemon"
         ),
+        // libsystemd, and the thin layer over it that only mediatord uses:
+        // the broker core knows nothing of systemd.
+        .systemLibrary(
+            name: "CSystemd", path: "Daemon/CSystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+        .target(
+            name: "MediatorSystemd",
+            dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
+            path: "Daemon/Systemd"
+        ),
         .executableTarget(
             name: "mediatord",
             dependencies: [
                 "MediatorDaemon",
+                "MediatorSystemd",
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

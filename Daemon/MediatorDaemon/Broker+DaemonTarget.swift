@@ -22,6 +22,10 @@ extension Broker {
         case "publish": outcome = publishAction(params)
         case "cancel": outcome = cancel(params, connection)
         case "ping": outcome = .success(.object([:]))
+        case "_block_event_loop" where configuration.testHooks:
+            logger.warning("test hook: blocking the event loop for good")
+            effects.append(.blockEventLoop)
+            return
         case "open":
             // Routed like any call; the routed call's answer is the answer.
             switch openURL(params) {

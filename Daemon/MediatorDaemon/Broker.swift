@@ -19,7 +19,8 @@ public final class Broker {
         var consecutiveBadFrames = 0
     }
 
-    public let configuration: DaemonConfiguration
+    /// Replaced on reload (SIGHUP); read on every use, never cached.
+    public internal(set) var configuration: DaemonConfiguration
     public let version: String
     var logger: Logger
     let writer = FrameWriter()
@@ -89,9 +90,9 @@ public final class Broker {
                 "target": .string(target), "instance": .int(Int64(instance.instance)), "reason": "disconnected",
             ])
         }
-        logger.info(
-            "connection closed",
-            metadata: ["connection": "\(connection)", "pid": "\(peer.credentials.pid)", "uid": "\(peer.credentials.uid)", "name": "\(peer.name ?? "")"])
+        var metadata: Logger.Metadata = ["connection": "\(connection)", "pid": "\(peer.credentials.pid)", "uid": "\(peer.credentials.uid)"]
+        if let name = peer.name { metadata["name"] = "\(name)" }
+        logger.info("connection closed", metadata: metadata)
         return takeEffects()
     }
 
@@ -200,7 +201,10 @@ public final class Broker {
         callsRouted += 1
         logger.debug(
             "call routed",
-            metadata: ["target": "\(request.target)", "action": "\(action)", "caller": "\(peer.credentials.pid)", "instance": "\(instance.instance)"])
+            metadata: [
+                "target": "\(request.target)", "action": "\(action)", "pid": "\(peer.credentials.pid)",
+                "uid": "\(peer.credentials.uid)", "instance": "\(instance.instance)",
+            ])
         send(instance.connection, writer.forwardedRequest(
             daemonID: daemonID, target: request.target, action: action, params: params, timeoutMs: timeoutMs,
             more: request.more, caller: peer.callerMember))

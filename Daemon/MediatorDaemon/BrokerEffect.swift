@@ -9,4 +9,7 @@ public enum BrokerEffect: Sendable {
     case close(ConnectionID)
     /// Call ``Broker/expireCalls(now:)`` at this time (replaces any earlier request).
     case wakeUp(at: NIODeadline)
+    /// Test hook: hang the event loop for good, as a bug would, so that the
+    /// watchdog can be seen to fire. Only with `testHooks` configured.
+    case blockEventLoop
 }

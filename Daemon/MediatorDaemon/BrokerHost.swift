@@ -3,6 +3,10 @@ import MediatorProtocol
 import MediatorTransport
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Runs the ``Broker`` on one event loop and carries out its effects: writes
 /// to connections (flushed once per read cycle), closes, and the timeout
 /// wake-up.
@@ -69,6 +73,8 @@ final class BrokerHost: @unchecked Sendable {
             case .close(let connection):
                 channels[connection]?.flush()
                 channels[connection]?.close(promise: nil)
+            case .blockEventLoop:
+                while true { Glibc.sleep(3600) }
             case .wakeUp(let deadline):
                 wakeUpTask?.cancel()
                 wakeUpTask = eventLoop.scheduleTask(deadline: deadline) { [self] in

@@ -19,6 +19,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// How long calls in flight may finish after SIGTERM before they are answered.
     public var shutdownGraceMs: Int64 = 2000
 
+    /// Enables test-only daemon actions (`_block_event_loop`), never for production.
+    public var testHooks = false
+
     public init() {}
 
     /// The config file's member names, one per limit.
@@ -33,6 +36,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
         guard let members = json.objectValue else { throw MediatorError(.badRequest, "the config must be a JSON object") }
         for (key, value) in members {
             if key == "socket" { continue }
+            if key == "test_hooks" {
+                guard let flag = value.boolValue else { throw MediatorError(.badRequest, "config member \"test_hooks\" must be a boolean") }
+                testHooks = flag
+                continue
+            }
             guard Self.keys.contains(key) else {
                 throw MediatorError(.badRequest, "unknown config member \"\(key)\"; known: \(Self.keys.joined(separator: ", "))")
             }

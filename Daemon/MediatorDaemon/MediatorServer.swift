@@ -11,46 +11,90 @@ import ServiceLifecycle
 ///
 /// All connections share one event loop, which also owns the ``Broker``, so
 /// routing needs no locks (dbus-broker is single-threaded for the same reason).
+/// The server knows nothing of systemd: its launcher hooks in through
+/// `onReady`, `onStopping`, `heartbeat`, ``reload(_:)`` and ``statistics()``.
 public final class MediatorServer: Service, Sendable {
     public enum Listener: Sendable {
         /// Bind a new socket at this path (the file is removed on exit).
         case path(String)
-        /// Adopt an already listening socket, e.g. from socket activation.
-        case adopted(NIOBSDSocket.Handle, path: String?)
+        /// Adopt an already listening socket, e.g. from socket activation;
+        /// its file is never removed.
+        case adopted(NIOBSDSocket.Handle, description: String)
     }
 
-    let configuration: DaemonConfiguration
+    /// Something to call regularly from the broker's own event loop, so that
+    /// a stuck loop stops it (the systemd watchdog).
+    public struct Heartbeat: Sendable {
+        public var interval: TimeAmount
+        public var beat: @Sendable () -> Void
+        public init(interval: TimeAmount, beat: @escaping @Sendable () -> Void) {
+            self.interval = interval
+            self.beat = beat
+        }
+    }
+
+    public struct Statistics: Sendable, Equatable {
+        public var connections: Int
+        public var targets: Int
+        public var callsRouted: Int
+        public var callsInFlight: Int
+    }
+
     let listener: Listener
     let socketMode: UInt32
     let logger: Logger
     let group: MultiThreadedEventLoopGroup
-    let onReady: @Sendable () async -> Void
+    let host: BrokerHost
+    let onReady: @Sendable (MediatorServer) async -> Void
+    let onStopping: @Sendable () -> Void
+    let heartbeat: Heartbeat?
 
     public init(
         configuration: DaemonConfiguration, listener: Listener, socketMode: UInt32 = 0o666, logger: Logger,
-        onReady: @escaping @Sendable () async -> Void = {}
+        heartbeat: Heartbeat? = nil, onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
+        onStopping: @escaping @Sendable () -> Void = {}
     ) {
-        self.configuration = configuration
         self.listener = listener
         self.socketMode = socketMode
         self.logger = logger
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        self.host = BrokerHost(
+            eventLoop: group.next(), broker: Broker(configuration: configuration, logger: logger), logger: logger)
+        self.heartbeat = heartbeat
         self.onReady = onReady
+        self.onStopping = onStopping
+    }
+
+    /// Applies new limits: at once for calls, timeouts and the connection
+    /// count; frame and queue limits for connections accepted from now on.
+    public func reload(_ configuration: DaemonConfiguration) async {
+        let host = self.host
+        try? await host.eventLoop.submit { host.broker.configuration = configuration }.get()
+        logger.info("configuration reloaded", metadata: ["max_connections": "\(configuration.maxConnections)"])
+    }
+
+    public func statistics() async -> Statistics? {
+        let host = self.host
+        return try? await host.eventLoop.submit {
+            Statistics(
+                connections: host.connectionCount, targets: host.broker.registry.targets.count,
+                callsRouted: host.broker.callsRouted, callsInFlight: host.broker.pending.count)
+        }.get()
     }
 
     public func run() async throws {
-        let eventLoop = group.next()
-        let broker = Broker(configuration: configuration, logger: logger)
-        let host = BrokerHost(eventLoop: eventLoop, broker: broker, logger: logger)
-        let configuration = self.configuration
+        let host = self.host
+        let eventLoop = host.eventLoop
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
-            .childChannelOption(
-                ChannelOptions.writeBufferWaterMark,
-                value: .init(low: configuration.maxOutboundBytes / 2, high: configuration.maxOutboundBytes))
 
         let initializer: @Sendable (any Channel) -> EventLoopFuture<any Channel> = { channel in
             PeerCredentialsReader.read(channel).flatMapThrowing { credentials in
+                // Read on the broker's loop (children share it): a reload applies to new connections.
+                let configuration = host.broker.configuration
+                try channel.syncOptions?.setOption(
+                    ChannelOptions.writeBufferWaterMark,
+                    value: .init(low: configuration.maxOutboundBytes / 2, high: configuration.maxOutboundBytes))
                 try channel.pipeline.syncOperations.addHandler(
                     ByteToMessageHandler(LineFrameDecoder(maxFrameBytes: configuration.maxFrameBytes)))
                 try channel.pipeline.syncOperations.addHandler(PeerHandler(host: host, credentials: credentials))
@@ -69,10 +113,12 @@ public final class MediatorServer: Service, Sendable {
         case .adopted(let handle, _):
             server = try await bootstrap.bind(handle, childChannelInitializer: initializer)
         }
-        logger.info("listening", metadata: ["socket": "\(listenerDescription)", "max_connections": "\(configuration.maxConnections)"])
-        await onReady()
+        logger.info("listening", metadata: ["socket": "\(listenerDescription)"])
+        let beating = heartbeat.map { heartbeat in
+            eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: heartbeat.interval) { _ in heartbeat.beat() }
+        }
+        await onReady(self)
 
-        let grace = TimeAmount.milliseconds(configuration.shutdownGraceMs)
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { inbound in
@@ -82,22 +128,24 @@ public final class MediatorServer: Service, Sendable {
                     }
                 }
             }
-        } onGracefulShutdown: { [logger] in
+        } onGracefulShutdown: { [logger, onStopping] in
             logger.info("stopping: no new connections; calls in flight may finish")
+            onStopping()
             eventLoop.execute {
                 server.channel.close(promise: nil)
-                _ = host.stop(grace: grace)
+                _ = host.stop(grace: .milliseconds(host.broker.configuration.shutdownGraceMs))
             }
         }
+        beating?.cancel()
         if let boundPath { SocketFile.remove(boundPath) }
-        logger.info("stopped", metadata: ["calls_routed": "\(broker.callsRouted)"])
+        logger.info("stopped", metadata: ["calls_routed": "\(host.broker.callsRouted)"])
         try await group.shutdownGracefully()
     }
 
     var listenerDescription: String {
         switch listener {
         case .path(let path): return path
-        case .adopted(let handle, let path): return path ?? "fd \(handle)"
+        case .adopted(_, let description): return description
         }
     }
 }

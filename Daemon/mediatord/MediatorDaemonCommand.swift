@@ -3,9 +3,12 @@ import Foundation
 import Logging
 import MediatorDaemon
 import MediatorProtocol
+import MediatorSystemd
+import NIOCore
 import ServiceLifecycle
 
-/// `mediatord`: the broker daemon.
+/// `mediatord`: the broker daemon, and its launcher layer: socket
+/// activation, readiness and watchdog through sd_notify, the journal, SIGHUP.
 @main
 struct MediatorDaemonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,8 +16,10 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         abstract: "The Mediator broker: routes calls and events between component processes over a Unix socket.",
         discussion: """
             Limits come from their defaults, then the JSON file given by --config (members named like the \
-            flags with underscores, e.g. {"max_connections": 100}), then the flags, which win.
-            The socket is --socket, else $MEDIATOR_SOCKET, else /run/mediator/mediator.sock \
+            flags with underscores, e.g. {"max_connections": 100}), then the flags, which win. SIGHUP \
+            re-reads them without dropping connections.
+            The socket is the one passed by systemd socket activation (FileDescriptorName=mediator), else \
+            --socket, else $MEDIATOR_SOCKET, else /run/mediator/mediator.sock \
             (with --user: $XDG_RUNTIME_DIR/mediator/mediator.sock).
             """,
         version: MediatorVersion.current)
@@ -49,54 +54,86 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds that calls in flight may take to finish on SIGTERM (default 2000).")
     var shutdownGraceMs: Int?
 
-    @Option(help: "Socket file mode, octal (default 0666).")
+    @Option(help: "Socket file mode, octal (default 0666); not used with socket activation.")
     var socketMode: String = "0666"
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
-    func run() async throws {
-        guard let level = Logger.Level(rawValue: logLevel) else {
-            throw ValidationError("unknown log level \"\(logLevel)\"")
-        }
-        guard let mode = UInt32(socketMode, radix: 8) else { throw ValidationError("--socket-mode must be octal, e.g. 0660") }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-        let logger = Logger(label: "mediatord")
+    @Option(help: "Where logs go: journal, stderr, or auto (the journal when stderr is connected to it).")
+    var logTarget: LogTarget = .auto
 
-        var settings = DaemonConfiguration()
-        var socketFromConfig: String?
-        if let config {
-            do {
-                let data = try Data(contentsOf: URL(fileURLWithPath: config))
-                let json = try JSONParser.parse(Array(data))
-                try settings.apply(json: json)
-                socketFromConfig = json["socket"]?.stringValue
-            } catch {
-                throw ValidationError("cannot use config \(config): \(error)")
-            }
-        }
+    @Flag(help: .hidden)
+    var testHooks = false
+
+    enum LogTarget: String, ExpressibleByArgument, CaseIterable {
+        case auto, journal, stderr
+    }
+
+    var settings: DaemonSettings {
         let flags: [(String, Int?)] = [
             ("max_frame_bytes", maxFrameBytes), ("max_connections", maxConnections),
             ("max_calls_in_flight", maxCallsInFlight), ("default_timeout_ms", defaultTimeoutMs),
             ("max_outbound_bytes", maxOutboundBytes), ("max_consecutive_bad_frames", maxConsecutiveBadFrames),
             ("shutdown_grace_ms", shutdownGraceMs),
         ]
-        for (key, value) in flags {
-            guard let value else { continue }
-            guard value > 0 else { throw ValidationError("--\(key.replacingOccurrences(of: "_", with: "-")) must be positive") }
-            do { try settings.set(key, Int64(value)) } catch { throw ValidationError("\(error)") }
+        var settings = DaemonSettings(configFile: config, testHooks: testHooks)
+        for case let (key, value?) in flags { settings.flags[key] = value }
+        return settings
+    }
+
+    func run() async throws {
+        guard let level = Logger.Level(rawValue: logLevel) else {
+            throw ValidationError("unknown log level \"\(logLevel)\"")
+        }
+        guard let mode = UInt32(socketMode, radix: 8) else { throw ValidationError("--socket-mode must be octal, e.g. 0660") }
+        let toJournal = logTarget == .journal || (logTarget == .auto && JournalLogHandler.stderrIsJournal)
+        LoggingSystem.bootstrap { label in
+            var handler: any LogHandler =
+                toJournal ? JournalLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "mediatord")
+
+        let settings = self.settings
+        let loaded: DaemonSettings.Loaded
+        do { loaded = try settings.load() } catch { throw ValidationError("\(error)") }
+
+        let listener: MediatorServer.Listener
+        do {
+            if let fd = try SocketActivation.passedSocket() {
+                listener = .adopted(NIOBSDSocket.Handle(fd), description: "socket-activated fd \(fd)")
+            } else {
+                listener = .path(ProtocolConstants.socketPath(
+                    explicit: socket ?? loaded.socketFromConfig, environment: ProcessInfo.processInfo.environment,
+                    userInstance: user))
+            }
+        } catch {
+            logger.error("\(error.description)")
+            throw ExitCode(1)
         }
 
-        let path = ProtocolConstants.socketPath(
-            explicit: socket ?? socketFromConfig, environment: ProcessInfo.processInfo.environment, userInstance: user)
-        let server = MediatorServer(configuration: settings, listener: .path(path), socketMode: mode, logger: logger)
+        let notifier = SystemdNotifier()
+        // Beat at half the interval, from the broker's own event loop, so a
+        // stuck loop is caught and not just a dead process.
+        let heartbeat = notifier.watchdogMicroseconds.map { microseconds in
+            MediatorServer.Heartbeat(interval: .microseconds(Int64(microseconds / 2))) { notifier.watchdog() }
+        }
+        let server = MediatorServer(
+            configuration: loaded.configuration, listener: listener, socketMode: mode, logger: logger,
+            heartbeat: heartbeat,
+            onReady: { server in notifier.ready(status: await StatusReporter.summary(server)) },
+            onStopping: { notifier.stopping() })
+
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: server, successTerminationBehavior: .gracefullyShutdownGroup)],
+                services: [
+                    .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: ReloadService(settings: settings, server: server, notifier: notifier, logger: logger),
+                          successTerminationBehavior: .ignore),
+                    .init(service: StatusReporter(server: server, notifier: notifier), successTerminationBehavior: .ignore),
+                ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         do {
@@ -107,4 +144,3 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         }
     }
 }
-

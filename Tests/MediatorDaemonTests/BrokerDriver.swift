@@ -17,6 +17,8 @@ final class BrokerDriver {
     private(set) var closed: [ConnectionID] = []
     /// Every `.wakeUp` effect, in order.
     private(set) var wakeUps: [NIODeadline] = []
+    /// How often the test hook asked to block the event loop.
+    private(set) var blockRequests = 0
     /// The effects of the last input, as returned by the broker.
     private(set) var lastEffects: [BrokerEffect] = []
 
@@ -96,6 +98,8 @@ final class BrokerDriver {
                 closed.append(connection)
             case .wakeUp(let deadline):
                 wakeUps.append(deadline)
+            case .blockEventLoop:
+                blockRequests += 1
             }
         }
         return effects

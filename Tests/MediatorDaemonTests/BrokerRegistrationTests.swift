@@ -384,3 +384,21 @@ struct BrokerRegistrationTests {
         #expect(described?["result"]?["target"] == "mediator")
     }
 }
+
+@Suite struct BrokerTestHookTests {
+    @Test func blockingTheLoopIsUnknownWithoutTestHooks() {
+        let d = BrokerDriver()
+        d.connect(2)
+        let answer = d.daemon("_block_event_loop", from: 2)
+        #expect(answer?["error"]?["code"] == "action_not_found")
+        #expect(d.blockRequests == 0)
+    }
+
+    @Test func blockingTheLoopIsAskedOfTheHostWithTestHooks() {
+        let d = BrokerDriver { $0.testHooks = true }
+        d.connect(2)
+        _ = d.send(#"{"id":1,"target":"mediator","action":"_block_event_loop"}"#, from: 2)
+        #expect(d.blockRequests == 1)
+        #expect(d.take(2).isEmpty)
+    }
+}

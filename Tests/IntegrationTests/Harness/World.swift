@@ -66,8 +66,11 @@ final class World: @unchecked Sendable {
     }
 
     /// Any other long-running process (e.g. `mediatorctl listen`).
-    func spawn(_ executable: String, _ arguments: [String], label: String) throws -> ChildProcess {
-        let process = try ChildProcess(executable, arguments, label: label, directory: directory.path)
+    func spawn(
+        _ executable: String, _ arguments: [String], label: String, environment: [String: String]? = nil
+    ) throws -> ChildProcess {
+        let process = try ChildProcess(
+            executable, arguments, label: label, directory: directory.path, environment: environment)
         _ = keep(ComponentProcess.wrap(process)) { components.append($0) }
         return process
     }

@@ -1,0 +1,44 @@
+import Foundation
+import MediatorDaemon
+import MediatorProtocol
+
+/// Where the daemon's settings come from: defaults, then the JSON config
+/// file, then flags. Read at start and again on every SIGHUP.
+struct DaemonSettings: Sendable {
+    var configFile: String?
+    /// Flag values by config member name; nil where the flag was not given.
+    var flags: [String: Int] = [:]
+    var testHooks = false
+
+    struct Loaded: Sendable {
+        var configuration: DaemonConfiguration
+        var socketFromConfig: String?
+    }
+
+    func load() throws -> Loaded {
+        var configuration = DaemonConfiguration()
+        var socketFromConfig: String?
+        if let configFile {
+            do {
+                let data = try Data(contentsOf: URL(fileURLWithPath: configFile))
+                let json = try JSONParser.parse(Array(data))
+                try configuration.apply(json: json)
+                socketFromConfig = json["socket"]?.stringValue
+            } catch {
+                throw SettingsError(description: "cannot use config \(configFile): \(error)")
+            }
+        }
+        for (key, value) in flags.sorted(by: { $0.key < $1.key }) {
+            guard value > 0 else {
+                throw SettingsError(description: "--\(key.replacingOccurrences(of: "_", with: "-")) must be positive")
+            }
+            do { try configuration.set(key, Int64(value)) } catch { throw SettingsError(description: "\(error)") }
+        }
+        if testHooks { configuration.testHooks = true }
+        return Loaded(configuration: configuration, socketFromConfig: socketFromConfig)
+    }
+}
+
+struct SettingsError: Error, CustomStringConvertible {
+    var description: String
+}

@@ -1,0 +1,55 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A datagram socket standing in for systemd's `NOTIFY_SOCKET`: collects
+/// what the daemon tells the service manager (READY=1, STATUS=, ...).
+final class NotifyListener {
+    let path: String
+    private let fd: Int32
+
+    init(path: String) throws {
+        self.path = path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw HarnessError("socket: \(String(cString: strerror(errno)))") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() where index < raw.count - 1 { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0 else { throw HarnessError("bind \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    deinit { close(fd) }
+
+    /// The next datagram, within the bound.
+    func next(within bound: Duration = .seconds(10)) throws -> String {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, Int32(bound.milliseconds)) == 1 else {
+            throw HarnessError("no notification on \(path) within \(bound)")
+        }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        guard count >= 0 else { throw HarnessError("recv: \(String(cString: strerror(errno)))") }
+        return String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+
+    /// Reads notifications until one satisfies `matches`; returns it.
+    func await(
+        _ what: String, within bound: Duration = .seconds(10), _ matches: (String) -> Bool
+    ) throws -> String {
+        let deadline = ContinuousClock.now + bound
+        while true {
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else { throw HarnessError("no \(what) notification within \(bound)") }
+            let message = try next(within: remaining)
+            if matches(message) { return message }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import MediatorProtocol
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Integration {
+    /// The launcher's systemd integration, exercised without systemd: a
+    /// datagram socket stands in for NOTIFY_SOCKET, and
+    /// `systemd-socket-activate` passes the listening socket.
+    @Suite("systemd protocols without systemd")
+    struct SystemdWithoutSystemd {
+        /// Starts mediatord with NOTIFY_SOCKET (and more environment) set.
+        func notifiedDaemon(
+            _ world: World, environment extra: [String: String] = [:], arguments: [String] = []
+        ) throws -> (ChildProcess, NotifyListener, String) {
+            let notify = try NotifyListener(path: world.directory.socket("notify"))
+            let socketPath = world.directory.socket()
+            var environment = ProcessInfo.processInfo.environment
+            environment["NOTIFY_SOCKET"] = notify.path
+            for (key, value) in extra { environment[key] = value }
+            let daemon = try world.spawn(
+                Paths.mediatord, ["--socket", socketPath, "--log-level", "debug"] + arguments, label: "mediatord",
+                environment: environment)
+            return (daemon, notify, socketPath)
+        }
+
+        @Test("READY=1 comes only once the socket answers, with a STATUS line; SIGTERM sends STOPPING=1")
+        func readyAndStopping() throws {
+            let world = try World()
+            defer { world.close() }
+            let (daemon, notify, socketPath) = try notifiedDaemon(world)
+            let ready = try notify.await("READY=1") { $0.contains("READY=1") }
+            // No retry: at READY the socket must already answer.
+            let peer = try RawPeer(path: socketPath)
+            defer { peer.close() }
+            #expect(try peer.call("mediator", "ping")["result"] == .object([:]))
+            #expect(ready.contains("STATUS=0 connections, 0 targets, 0 calls served"), "\(ready)")
+
+            daemon.signal(SIGTERM)
+            let stopping = try notify.await("STOPPING=1") { $0.contains("STOPPING=1") }
+            #expect(stopping.contains("STOPPING=1"))
+            #expect(try daemon.waitForExit() == .exited(0))
+        }
+
+        @Test("With WATCHDOG_USEC the daemon sends WATCHDOG=1 at about half the interval")
+        func watchdogPings() throws {
+            let world = try World()
+            defer { world.close() }
+            let (_, notify, _) = try notifiedDaemon(world, environment: ["WATCHDOG_USEC": "300000"])
+            _ = try notify.await("READY=1") { $0.contains("READY=1") }
+            let start = ContinuousClock.now
+            for _ in 0..<4 { _ = try notify.await("WATCHDOG=1", within: .seconds(2)) { $0 == "WATCHDOG=1" } }
+            // Four beats at 150 ms take at least 450 ms, and far less than the 1.2 s of a 300 ms cadence.
+            let elapsed = ContinuousClock.now - start
+            #expect(elapsed < .milliseconds(1100), "\(elapsed)")
+        }
+
+        @Test("SIGHUP: RELOADING=1 then READY=1, new limits apply, and no connection is dropped")
+        func reloadKeepsConnections() throws {
+            let world = try World()
+            defer { world.close() }
+            let config = world.directory.file("mediatord.json")
+            try #"{"default_timeout_ms": 20000}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            let (daemon, notify, socketPath) = try notifiedDaemon(world, arguments: ["--config", config])
+            _ = try notify.await("READY=1") { $0.contains("READY=1") }
+            let component = try RawPeer(path: socketPath)
+            defer { component.close() }
+            let registered = try component.register("Quiet", actions: ["wait"])
+            let caller = try RawPeer(path: socketPath)
+            defer { caller.close() }
+
+            try #"{"default_timeout_ms": 300}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            daemon.signal(SIGHUP)
+            _ = try notify.await("RELOADING=1") { $0.contains("RELOADING=1") && $0.contains("MONOTONIC_USEC=") }
+            _ = try notify.await("READY=1 after the reload") { $0.contains("READY=1") }
+
+            // The same connections still work, under the new default timeout.
+            let started = ContinuousClock.now
+            let reply = try caller.call("Quiet", "wait", within: .seconds(5))
+            #expect(reply.errorCode == "timeout", "\(reply.jsonText)")
+            #expect(ContinuousClock.now - started < .seconds(3))
+            let listed = try caller.result("mediator", "list")
+            let instance = listed["targets"]?.arrayValue?.first?["instances"]?.arrayValue?.first?["instance"]
+            #expect(instance == registered["instance"])
+        }
+
+        @Test("A bad config on SIGHUP is reported; the daemon keeps its settings and serves on")
+        func badReloadKeepsRunning() throws {
+            let world = try World()
+            defer { world.close() }
+            let config = world.directory.file("mediatord.json")
+            try #"{"max_connections": 10}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            let (daemon, notify, socketPath) = try notifiedDaemon(world, arguments: ["--config", config])
+            _ = try notify.await("READY=1") { $0.contains("READY=1") }
+            try #"{"max_connections": "many"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            daemon.signal(SIGHUP)
+            let ready = try notify.await("READY=1 after the failed reload") { $0.contains("READY=1") }
+            #expect(ready.contains("reload failed"), "\(ready)")
+            let peer = try RawPeer(path: socketPath)
+            defer { peer.close() }
+            #expect(try peer.call("mediator", "ping")["result"] == .object([:]))
+        }
+
+        static let socketActivate = "/usr/bin/systemd-socket-activate"
+
+        @Test("Socket activation: the passed socket named mediator is adopted and never unlinked")
+        func socketActivation() throws {
+            let world = try World()
+            defer { world.close() }
+            let socketPath = world.directory.socket("activated")
+            let activator = try world.spawn(
+                Self.socketActivate, ["-l", socketPath, "--fdname=mediator", Paths.mediatord, "--log-level", "debug"],
+                label: "activate")
+            // systemd-socket-activate listens first and starts mediatord on the first connection.
+            try waitUntil("the activation socket") { FileManager.default.fileExists(atPath: socketPath) }
+            let peer = try RawPeer.connect(socketPath)
+            defer { peer.close() }
+            #expect(try peer.call("mediator", "ping")["result"] == .object([:]))
+            activator.signal(SIGTERM)
+            #expect(try activator.waitForExit() == .exited(0))
+            #expect(FileManager.default.fileExists(atPath: socketPath), "mediatord removed a socket it did not create")
+            #expect(activator.logTail().contains("socket-activated fd 3"), "\(activator.logTail())")
+        }
+
+        @Test("Socket activation with sockets none of which is named mediator: a clear error, exit 1")
+        func socketActivationWrongName() throws {
+            let world = try World()
+            defer { world.close() }
+            let first = world.directory.socket("a")
+            let second = world.directory.socket("b")
+            let activator = try world.spawn(
+                Self.socketActivate, ["-l", first, "-l", second, "--fdname=one:two", Paths.mediatord],
+                label: "activate")
+            try waitUntil("the activation sockets") { FileManager.default.fileExists(atPath: first) }
+            let peer = try? RawPeer(path: first)
+            defer { peer?.close() }
+            #expect(try activator.waitForExit() == .exited(1))
+            #expect(activator.logTail().contains("none is named \"mediator\""), "\(activator.logTail())")
+        }
+    }
+}
