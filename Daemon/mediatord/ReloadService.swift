@@ -7,7 +7,8 @@ import UnixSignals
 /// Re-reads the settings on SIGHUP and applies them without dropping any
 /// connection, telling systemd RELOADING=1 then READY=1. A bad config file
 /// is logged and the running settings stay.
-struct ReloadService: Service {
+struct ReloadService: Service, CustomStringConvertible {
+    var description: String { "ReloadService" }
     let settings: DaemonSettings
     let server: MediatorServer
     let notifier: SystemdNotifier

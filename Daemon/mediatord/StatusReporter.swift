@@ -3,7 +3,8 @@ import MediatorSystemd
 import ServiceLifecycle
 
 /// Keeps systemd's STATUS= line current: connections, targets, calls served.
-struct StatusReporter: Service {
+struct StatusReporter: Service, CustomStringConvertible {
+    var description: String { "StatusReporter" }
     let server: MediatorServer
     let notifier: SystemdNotifier
 

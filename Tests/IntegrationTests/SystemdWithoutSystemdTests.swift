@@ -122,7 +122,7 @@ extension Integration {
             activator.signal(SIGTERM)
             #expect(try activator.waitForExit() == .exited(0))
             #expect(FileManager.default.fileExists(atPath: socketPath), "mediatord removed a socket it did not create")
-            #expect(activator.logTail().contains("socket-activated fd 3"), "\(activator.logTail())")
+            #expect(activator.logTail(1_000_000).contains("socket-activated fd 3"), "\(activator.logTail())")
         }
 
         @Test("Socket activation with sockets none of which is named mediator: a clear error, exit 1")
@@ -138,7 +138,7 @@ extension Integration {
             let peer = try? RawPeer(path: first)
             defer { peer?.close() }
             #expect(try activator.waitForExit() == .exited(1))
-            #expect(activator.logTail().contains("none is named \"mediator\""), "\(activator.logTail())")
+            #expect(activator.logTail(1_000_000).contains("none is named \"mediator\""), "\(activator.logTail())")
         }
     }
 }
