@@ -40,7 +40,7 @@ DOCS = systemd.md daemon.md
 
 RENDER = $(SED) -e 's|@bindir@|$(BINDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
 
-.PHONY: all build install install-bin install-docs units uninstall show-bin-path verify-units
+.PHONY: all build install install-bin install-docs units uninstall show-bin-path verify-units install-sysusers
 
 all: build
 

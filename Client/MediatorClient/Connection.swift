@@ -321,7 +321,7 @@ final class Connection: Sendable {
         let expired = pending.expired(now: .now())
         for item in expired {
             let milliseconds = item.bound.nanoseconds / 1_000_000
-            logger.warning("no response from the daemon in time", metadata: ["id": "\(item.id)", "ms": "\(milliseconds)"])
+            logger.debug("no response from the daemon in time", metadata: ["id": "\(item.id)", "ms": "\(milliseconds)"])
             item.waiter.fail(MediatorError(.timeout, "no response from the daemon within \(milliseconds) ms"))
             enqueue(Self.cancelFrame(item.id))
         }

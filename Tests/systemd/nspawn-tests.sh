@@ -1,0 +1,816 @@
+#!/usr/bin/env bash
+# mediatord under a real systemd: boots systemd as PID 1 in a systemd-nspawn
+# container (the host's /usr, read-only, on a throwaway root), installs the
+# units rendered by `make units` (bound over /etc/systemd/system) and the
+# sysusers.d file (over /etc/sysusers.d; systemd-sysusers runs at boot), and
+# checks what the units promise:
+#
+#   1 socket activation   the socket unit alone listens; the first client
+#                         starts mediatord.service, which adopts systemd's socket
+#   2 component call      the Python Notes component registers and answers
+#   3 reload              `systemctl reload` (SIGHUP, RELOADING=1 + READY=1)
+#                         keeps connections, registrations and state
+#   4 journal fields      MEDIATOR_TARGET, MEDIATOR_PEER_PID, PRIORITY,
+#                         CODE_FILE, CODE_LINE on the registration record
+#   5 restart on SIGKILL  systemd restarts the daemon; clients pinging all
+#                         along are never refused (the socket stays open)
+#   6 watchdog            a blocked event loop is killed by the watchdog and
+#                         the service is restarted
+#   7 clean stop          stopping service and socket ends with Result=success
+#
+# Run as root from the repository root after `swift build`:
+#
+#     bash Tests/systemd/nspawn-tests.sh
+#
+# Needs systemd-nspawn (apt-get install -y systemd-container), nsenter
+# (util-linux) and python3. Systemd need not be PID 1 on the host. Nothing on
+# the host's /run or /tmp is touched: the container's root, /tmp and /run are
+# its own tmpfs, and systemd-nspawn itself runs in a private mount namespace
+# whose /run is a tmpfs (nspawn keeps its bookkeeping under /run/systemd).
+# The container lives in a cgroup of its own, removed at the end, so that two
+# runs at once on one machine do not share mediatord.service's cgroup.
+#
+# Prints one `ok - NAME` or `not ok - NAME` line per scenario, diagnostics
+# as `#` lines, and ends with `systemd-tests: N passed, M failed`; exits 1 if
+# any failed. The whole run is bounded (MEDIATOR_NSPAWN_BUDGET, default 150 s).
+#
+# Environment:
+#   MEDIATOR_BIN_DIR          folder with mediatord and mediatorctl
+#                             (default: `swift build --show-bin-path`)
+#   MEDIATOR_NSPAWN_BUDGET    seconds for the whole run (default 150)
+#   MEDIATOR_NSPAWN_KEEP=1    keep the work folder (logs, rendered units)
+set -uo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$REPO" || exit 1
+
+BUDGET=${MEDIATOR_NSPAWN_BUDGET:-150}
+IN_BIN=/opt/mediator/bin            # where the binaries appear in the container
+IN_EXAMPLES=/opt/mediator/Examples
+SOCK=/run/mediator/mediator.sock
+UNIT=mediatord.service
+
+PASSED=0
+FAILED=0
+REASONS=()
+BG_PIDS=()
+NSPAWN_PID=
+LEADER=
+CONTAINER_PIDNS=
+GUARD_PID=
+W=
+T_START=$(date +%s%N)
+
+say() { printf '# %s\n' "$*"; }
+why() { REASONS+=("$*"); }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+elapsed() { echo "$(( ($(date +%s%N) - T_START) / 1000000 )) ms"; }
+
+# ---------------------------------------------------------------- prerequisites
+
+precheck() {
+    local missing=()
+    [ "$(id -u)" = 0 ] || missing+=("root (run as root)")
+    command -v systemd-nspawn >/dev/null || missing+=("systemd-nspawn (apt-get install -y systemd-container)")
+    command -v nsenter >/dev/null || missing+=("nsenter (util-linux)")
+    command -v unshare >/dev/null || missing+=("unshare (util-linux)")
+    command -v python3 >/dev/null || missing+=("python3")
+    [ -x /usr/lib/systemd/systemd ] || [ -x /lib/systemd/systemd ] || missing+=("systemd (apt-get install -y systemd)")
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "not ok - prerequisites"
+        for m in "${missing[@]}"; do echo "#   missing: $m"; done
+        echo "systemd-tests: 0 passed, 1 failed"
+        exit 1
+    fi
+}
+
+find_binaries() {
+    if [ -n "${MEDIATOR_BIN_DIR:-}" ]; then
+        BIN=$MEDIATOR_BIN_DIR
+    else
+        BIN=$(PATH="/opt/swift/usr/bin:$PATH" swift build --show-bin-path 2>/dev/null) || BIN=
+    fi
+    if [ -z "$BIN" ] || [ ! -x "$BIN/mediatord" ] || [ ! -x "$BIN/mediatorctl" ]; then
+        echo "not ok - prerequisites"
+        echo "#   no mediatord/mediatorctl in '${BIN}': run 'swift build' first (or set MEDIATOR_BIN_DIR)"
+        echo "systemd-tests: 0 passed, 1 failed"
+        exit 1
+    fi
+    BIN=$(cd "$BIN" && pwd -P)
+    say "binaries: $BIN"
+    if "$BIN/mediatord" --help 2>&1 | grep -q -- '--log-target'; then
+        say "mediatord has --log-target (systemd integration present)"
+    else
+        say "mediatord has no --log-target: systemd integration not built in yet; expect failures"
+    fi
+}
+
+# ------------------------------------------------------------------- the units
+
+# Renders the units into $W/units, which is bound (read-write, it is a scratch
+# copy: `systemctl enable` writes its links there) over /etc/systemd/system.
+render_units() {
+    local out=$W/units
+    mkdir -p "$out"
+    if [ -f Makefile ] && grep -qE '^units:' Makefile && command -v make >/dev/null; then
+        say "units: make units DESTDIR=$W/dest BINDIR=$IN_BIN"
+        if ! make -s units DESTDIR="$W/dest" BINDIR="$IN_BIN" >"$W/make.log" 2>&1; then
+            sed 's/^/#   make: /' "$W/make.log"
+            return 1
+        fi
+        local f
+        for name in mediatord.service mediatord.socket; do
+            f=$(find "$W/dest" -path '*/user/*' -prune -o -name "$name" -type f -print | head -1)
+            [ -n "$f" ] || { say "make units produced no $name"; return 1; }
+            cp "$f" "$out/$name"
+        done
+    elif [ -f systemd/mediatord.service.in ] && [ -f systemd/mediatord.socket ]; then
+        say "units: systemd/mediatord.service.in rendered with sed (no 'make units' yet)"
+        sed -e "s|@bindir@|$IN_BIN|g" -e "s|@docdir@|/usr/share/doc/mediator|g" \
+            systemd/mediatord.service.in >"$out/mediatord.service"
+        cp systemd/mediatord.socket "$out/mediatord.socket"
+    else
+        say "units: no systemd/ folder yet, using stand-in units"
+        cat >"$out/mediatord.socket" <<EOF
+[Socket]
+ListenStream=$SOCK
+FileDescriptorName=mediator
+SocketMode=0666
+RemoveOnStop=yes
+[Install]
+WantedBy=sockets.target
+EOF
+        local type=simple extra=
+        if "$BIN/mediatord" --help 2>&1 | grep -q -- '--log-target'; then
+            type=notify extra=" --log-target journal"
+        fi
+        cat >"$out/mediatord.service" <<EOF
+[Unit]
+Requires=mediatord.socket
+After=mediatord.socket
+[Service]
+Type=$type
+ExecStart=$IN_BIN/mediatord$extra
+ExecReload=/bin/kill -HUP \$MAINPID
+WatchdogSec=10s
+Restart=on-failure
+RestartSec=100ms
+Environment=SWIFT_BACKTRACE=enable=no
+DynamicUser=yes
+[Install]
+Also=mediatord.socket
+EOF
+    fi
+    # The service's system user (sysusers.d), bound over /etc/sysusers.d and
+    # created at boot by systemd-sysusers.service, as on a real system.
+    mkdir -p "$W/sysusers.d"
+    if [ -f Makefile ] && grep -qE '^install-sysusers:' Makefile && command -v make >/dev/null; then
+        if ! make -s install-sysusers DESTDIR="$W/dest" >"$W/make-sysusers.log" 2>&1; then
+            sed 's/^/#   make: /' "$W/make-sysusers.log"
+            return 1
+        fi
+        find "$W/dest" -path '*/sysusers.d/*.conf' -type f -exec cp {} "$W/sysusers.d/" \;
+    elif [ -d systemd/sysusers.d ]; then
+        cp systemd/sysusers.d/*.conf "$W/sysusers.d/" 2>/dev/null
+    fi
+    [ -n "$(ls "$W/sysusers.d")" ] && say "sysusers.d: $(cd "$W/sysusers.d" && echo *)"
+    # The boot target: journald and the system users. Our units are started
+    # by the tests.
+    cat >"$out/mediator-test.target" <<'EOF'
+[Unit]
+Description=Mediator systemd tests (journald and system users only)
+Wants=systemd-journald.socket systemd-journald.service systemd-sysusers.service
+After=systemd-journald.socket systemd-journald.service systemd-sysusers.service
+AllowIsolate=yes
+EOF
+    say "ExecStart: $(grep -m1 '^ExecStart=' "$out/mediatord.service")"
+}
+
+# --------------------------------------------------------------- the container
+
+# With --keep-unit, systemd-nspawn puts the container under the caller's own
+# cgroup (in payload/ and supervisor/ below it), and the container's systemd
+# makes system.slice/mediatord.service there. Two containers started from the
+# same cgroup (two runs at once on one machine, where systemd is not PID 1 and
+# everything sits in the root cgroup) would then share the service's cgroup:
+# `systemctl kill` or a stop would reach the other container's daemon. Each
+# run therefore starts nspawn in a cgroup of its own, in the unified
+# hierarchy and, on a hybrid layout, in name=systemd, removed at the end.
+CG_DIRS=()
+setup_cgroups() {
+    local name="mediator-nspawn-$$" rel root
+    rel=$(sed -n 's/^0:://p' /proc/self/cgroup)
+    root=
+    if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+        root=/sys/fs/cgroup
+    elif [ -f /sys/fs/cgroup/unified/cgroup.controllers ]; then
+        root=/sys/fs/cgroup/unified
+    fi
+    if [ -n "$root" ] && [ -n "$rel" ]; then
+        CG_DIRS+=("${root}${rel%/}/$name")
+    fi
+    rel=$(sed -n 's/^[0-9]*:name=systemd://p' /proc/self/cgroup)
+    if [ -n "$rel" ] && [ -d /sys/fs/cgroup/systemd ]; then
+        CG_DIRS+=("/sys/fs/cgroup/systemd${rel%/}/$name")
+    fi
+    local d
+    for d in "${CG_DIRS[@]}"; do
+        if ! mkdir "$d" 2>/dev/null; then
+            say "could not create cgroup $d: runs at the same time on this machine may disturb each other"
+            CG_DIRS=()
+            return 0
+        fi
+    done
+    [ ${#CG_DIRS[@]} -gt 0 ] && say "container cgroups: ${CG_DIRS[*]}"
+}
+
+# Processes left in the run's cgroups (host pids).
+cgroup_procs() {
+    local d
+    for d in "${CG_DIRS[@]}"; do
+        [ -d "$d" ] && find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null
+    done | sort -u
+}
+
+remove_cgroups() {
+    local d
+    for d in "${CG_DIRS[@]}"; do
+        [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+    done
+}
+
+boot() {
+    # nspawn runs in its own mount namespace with a tmpfs on /run, so that its
+    # bookkeeping (/run/systemd/nspawn/...) never lands on the host's /run.
+    # The container's root is a tmpfs (--volatile=yes) with the host's /usr
+    # read-only: its /etc, /var, /run and /tmp are its own.
+    CG_LIST="${CG_DIRS[*]}" unshare --mount --propagation private -- sh -c '
+        for d in $CG_LIST; do echo $$ >"$d/cgroup.procs" || exit 1; done
+        mount -t tmpfs -o mode=0755,size=16m mediator-nspawn-run /run || exit 1
+        exec "$@"' nspawn \
+        systemd-nspawn -D / --volatile=yes --register=no --keep-unit \
+            --console=read-only --quiet --kill-signal=SIGRTMIN+3 \
+            --bind-ro=/opt/swift \
+            --bind-ro="$BIN:$IN_BIN" \
+            --bind-ro="$REPO/Examples:$IN_EXAMPLES" \
+            --bind="$W/units:/etc/systemd/system" \
+            --bind-ro="$W/sysusers.d:/etc/sysusers.d" \
+            -b systemd.firstboot=off systemd.unit=mediator-test.target \
+        </dev/null >"$W/nspawn.log" 2>&1 &
+    NSPAWN_PID=$!
+    say "systemd-nspawn pid $NSPAWN_PID"
+
+    # A guard: past the budget, kill the container (SIGKILL to its PID 1 ends
+    # every process in it), so every command inside fails fast and the
+    # script ends.
+    (
+        trap 'kill "$s" 2>/dev/null; exit 0' TERM
+        sleep "$BUDGET" & s=$!
+        wait "$s"
+        echo "# budget of ${BUDGET} s exhausted: killing the container" >&2
+        [ -n "$(cat "$W/leader" 2>/dev/null)" ] && kill -KILL "$(cat "$W/leader")" 2>/dev/null
+        kill -KILL "$NSPAWN_PID" 2>/dev/null
+    ) &
+    GUARD_PID=$!
+
+    # The leader (the container's PID 1) is nspawn's child in another pid
+    # namespace.
+    local deadline=$(( $(now_ms) + 15000 )) mine child
+    mine=$(readlink /proc/self/ns/pid)
+    while [ "$(now_ms)" -lt $deadline ]; do
+        kill -0 "$NSPAWN_PID" 2>/dev/null || break
+        for child in $(cat /proc/"$NSPAWN_PID"/task/*/children 2>/dev/null); do
+            local ns
+            ns=$(readlink /proc/"$child"/ns/pid 2>/dev/null) || continue
+            if [ "$ns" != "$mine" ] && [ "$(cat /proc/"$child"/comm 2>/dev/null)" = systemd ]; then
+                LEADER=$child
+                CONTAINER_PIDNS=$ns
+                echo "$LEADER" >"$W/leader"
+                break 2
+            fi
+        done
+        sleep 0.05
+    done
+    if [ -z "$LEADER" ]; then
+        why "no container PID 1 within 15 s"
+        return 1
+    fi
+    say "container PID 1 is host pid $LEADER"
+
+    # Up when the boot job is done: is-system-running says running (or
+    # degraded, which we report but accept).
+    local state=
+    deadline=$(( $(now_ms) + 20000 ))
+    while [ "$(now_ms)" -lt $deadline ]; do
+        state=$(CX_TIMEOUT=5 cx systemctl is-system-running 2>/dev/null)
+        case $state in running | degraded) break ;; esac
+        kill -0 "$LEADER" 2>/dev/null || break
+        sleep 0.05
+    done
+    case $state in
+        running) ;;
+        degraded)
+            say "system degraded; failed units:"
+            cx systemctl --failed --no-legend --plain 2>&1 | sed 's/^/#   /' ;;
+        *) why "systemd did not finish booting within 20 s (is-system-running: '$state')"; return 1 ;;
+    esac
+    return 0
+}
+
+# Runs a command inside the container (its mount and pid namespaces), with a
+# clean environment and a time limit (CX_TIMEOUT, default 20 s).
+cx() {
+    timeout --kill-after=2 "${CX_TIMEOUT:-20}" \
+        nsenter -t "$LEADER" -m -p -- \
+        env -i PATH=$IN_BIN:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+            SYSTEMD_PAGER= SYSTEMD_COLORS=0 SYSTEMD_LOG_COLOR=0 "$@"
+}
+
+# Starts a command inside the container in the background, output to files;
+# prints nothing, sets BG (its host pid, in a process group of its own).
+cx_bg() {
+    local out=$1 err=$2
+    shift 2
+    setsid nsenter -t "$LEADER" -m -p -- \
+        env -i PATH=$IN_BIN:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@" \
+        </dev/null >"$out" 2>"$err" &
+    BG=$!
+    BG_PIDS+=("$BG")
+}
+
+# prop PROPERTY [UNIT]: one property's value.
+prop() { cx systemctl show -p "$1" --value "${2:-$UNIT}" 2>/dev/null; }
+
+# wait_for SECONDS COMMAND...: polls every 50 ms until the command succeeds.
+wait_for() {
+    local deadline=$(( $(now_ms) + $1 * 1000 ))
+    shift
+    while :; do
+        "$@" && return 0
+        [ "$(now_ms)" -ge $deadline ] && return 1
+        sleep 0.05
+    done
+}
+
+is_active() { [ "$(cx systemctl is-active "${1:-$UNIT}" 2>/dev/null)" = active ]; }
+ping_ok() { cx mediatorctl ping --timeout 5 >/dev/null 2>&1; }
+file_has() { grep -q -- "$2" "$1" 2>/dev/null; }
+
+# Writes FILE (in the container) from stdin.
+cx_write() { cx sh -c 'mkdir -p "$(dirname "$1")" && cat >"$1"' sh "$1"; }
+
+# ------------------------------------------------------------------ scenarios
+
+s1_socket_activation() {
+    local out
+    out=$(cx systemctl enable --now mediatord.socket 2>&1) || { why "enable --now mediatord.socket failed: $out"; return 1; }
+    is_active mediatord.socket || { why "mediatord.socket is not active"; return 1; }
+    local enabled
+    enabled=$(cx systemctl is-enabled mediatord.socket 2>&1)
+    [ "$enabled" = enabled ] || { why "is-enabled mediatord.socket: $enabled"; return 1; }
+    local state
+    state=$(cx systemctl is-active $UNIT 2>/dev/null)
+    [ "$state" = inactive ] || { why "mediatord.service is '$state' before any client connected"; return 1; }
+    local inode_before
+    inode_before=$(cx stat -c %i "$SOCK" 2>/dev/null) || { why "no socket file $SOCK after starting the socket unit"; return 1; }
+
+    local t0 rc
+    t0=$(now_ms)
+    out=$(cx mediatorctl ping --timeout 15 2>&1); rc=$?
+    [ $rc = 0 ] || { why "first ping exited $rc: $out"; return 1; }
+    say "first ping (activation + start) took $(( $(now_ms) - t0 )) ms"
+    wait_for 10 is_active || { why "mediatord.service not active after the first ping ($(prop ActiveState)/$(prop SubState))"; return 1; }
+
+    local pid env
+    pid=$(prop MainPID)
+    [ -n "$pid" ] && [ "$pid" != 0 ] || { why "no MainPID"; return 1; }
+    env=$(cx sh -c 'tr "\0" "\n" </proc/$1/environ' sh "$pid" 2>&1)
+    grep -qx 'LISTEN_FDS=1' <<<"$env" || { why "main pid $pid has no LISTEN_FDS=1 in its environment"; return 1; }
+    grep -qx 'LISTEN_FDNAMES=mediator' <<<"$env" || { why "main pid $pid has no LISTEN_FDNAMES=mediator"; return 1; }
+    local inode_after
+    inode_after=$(cx stat -c %i "$SOCK" 2>/dev/null)
+    [ "$inode_before" = "$inode_after" ] || { why "the socket file was replaced (inode $inode_before -> $inode_after): the daemon bound its own socket instead of adopting systemd's"; return 1; }
+    # The daemon's fd 3 is the listening socket systemd made.
+    local fd3
+    fd3=$(cx readlink /proc/"$pid"/fd/3 2>&1)
+    [[ $fd3 == socket:* ]] || { why "fd 3 of the daemon is '$fd3', not a socket"; return 1; }
+    # Not root, and any local user can connect (the socket and /run/mediator
+    # stay open to others).
+    local uid
+    # (No awk inside: /usr/bin/awk goes through /etc/alternatives, and the
+    # container's /etc is empty.)
+    uid=$(cx sed -n 's/^Uid:[[:space:]]*\([0-9]*\).*/\1/p' /proc/"$pid"/status 2>/dev/null)
+    [ -n "$uid" ] && [ "$uid" != 0 ] || { why "the daemon runs as uid '$uid'"; return 1; }
+    out=$(cx setpriv --reuid=65534 --regid=65534 --clear-groups mediatorctl ping --timeout 5 2>&1) ||
+        { why "an unprivileged client (uid 65534) cannot ping: $out"; return 1; }
+    say "MainPID $pid (uid $uid), fd 3 $fd3, NRestarts $(prop NRestarts); uid 65534 can connect"
+    local status
+    status=$(prop StatusText)
+    [ -n "$status" ] && say "StatusText: $status"
+    return 0
+}
+
+NOTES_PID_IN=   # the component's pid inside the container
+
+s2_component_call() {
+    cx_bg "$W/notes.out" "$W/notes.err" python3 "$IN_EXAMPLES/python/notes_component.py" --socket "$SOCK"
+    NOTES_BG=$BG
+    wait_for 10 file_has "$W/notes.out" ready || {
+        why "the Notes component did not print ready within 10 s"
+        why "stderr: $(tail -3 "$W/notes.err" 2>/dev/null | tr '\n' ' ')"
+        return 1
+    }
+    local out rc
+    out=$(cx mediatorctl --json call Notes add text=hi 2>&1); rc=$?
+    [ $rc = 0 ] || { why "call Notes add exited $rc: $out"; return 1; }
+    python3 -c 'import json,sys; r=json.loads(sys.argv[1]); assert isinstance(r.get("id"), int), r' "$out" 2>/dev/null ||
+        { why "call Notes add answered '$out', expected {\"id\": n}"; return 1; }
+    say "Notes add -> $out"
+    out=$(cx mediatorctl --json call Notes whoami 2>&1) || { why "call Notes whoami: $out"; return 1; }
+    NOTES_PID_IN=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["pid"])' "$out" 2>/dev/null)
+    return 0
+}
+
+# Prints "instance pid" of the Notes target from `mediatorctl list --json`.
+notes_instance() {
+    cx mediatorctl --json list 2>/dev/null | python3 -c '
+import json, sys
+for t in json.load(sys.stdin)["targets"]:
+    if t["target"] == "Notes":
+        print(" ".join("%s/%s" % (i["instance"], i["pid"]) for i in t["instances"]))'
+}
+
+s3_reload() {
+    kill -0 "${NOTES_BG:-0}" 2>/dev/null || { why "the Notes component from scenario 2 is not running"; return 1; }
+    # A second connection held open across the reload: a subscriber.
+    cx_bg "$W/listen.out" "$W/listen.err" mediatorctl listen 'test.*'
+    local listen_bg=$BG
+    delivered_to_listener() {
+        cx mediatorctl --json emit test.probe 2>/dev/null | grep -q '"delivered":[1-9]'
+    }
+    wait_for 10 delivered_to_listener || { why "mediatorctl listen did not subscribe within 10 s"; return 1; }
+
+    local before pid_before cursor
+    cursor=$(journal_cursor)
+    before=$(notes_instance)
+    pid_before=$(prop MainPID)
+    [ -n "$before" ] || { why "Notes is not registered before the reload"; return 1; }
+
+    local t0 out rc
+    t0=$(now_ms)
+    out=$(cx systemctl reload $UNIT 2>&1); rc=$?
+    local took=$(( $(now_ms) - t0 ))
+    [ $rc = 0 ] || { why "systemctl reload exited $rc after $took ms: $out"; journal_tail; return 1; }
+    say "systemctl reload took $took ms"
+
+    # systemd 252 may end the reload job when kill(1) exits, before the
+    # daemon's RELOADING=1 arrives: then SubState is "reload" until READY=1.
+    running() { [ "$(prop ActiveState)/$(prop SubState)" = active/running ]; }
+    wait_for 5 running || { why "5 s after the reload: $(prop ActiveState)/$(prop SubState)"; return 1; }
+    local pid_after
+    pid_after=$(prop MainPID)
+    [ "$pid_after" = "$pid_before" ] || { why "MainPID changed across the reload ($pid_before -> $pid_after)"; return 1; }
+    local after
+    after=$(notes_instance)
+    [ "$after" = "$before" ] || { why "Notes instances changed across the reload: '$before' -> '$after'"; return 1; }
+    out=$(cx mediatorctl --json call Notes list 2>&1) || { why "call Notes list after reload: $out"; return 1; }
+    grep -q '"hi"' <<<"$out" || { why "the note added before the reload is gone: $out"; return 1; }
+    kill -0 "$NOTES_BG" 2>/dev/null || { why "the Notes component exited during the reload"; return 1; }
+    kill -0 "$listen_bg" 2>/dev/null || { why "mediatorctl listen exited during the reload: $(cat "$W/listen.err")"; return 1; }
+    cx mediatorctl emit test.after_reload >/dev/null 2>&1
+    wait_for 5 file_has "$W/listen.out" test.after_reload ||
+        { why "the subscriber connected before the reload missed an event sent after it"; return 1; }
+    # The daemon handled SIGHUP: it re-read its settings and said so (it
+    # sends RELOADING=1 before and READY=1 after).
+    reload_logged() { journal_since "$cursor" | grep -q 'configuration reloaded'; }
+    wait_for 5 reload_logged || { why "no 'configuration reloaded' from the daemon after the reload"; journal_tail; return 1; }
+    if journal_since "$cursor" | grep -q 'reload failed'; then
+        why "the daemon logged 'reload failed'"; journal_tail; return 1
+    fi
+    journal_since "$cursor" | grep -q "Reloaded" || { why "systemd did not log 'Reloaded' for $UNIT"; journal_tail; return 1; }
+    say "Notes instance $after kept, MainPID $pid_after kept, status '$(prop StatusText)'"
+    return 0
+}
+
+s4_journal_fields() {
+    check_journal() {
+        cx journalctl -u $UNIT -o json --no-pager 2>/dev/null | python3 -c '
+import json, sys
+want_pid = sys.argv[1]
+best = None
+for line in sys.stdin:
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    if r.get("MEDIATOR_TARGET") != "Notes":
+        continue
+    need = ["MEDIATOR_PEER_PID", "PRIORITY", "CODE_FILE", "CODE_LINE"]
+    missing = [k for k in need if not r.get(k)]
+    if missing:
+        best = best or "record with MEDIATOR_TARGET=Notes lacks %s: %s" % (missing, r.get("MESSAGE"))
+        continue
+    if want_pid and str(r["MEDIATOR_PEER_PID"]) != want_pid:
+        best = best or "MEDIATOR_PEER_PID=%s, the component is pid %s" % (r["MEDIATOR_PEER_PID"], want_pid)
+        continue
+    print("# MESSAGE=%r PRIORITY=%s MEDIATOR_TARGET=%s MEDIATOR_ACTION=%s MEDIATOR_PEER_PID=%s "
+          "MEDIATOR_PEER_UID=%s CODE_FILE=%s CODE_LINE=%s" % (
+          r.get("MESSAGE"), r["PRIORITY"], r["MEDIATOR_TARGET"], r.get("MEDIATOR_ACTION"),
+          r["MEDIATOR_PEER_PID"], r.get("MEDIATOR_PEER_UID"), r["CODE_FILE"], r["CODE_LINE"]))
+    sys.exit(0)
+print("# " + (best or "no record with MEDIATOR_TARGET=Notes"))
+sys.exit(1)' "${NOTES_PID_IN:-}" >"$W/journal-check.out"
+    }
+    if wait_for 5 check_journal; then
+        cat "$W/journal-check.out"
+        return 0
+    fi
+    why "$(sed 's/^# //' "$W/journal-check.out")"
+    journal_tail
+    return 1
+}
+
+s5_restart_on_kill() {
+    is_active || { why "mediatord.service is not active at the start"; return 1; }
+    local nr0 pid0
+    nr0=$(prop NRestarts)
+    pid0=$(prop MainPID)
+    # Pings every 20 ms for 2.5 s, each line: time_ms exit_status output.
+    cx_bg "$W/pings.out" "$W/pings.err" sh -c '
+        end=$(( $(date +%s%N) / 1000000 + 2500 ))
+        while [ $(( $(date +%s%N) / 1000000 )) -lt $end ]; do
+            out=$(mediatorctl ping --timeout 5 2>&1); rc=$?
+            echo "$(( $(date +%s%N) / 1000000 )) $rc $out" | tr "\n" " "; echo
+            sleep 0.02
+        done'
+    local loop=$BG
+    have_pings() { [ "$(wc -l <"$W/pings.out")" -ge 10 ]; }
+    wait_for 5 have_pings || { why "the ping loop did not get going"; return 1; }
+    local t_kill
+    t_kill=$(now_ms)
+    cx systemctl kill -s KILL $UNIT || { why "systemctl kill failed"; return 1; }
+    local deadline=$(( $(now_ms) + 10000 ))
+    while kill -0 "$loop" 2>/dev/null && [ "$(now_ms)" -lt $deadline ]; do sleep 0.05; done
+    kill -0 "$loop" 2>/dev/null && { why "the ping loop did not end"; return 1; }
+
+    restarted() { [ "$(prop NRestarts)" -gt "$nr0" ] && is_active; }
+    wait_for 10 restarted || { why "no restart: NRestarts $nr0 -> $(prop NRestarts), $(prop ActiveState)/$(prop SubState), Result=$(prop Result)"; return 1; }
+    local pid1
+    pid1=$(prop MainPID)
+    [ "$pid1" != "$pid0" ] && [ "$pid1" != 0 ] || { why "MainPID did not change ($pid0 -> $pid1)"; return 1; }
+
+    local total failed refused disconnected after
+    total=$(wc -l <"$W/pings.out")
+    failed=$(awk '$2 != 0' "$W/pings.out" | wc -l)
+    refused=$(awk '$2 != 0' "$W/pings.out" | grep -vc 'disconnected')
+    disconnected=$(awk '$2 != 0' "$W/pings.out" | grep -c 'disconnected')
+    after=$(awk -v t="$t_kill" '$1 > t' "$W/pings.out" | wc -l)
+    say "pings: $total ($after after the kill), failed $failed; NRestarts $nr0 -> $(prop NRestarts); MainPID $pid0 -> $pid1"
+    [ "$after" -ge 5 ] || { why "only $after pings after the kill: the loop did not cover the restart"; return 1; }
+    if [ "$refused" -gt 0 ]; then
+        why "$refused ping(s) failed without a daemon to answer (refused/unreachable):"
+        while read -r line; do why "  $line"; done < <(awk '$2 != 0' "$W/pings.out" | grep -v disconnected | head -5)
+        return 1
+    fi
+    # A connection that the killed process had already accepted dies with it:
+    # at most the one ping in flight at the kill may see "disconnected".
+    if [ "$disconnected" -gt 1 ]; then
+        why "$disconnected pings were disconnected (at most the one in flight at the kill may be)"
+        return 1
+    fi
+    [ "$disconnected" = 1 ] && say "note: the ping in flight at the kill was disconnected (accepted by the killed process)"
+    return 0
+}
+
+s6_watchdog() {
+    local exec_line
+    exec_line=$(grep -m1 '^ExecStart=' "$W/units/mediatord.service")
+    [ -n "$exec_line" ] || { why "no ExecStart= in the rendered unit"; return 1; }
+    printf '[Service]\nWatchdogSec=2s\nExecStart=\n%s --test-hooks\n' "$exec_line" |
+        cx_write /run/systemd/system/mediatord.service.d/test.conf || { why "could not write the drop-in"; return 1; }
+    cx systemctl daemon-reload || { why "daemon-reload failed"; return 1; }
+    local out
+    out=$(cx systemctl restart $UNIT 2>&1) || { why "restart with the drop-in failed: $out"; journal_tail; return 1; }
+    wait_for 10 is_active || { why "not active after restart with the drop-in"; return 1; }
+    local wd
+    wd=$(prop WatchdogUSec)
+    [ "$wd" = 2s ] || { why "WatchdogUSec=$wd, expected 2s from the drop-in"; return 1; }
+    ping_ok || { why "ping fails after the restart with --test-hooks"; return 1; }
+    local nr0 pid0 cursor
+    nr0=$(prop NRestarts)
+    pid0=$(prop MainPID)
+    cursor=$(journal_cursor)
+
+    local t0 rc
+    t0=$(now_ms)
+    out=$(cx mediatorctl call mediator _block_event_loop --timeout 1 2>&1); rc=$?
+    [ $rc != 0 ] || { why "_block_event_loop answered: $out"; return 1; }
+    if ! grep -qiE 'timeout|unreachable|disconnected' <<<"$out"; then
+        why "_block_event_loop failed otherwise (exit $rc): $out"
+        return 1
+    fi
+    say "_block_event_loop: exit $rc ($out)"
+
+    # Result=watchdog lasts only until the restart (RestartSec=100ms), so it
+    # is sampled, and the journal's "Failed with result 'watchdog'" decides.
+    local seen_result=no deadline=$(( $(now_ms) + 15000 )) result nr pid state
+    while [ "$(now_ms)" -lt $deadline ]; do
+        result=$(prop Result); nr=$(prop NRestarts); pid=$(prop MainPID); state=$(prop ActiveState)
+        [ "$result" = watchdog ] && seen_result=yes
+        if [ "$nr" -gt "$nr0" ] && [ "$state" = active ] && [ "$pid" != "$pid0" ] && [ "$pid" != 0 ]; then break; fi
+        sleep 0.05
+    done
+    local took=$(( $(now_ms) - t0 ))
+    local journal
+    journal=$(journal_since "$cursor")
+    local wd_line=no failed_wd=no
+    grep -q 'Watchdog timeout' <<<"$journal" && wd_line=yes
+    grep -q "Failed with result 'watchdog'" <<<"$journal" && failed_wd=yes
+    say "watchdog: Result=watchdog sampled: $seen_result; journal 'Watchdog timeout': $wd_line, \"Failed with result 'watchdog'\": $failed_wd; NRestarts $nr0 -> $nr; MainPID $pid0 -> $pid; back in $took ms"
+    [ "$wd_line" = yes ] || [ "$seen_result" = yes ] || { why "no watchdog timeout seen (Result=$result)"; journal_tail; return 1; }
+    [ "$failed_wd" = yes ] || [ "$seen_result" = yes ] || { why "the service did not fail with result 'watchdog'"; journal_tail; return 1; }
+    [ "$nr" -gt "$nr0" ] || { why "no restart after the watchdog within 15 s (NRestarts $nr, $state, Result=$result)"; return 1; }
+    [ "$state" = active ] && [ "$pid" != "$pid0" ] || { why "not back: $state, MainPID $pid0 -> $pid"; return 1; }
+    ping_ok || { why "ping fails after the watchdog restart"; return 1; }
+    return 0
+}
+
+s7_clean_stop() {
+    is_active || { why "mediatord.service is not active before the stop ($(prop ActiveState))"; return 1; }
+    # Back to the unit as shipped.
+    cx rm -rf /run/systemd/system/mediatord.service.d && cx systemctl daemon-reload
+    local t0 out rc
+    t0=$(now_ms)
+    out=$(cx systemctl stop $UNIT mediatord.socket 2>&1); rc=$?
+    local took=$(( $(now_ms) - t0 ))
+    [ $rc = 0 ] || { why "systemctl stop exited $rc after $took ms: $out"; return 1; }
+    local result status code state sstate
+    result=$(prop Result); status=$(prop ExecMainStatus); code=$(prop ExecMainCode)
+    state=$(prop ActiveState); sstate=$(prop ActiveState mediatord.socket)
+    say "stop took $took ms: Result=$result ExecMainCode=$code ExecMainStatus=$status ActiveState=$state socket=$sstate"
+    [ "$result" = success ] || { why "Result=$result"; journal_tail; return 1; }
+    # ExecMainCode 1 is CLD_EXITED: the daemon exited by itself (status 0), it
+    # was not ended by a signal.
+    [ "$code" = 1 ] && [ "$status" = 0 ] || { why "ExecMainCode=$code ExecMainStatus=$status, expected an exit with status 0"; journal_tail; return 1; }
+    [ "$state" = inactive ] || { why "ActiveState=$state"; return 1; }
+    [ "$sstate" = inactive ] || { why "socket ActiveState=$sstate"; return 1; }
+    return 0
+}
+
+# The journal's cursor now, and the unit's messages after a cursor.
+journal_cursor() {
+    cx journalctl -u $UNIT -n 0 --show-cursor --no-pager 2>/dev/null | sed -n 's/^-- cursor: //p'
+}
+journal_since() {
+    if [ -n "$1" ]; then
+        cx journalctl -u $UNIT --after-cursor="$1" --no-pager -o cat 2>/dev/null
+    else
+        cx journalctl -u $UNIT --no-pager -o cat 2>/dev/null
+    fi
+}
+
+# Adds the unit's last journal lines to the reasons printed under `not ok`.
+journal_tail() {
+    local line
+    why "journal of $UNIT, last lines:"
+    while IFS= read -r line; do
+        why "  $line"
+    done < <(cx journalctl -u $UNIT --no-pager -n 15 -o short-monotonic 2>/dev/null)
+}
+
+# ------------------------------------------------------------------- running
+
+run() {
+    local name=$1 t0
+    shift
+    REASONS=()
+    t0=$(now_ms)
+    if [ -z "$LEADER" ] || ! kill -0 "$LEADER" 2>/dev/null; then
+        FAILED=$((FAILED + 1))
+        echo "not ok - $name"
+        echo "#   the container is not running"
+        return
+    fi
+    if "$@"; then
+        PASSED=$((PASSED + 1))
+        echo "ok - $name # $(( $(now_ms) - t0 )) ms"
+    else
+        FAILED=$((FAILED + 1))
+        echo "not ok - $name # $(( $(now_ms) - t0 )) ms"
+        local r
+        for r in "${REASONS[@]}"; do echo "#   $r"; done
+    fi
+}
+
+# Stops the container and checks that nothing of it is left.
+stop_container() {
+    local pid
+    for pid in "${BG_PIDS[@]}"; do
+        kill -TERM -- "-$pid" 2>/dev/null
+    done
+    if [ -n "$NSPAWN_PID" ] && kill -0 "$NSPAWN_PID" 2>/dev/null; then
+        kill -TERM "$NSPAWN_PID" 2>/dev/null  # nspawn sends SIGRTMIN+3: halt
+        local deadline=$(( $(now_ms) + 8000 ))
+        while kill -0 "$NSPAWN_PID" 2>/dev/null && [ "$(now_ms)" -lt $deadline ]; do sleep 0.05; done
+        if kill -0 "$NSPAWN_PID" 2>/dev/null; then
+            say "the container did not halt within 8 s: SIGKILL to its PID 1"
+            [ -n "$LEADER" ] && kill -KILL "$LEADER" 2>/dev/null
+            deadline=$(( $(now_ms) + 3000 ))
+            while kill -0 "$NSPAWN_PID" 2>/dev/null && [ "$(now_ms)" -lt $deadline ]; do sleep 0.05; done
+            kill -KILL "$NSPAWN_PID" 2>/dev/null
+        fi
+    fi
+    [ -n "$NSPAWN_PID" ] && wait "$NSPAWN_PID" 2>/dev/null
+    for pid in "${BG_PIDS[@]}"; do
+        kill -KILL -- "-$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+    BG_PIDS=()
+}
+
+# Host pids of processes still in the container's pid namespace.
+survivors() {
+    [ -n "$CONTAINER_PIDNS" ] || return 0
+    local p
+    for p in /proc/[0-9]*; do
+        [ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$CONTAINER_PIDNS" ] && echo "${p#/proc/} $(cat "$p/comm" 2>/dev/null)"
+    done
+}
+
+CLEANED=no
+cleanup() {
+    [ $CLEANED = yes ] && return
+    CLEANED=yes
+    stop_container
+    local left
+    left=$(cgroup_procs)
+    if [ -z "$left" ]; then
+        remove_cgroups
+    else
+        say "processes left in ${CG_DIRS[*]}: $left (cgroups not removed)"
+    fi
+    if [ -n "$GUARD_PID" ]; then
+        kill -TERM "$GUARD_PID" 2>/dev/null
+        wait "$GUARD_PID" 2>/dev/null
+    fi
+    if [ -n "$W" ] && [ -d "$W" ]; then
+        if [ "${MEDIATOR_NSPAWN_KEEP:-0}" = 1 ]; then
+            say "kept $W"
+        else
+            rm -rf "$W"
+        fi
+    fi
+}
+trap cleanup EXIT
+trap 'cleanup; echo "systemd-tests: interrupted"; exit 130' INT TERM
+
+main() {
+    precheck
+    find_binaries
+    W=$(mktemp -d "${TMPDIR:-/tmp}/mediator-nspawn.XXXXXX") || exit 1
+    chmod 755 "$W"
+    if ! render_units; then
+        echo "not ok - render units"
+        echo "systemd-tests: 0 passed, 1 failed"
+        exit 1
+    fi
+    setup_cgroups
+    local t0
+    t0=$(now_ms)
+    REASONS=()
+    if boot; then
+        say "booted in $(( $(now_ms) - t0 )) ms"
+    else
+        echo "not ok - boot"
+        for r in "${REASONS[@]}"; do echo "#   $r"; done
+        tail -20 "$W/nspawn.log" | sed 's/^/#   nspawn: /'
+        FAILED=$((FAILED + 1))
+    fi
+
+    run socket-activation s1_socket_activation
+    run component-call s2_component_call
+    run reload-keeps-connections s3_reload
+    run journal-fields s4_journal_fields
+    run restart-on-sigkill s5_restart_on_kill
+    run watchdog s6_watchdog
+    run clean-stop s7_clean_stop
+
+    t0=$(now_ms)
+    stop_container
+    local left
+    left=$(survivors; for p in $(cgroup_procs); do echo "$p $(cat /proc/"$p"/comm 2>/dev/null) (in the run's cgroup)"; done)
+    if [ -z "$left" ] && [ -n "$NSPAWN_PID" ] && ! kill -0 "$NSPAWN_PID" 2>/dev/null; then
+        PASSED=$((PASSED + 1))
+        echo "ok - container-stopped # $(( $(now_ms) - t0 )) ms"
+    else
+        FAILED=$((FAILED + 1))
+        echo "not ok - container-stopped"
+        while read -r line; do [ -n "$line" ] && echo "#   left running: $line"; done <<<"$left"
+    fi
+    cleanup
+    say "total $(elapsed)"
+    echo "systemd-tests: $PASSED passed, $FAILED failed"
+    [ "$FAILED" = 0 ]
+}
+
+main "$@"
