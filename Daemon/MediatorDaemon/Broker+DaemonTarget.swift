@@ -13,10 +13,18 @@ extension Broker {
         let outcome: Result<JSONValue, MediatorError>
         switch envelope.action {
         case "hello": outcome = hello(params, connection)
-        case "register": outcome = register(params, connection)
-        case "unregister": outcome = unregister(params, connection)
-        case "list": outcome = .success(list())
-        case "describe": outcome = describe(params)
+        case "register": outcome = register(params, connection, now: now)
+        case "unregister": outcome = unregister(params, connection, now: now)
+        case "list": outcome = .success(list(now: now))
+        case "describe": outcome = describe(params, now: now)
+        case "status": outcome = status(params, now: now)
+        case "stop": outcome = stopAction(params, now: now)
+        case "start":
+            // Answered once the component registers: held like a call to it.
+            switch startAction(params, connection, idBytes: idBytes, now: now) {
+            case .some(let immediate): outcome = immediate
+            case .none: return
+            }
         case "subscribe": outcome = subscribe(params, connection, adding: true)
         case "unsubscribe": outcome = subscribe(params, connection, adding: false)
         case "publish": outcome = publishAction(params)
@@ -55,6 +63,10 @@ extension Broker {
             outcome = .failure(MediatorError(.actionNotFound, "target \"mediator\" has no action \"\(envelope.action)\""))
         }
         answer(idBytes, connection, outcome)
+        if let (target, pid) = pendingRegistration {
+            pendingRegistration = nil
+            componentRegistered(target, pid: pid, now: now)
+        }
     }
 
     func answer(_ idBytes: ByteBuffer?, _ connection: ConnectionID, _ outcome: Result<JSONValue, MediatorError>) {
@@ -89,7 +101,7 @@ extension Broker {
         ])
     }
 
-    func register(_ params: [String: JSONValue], _ connection: ConnectionID) -> Result<JSONValue, MediatorError> {
+    func register(_ params: [String: JSONValue], _ connection: ConnectionID, now: NIODeadline) -> Result<JSONValue, MediatorError> {
         guard let peer = peers[connection] else { return .failure(MediatorError(.internal, "unknown connection")) }
         guard let target = params["target"]?.stringValue, NameRules.isValidTarget(target) else {
             return .failure(MediatorError(.badRequest, "\"target\" must be a valid target name"))
@@ -139,10 +151,13 @@ extension Broker {
         publishDaemonEvent("mediator.registered", [
             "target": .string(target), "instance": .int(Int64(instance)), "pid": .int(Int64(peer.credentials.pid)),
         ])
-        return .success(["target": .string(target), "instance": .int(Int64(instance))])
+        // The answer goes out before the held calls that this registration releases.
+        let registeredAnswer = JSONValue.object(["target": .string(target), "instance": .int(Int64(instance))])
+        pendingRegistration = (target, peer.credentials.pid)
+        return .success(registeredAnswer)
     }
 
-    func unregister(_ params: [String: JSONValue], _ connection: ConnectionID) -> Result<JSONValue, MediatorError> {
+    func unregister(_ params: [String: JSONValue], _ connection: ConnectionID, now: NIODeadline) -> Result<JSONValue, MediatorError> {
         guard let target = params["target"]?.stringValue else {
             return .failure(MediatorError(.badRequest, "\"target\" must be a string"))
         }
@@ -155,6 +170,7 @@ extension Broker {
                 "target": .string(target), "instance": .int(Int64(instance.instance)), "reason": "unregistered",
             ])
         }
+        if registry.target(target) == nil { componentGone(target, now: now) }
         return .success(.object([:]))
     }
 
@@ -170,30 +186,95 @@ extension Broker {
         })
     }
 
-    func list() -> JSONValue {
-        let targets: [JSONValue] = registry.sortedTargets.map { entry in
-            [
-                "target": .string(entry.name), "description": .string(entry.description ?? ""),
-                "actions": .array(entry.actions.map { .string($0.name) }), "mode": .string(entry.mode.rawValue),
-                "instances": instancesJSON(entry),
-            ]
-        }
-        return ["targets": .array(targets)]
+    func list(now: NIODeadline) -> JSONValue {
+        var names = Set(registry.targets.keys)
+        names.formUnion(components.keys)
+        let sorted = names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        return ["targets": .array(sorted.map { targetSummary($0, now: now, fullSpecs: false) })]
     }
 
-    func describe(_ params: [String: JSONValue]) -> Result<JSONValue, MediatorError> {
+    /// One target as `list` and `describe` show it: registered, or known
+    /// from a manifest, or both.
+    func targetSummary(_ name: String, now: NIODeadline, fullSpecs: Bool) -> JSONValue {
+        let entry = registry.target(name)
+        let component = components[name]
+        let specs = entry?.actions ?? component?.manifest.actions ?? []
+        var members: [String: JSONValue] = [
+            "target": .string(name),
+            "description": .string(entry?.description ?? component?.manifest.description ?? ""),
+            "actions": .array(fullSpecs ? specs.map(\.json) : specs.map { .string($0.name) }),
+            "mode": .string((entry?.mode ?? component?.manifest.mode ?? .exclusive).rawValue),
+            "instances": entry.map(instancesJSON) ?? .array([]),
+            "state": .string(component?.state.rawValue ?? "running"),
+            "calls_served": .int(Int64(callsServed[name, default: 0])),
+        ]
+        if let component {
+            members["activation"] = .string(component.activationKind)
+            if let since = component.runningSince, component.state == .running {
+                members["uptime_s"] = .double(Double((now - since).nanoseconds / 1_000_000) / 1000)
+            }
+        }
+        return .object(members)
+    }
+
+    func describe(_ params: [String: JSONValue], now: NIODeadline) -> Result<JSONValue, MediatorError> {
         guard let target = params["target"]?.stringValue else {
             return .failure(MediatorError(.badRequest, "\"target\" must be a string"))
         }
         if target == ProtocolConstants.daemonTarget { return .success(DaemonTargetDescription.json) }
-        guard let entry = registry.target(target) else {
+        guard registry.target(target) != nil || components[target] != nil else {
             return .failure(MediatorError(.targetNotFound, "no component serves target \"\(target)\""))
         }
-        return .success([
-            "target": .string(entry.name), "description": .string(entry.description ?? ""),
-            "actions": .array(entry.actions.map(\.json)), "mode": .string(entry.mode.rawValue),
-            "instances": instancesJSON(entry),
-        ])
+        return .success(targetSummary(target, now: now, fullSpecs: true))
+    }
+
+    func status(_ params: [String: JSONValue], now: NIODeadline) -> Result<JSONValue, MediatorError> {
+        guard case .success(var summary) = describe(params, now: now), var members = summary.objectValue,
+            let target = params["target"]?.stringValue
+        else { return describe(params, now: now) }
+        members["actions"] = nil
+        if let component = components[target] {
+            members["restarts"] = .int(Int64(component.restarts))
+            members["manifest"] = .string(component.manifest.file)
+            members["held_calls"] = .int(Int64(component.held.count))
+            members["pids"] = .array(component.processes.compactMap(\.pid).map { .int(Int64($0)) })
+            if let lastExit = component.lastExit { members["last_exit"] = .string(lastExit) }
+        }
+        summary = .object(members)
+        return .success(summary)
+    }
+
+    /// `start`: starts a known component (a failed one too) and answers once it registers.
+    func startAction(
+        _ params: [String: JSONValue], _ connection: ConnectionID, idBytes: ByteBuffer?, now: NIODeadline
+    ) -> Result<JSONValue, MediatorError>? {
+        guard let target = params["target"]?.stringValue else {
+            return .failure(MediatorError(.badRequest, "\"target\" must be a string"))
+        }
+        guard let component = components[target] else {
+            return .failure(MediatorError(.targetNotFound, "no manifest describes target \"\(target)\""))
+        }
+        if component.state == .running, registry.target(target) != nil {
+            return .success(["target": .string(target), "state": "running"])
+        }
+        if component.state == .failed {
+            components[target]?.state = .activatable
+            components[target]?.consecutiveRestarts = 0
+        }
+        startWaiters[target, default: []].append((connection, idBytes))
+        if components[target]?.state == .activatable { start(target, now: now) }
+        return nil
+    }
+
+    func stopAction(_ params: [String: JSONValue], now: NIODeadline) -> Result<JSONValue, MediatorError> {
+        guard let target = params["target"]?.stringValue else {
+            return .failure(MediatorError(.badRequest, "\"target\" must be a string"))
+        }
+        guard let component = components[target] else {
+            return .failure(MediatorError(.targetNotFound, "no manifest describes target \"\(target)\""))
+        }
+        if component.state == .running || component.state == .starting { stop(target, reason: "requested", now: now) }
+        return .success(["target": .string(target), "state": .string(components[target]?.state.rawValue ?? "activatable")])
     }
 
     func subscribe(_ params: [String: JSONValue], _ connection: ConnectionID, adding: Bool) -> Result<JSONValue, MediatorError> {

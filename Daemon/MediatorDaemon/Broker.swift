@@ -30,6 +30,22 @@ public final class Broker {
     var armedWakeUp: NIODeadline?
     var effects: [BrokerEffect] = []
     public private(set) var callsRouted = 0
+    /// Calls routed per target, for `list` and `status`.
+    var callsServed: [String: Int] = [:]
+
+    // Components started on demand (Broker+Activation.swift).
+    var components: [String: ManagedComponent] = [:]
+    /// Calls each connection has waiting for a component to start; they count
+    /// against its calls-in-flight limit.
+    var heldCounts: [ConnectionID: Int] = [:]
+    var nextSpawnID = 0
+    var bootGroups: [[String]] = []
+    var bootWaiting: Set<String> = []
+    var bootDone = false
+    /// `mediator/start` calls waiting for their component to register.
+    var startWaiters: [String: [(connection: ConnectionID, idBytes: ByteBuffer?)]] = [:]
+    /// Set by `register`, handled right after its answer is queued.
+    var pendingRegistration: (target: String, pid: Int32)?
 
     public init(configuration: DaemonConfiguration, version: String = MediatorVersion.current, logger: Logger) {
         self.configuration = configuration
@@ -84,11 +100,13 @@ public final class Broker {
             finish(call.daemonID)
             sendCancelEvent(call)
         }
+        dropHeld(from: connection)
         for (target, instance) in registry.removeConnection(connection, targets: peer.targets) {
             logger.info("target unregistered", metadata: ["target": "\(target)", "instance": "\(instance.instance)", "reason": "disconnected"])
             publishDaemonEvent("mediator.unregistered", [
                 "target": .string(target), "instance": .int(Int64(instance.instance)), "reason": "disconnected",
             ])
+            if registry.target(target) == nil { componentGone(target, now: now) }
         }
         var metadata: Logger.Metadata = ["connection": "\(connection)", "pid": "\(peer.credentials.pid)", "uid": "\(peer.credentials.uid)"]
         if let name = peer.name { metadata["name"] = "\(name)" }
@@ -107,6 +125,7 @@ public final class Broker {
             sendCancelEvent(call)
         }
         if let next = pending.earliestDeadline { wakeUp(at: next) }
+        expireComponents(now: now)
         return takeEffects()
     }
 
@@ -151,34 +170,23 @@ public final class Broker {
         var viaURL: Bool
     }
 
-    /// Contract section 4: picks the instance and forwards the call, or answers why not.
+    /// Contract section 4: picks the instance and forwards the call, holds it
+    /// for a component being started, or answers why not.
     func route(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) {
         func fail(_ error: MediatorError) {
             if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error)) }
         }
+        if holdIfActivating(request, from: connection, now: now) { return }
         guard let entry = registry.target(request.target), let peer = peers[connection] else {
             return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
         }
-        var action = request.action
-        var params = request.params
-        if let spec = entry.actionsByName[request.action] {
-            if request.viaURL, !spec.reachableByURL {
-                return fail(MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL"))
-            }
-            if let schema = spec.params {
-                let value = params.map(decode) ?? .object([:])
-                if let mismatch = schema.validate(value ?? .null) { return fail(mismatch) }
-            }
-        } else if let fallback = entry.actionsByName["notFound"] {
-            if request.viaURL, !fallback.reachableByURL || request.action.hasPrefix("native") {
-                return fail(MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL"))
-            }
-            action = "notFound"
-            params = writer.notFoundParams(action: request.action, params: request.params)
-        } else {
-            return fail(MediatorError(.actionNotFound, "target \"\(request.target)\" has no action \"\(request.action)\""))
+        let action: String
+        let params: ByteBuffer?
+        switch resolveAction(request, specs: entry.actionsByName) {
+        case .failure(let error): return fail(error)
+        case .success(let resolved): (action, params) = resolved
         }
-        if request.id != nil, pending.callsInFlight(of: connection) >= configuration.maxCallsInFlightPerConnection {
+        if request.id != nil, callsInFlight(of: connection) >= configuration.maxCallsInFlightPerConnection {
             return fail(MediatorError(
                 .overloaded, "this connection has \(configuration.maxCallsInFlightPerConnection) calls in flight, the limit"))
         }
@@ -199,6 +207,8 @@ public final class Broker {
             daemonID = newID
         }
         callsRouted += 1
+        callsServed[request.target, default: 0] += 1
+        noteActivity(request.target, now: now)
         logger.debug(
             "call routed",
             metadata: [
@@ -208,6 +218,25 @@ public final class Broker {
         send(instance.connection, writer.forwardedRequest(
             daemonID: daemonID, target: request.target, action: action, params: params, timeoutMs: timeoutMs,
             more: request.more, caller: peer.callerMember))
+    }
+
+    /// The action a call reaches among a target's specs (or `notFound`), with
+    /// the params to forward; checks the URL guard and the params schema.
+    func resolveAction(_ request: RouteRequest, specs: [String: ActionSpec]) -> Result<(String, ByteBuffer?), MediatorError> {
+        let forbiddenByURL = MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL")
+        if let spec = specs[request.action] {
+            if request.viaURL, !spec.reachableByURL { return .failure(forbiddenByURL) }
+            if let schema = spec.params {
+                let value = request.params.map(decode) ?? .object([:])
+                if let mismatch = schema.validate(value ?? .null) { return .failure(mismatch) }
+            }
+            return .success((request.action, request.params))
+        }
+        if let fallback = specs["notFound"] {
+            if request.viaURL, !fallback.reachableByURL || request.action.hasPrefix("native") { return .failure(forbiddenByURL) }
+            return .success(("notFound", writer.notFoundParams(action: request.action, params: request.params)))
+        }
+        return .failure(MediatorError(.actionNotFound, "target \"\(request.target)\" has no action \"\(request.action)\""))
     }
 
     // MARK: - Responses and events
@@ -229,7 +258,7 @@ public final class Broker {
             return
         }
         // A `continues` the caller did not ask for is passed on as the final answer.
-        finish(daemonID)
+        finish(daemonID, now: now)
         send(call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: false))
     }
 
@@ -262,9 +291,13 @@ public final class Broker {
 
     // MARK: - Bookkeeping
 
-    func finish(_ daemonID: Int64) {
+    func finish(_ daemonID: Int64, now: NIODeadline? = nil) {
         guard let call = pending.remove(daemonID) else { return }
         registry.adjustInFlight(target: call.target, instance: call.instance, by: -1)
+        if let now, components[call.target] != nil {
+            noteActivity(call.target, now: now)
+            scheduleComponentWakeUp(now: now)
+        }
     }
 
     func sendCancelEvent(_ call: PendingCalls.Call) {

@@ -9,6 +9,17 @@ public enum BrokerEffect: Sendable {
     case close(ConnectionID)
     /// Call ``Broker/expireCalls(now:)`` at this time (replaces any earlier request).
     case wakeUp(at: NIODeadline)
+    /// Start a component's process; report back with ``Broker/processStarted(spawnID:pid:now:)``
+    /// and ``Broker/processExited(spawnID:end:now:)``.
+    case spawn(SpawnOrder)
+    /// Send a signal to a component's process.
+    case signal(pid: Int32, signal: Int32)
+    /// Ask systemd to start or stop a unit; a failure comes back through
+    /// ``Broker/unitFailed(target:reason:now:)``.
+    case startUnit(String, target: String)
+    case stopUnit(String)
+    /// Every at-boot component has registered or failed.
+    case bootComplete
     /// Test hook: hang the event loop for good, as a bug would, so that the
     /// watchdog can be seen to fire. Only with `testHooks` configured.
     case blockEventLoop

@@ -23,10 +23,25 @@ final class BrokerHost: @unchecked Sendable {
     private var nextConnectionID: ConnectionID = 1
     private(set) var stopping = false
 
+    /// Starts and watches component processes.
+    var supervisor: ProcessSupervisor?
+    var units: UnitControl?
+    /// Fulfilled once every at-boot component registered or failed.
+    let bootComplete: EventLoopPromise<Void>
+
     init(eventLoop: any EventLoop, broker: Broker, logger: Logger) {
         self.eventLoop = eventLoop
         self.broker = broker
         self.logger = logger
+        self.bootComplete = eventLoop.makePromise(of: Void.self)
+    }
+
+    /// Runs one of the broker's inputs on the loop and carries out its effects.
+    func run(_ input: @escaping (Broker, NIODeadline) -> [BrokerEffect]) {
+        eventLoop.execute { [self] in
+            apply(input(broker, .now()))
+            flush()
+        }
     }
 
     var connectionCount: Int { channels.count }
@@ -73,6 +88,28 @@ final class BrokerHost: @unchecked Sendable {
             case .close(let connection):
                 channels[connection]?.flush()
                 channels[connection]?.close(promise: nil)
+            case .spawn(let order):
+                guard let supervisor else { continue }
+                supervisor.spawn(
+                    order,
+                    started: { pid in self.run { $0.processStarted(spawnID: order.spawnID, pid: pid, now: $1) } },
+                    ended: { end in self.run { $0.processExited(spawnID: order.spawnID, end: end, now: $1) } })
+            case .signal(let pid, let signal):
+                kill(pid, signal)
+            case .startUnit(let unit, let target):
+                guard let units else {
+                    apply(broker.unitFailed(target: target, reason: "no systemd to start \(unit) with", now: .now()))
+                    continue
+                }
+                Task {
+                    if let failure = await units.start(unit) {
+                        self.run { $0.unitFailed(target: target, reason: failure, now: $1) }
+                    }
+                }
+            case .stopUnit(let unit):
+                if let units { Task { _ = await units.stop(unit) } }
+            case .bootComplete:
+                bootComplete.succeed()
             case .blockEventLoop:
                 while true { Glibc.sleep(3600) }
             case .wakeUp(let deadline):

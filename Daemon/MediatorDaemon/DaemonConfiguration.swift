@@ -18,6 +18,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var maxConsecutiveBadFrames = 1000
     /// How long calls in flight may finish after SIGTERM before they are answered.
     public var shutdownGraceMs: Int64 = 2000
+    /// How long a component has, after `mediator.stop`, before it gets SIGTERM.
+    public var componentStopGraceMs: Int64 = 3000
 
     /// Enables test-only daemon actions (`_block_event_loop`), never for production.
     public var testHooks = false
@@ -27,7 +29,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// The config file's member names, one per limit.
     public static let keys = [
         "max_frame_bytes", "max_connections", "max_calls_in_flight", "default_timeout_ms",
-        "max_outbound_bytes", "max_consecutive_bad_frames", "shutdown_grace_ms",
+        "max_outbound_bytes", "max_consecutive_bad_frames", "shutdown_grace_ms", "component_stop_grace_ms",
     ]
 
     /// Applies the members of a JSON config object; unknown members are an error
@@ -60,6 +62,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case "max_outbound_bytes": maxOutboundBytes = Int(number)
         case "max_consecutive_bad_frames": maxConsecutiveBadFrames = Int(number)
         case "shutdown_grace_ms": shutdownGraceMs = number
+        case "component_stop_grace_ms": componentStopGraceMs = number
         default: throw MediatorError(.badRequest, "unknown config member \"\(key)\"")
         }
     }

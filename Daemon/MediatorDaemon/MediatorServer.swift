@@ -49,11 +49,17 @@ public final class MediatorServer: Service, Sendable {
     let onStopping: @Sendable () -> Void
     let heartbeat: Heartbeat?
 
+    let manifests: [Manifest]
+    let waitForBootComponents: Bool
+
     public init(
         configuration: DaemonConfiguration, listener: Listener, socketMode: UInt32 = 0o666, logger: Logger,
+        manifests: [Manifest] = [], units: UnitControl? = nil, waitForBootComponents: Bool = false,
         heartbeat: Heartbeat? = nil, onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
         onStopping: @escaping @Sendable () -> Void = {}
     ) {
+        self.manifests = manifests
+        self.waitForBootComponents = waitForBootComponents
         self.listener = listener
         self.socketMode = socketMode
         self.logger = logger
@@ -62,6 +68,7 @@ public final class MediatorServer: Service, Sendable {
             eventLoop: group.next(), broker: Broker(configuration: configuration, logger: logger), logger: logger)
         self.heartbeat = heartbeat
         self.onReady = onReady
+        host.units = units
         self.onStopping = onStopping
     }
 
@@ -71,6 +78,15 @@ public final class MediatorServer: Service, Sendable {
         let host = self.host
         try? await host.eventLoop.submit { host.broker.configuration = configuration }.get()
         logger.info("configuration reloaded", metadata: ["max_connections": "\(configuration.maxConnections)"])
+    }
+
+    /// Replaces the component manifests (SIGHUP).
+    public func reloadManifests(_ manifests: [Manifest]) async {
+        let host = self.host
+        try? await host.eventLoop.submit {
+            host.apply(host.broker.loadManifests(manifests, now: .now()))
+            host.flush()
+        }.get()
     }
 
     public func statistics() async -> Statistics? {
@@ -114,6 +130,20 @@ public final class MediatorServer: Service, Sendable {
             server = try await bootstrap.bind(handle, childChannelInitializer: initializer)
         }
         logger.info("listening", metadata: ["socket": "\(listenerDescription)"])
+        // Components are told where to connect: the path bound, or the one the passed socket has.
+        let advertised: String
+        switch listener {
+        case .path(let path): advertised = path
+        case .adopted(let handle, _): advertised = SocketFile.localPath(of: handle) ?? ProtocolConstants.systemSocketPath
+        }
+        let manifests = self.manifests
+        try await eventLoop.submit {
+            host.supervisor = ProcessSupervisor(logger: host.logger, socketPath: advertised)
+            host.apply(host.broker.loadManifests(manifests, now: .now()))
+            host.apply(host.broker.startBootComponents(now: .now()))
+            host.flush()
+        }.get()
+        if waitForBootComponents { try await host.bootComplete.futureResult.get() }
         let beating = heartbeat.map { heartbeat in
             eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: heartbeat.interval) { _ in heartbeat.beat() }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import MediatorDaemon
 import MediatorProtocol
 
@@ -9,6 +10,8 @@ struct DaemonSettings: Sendable {
     /// Flag values by config member name; nil where the flag was not given.
     var flags: [String: Int] = [:]
     var testHooks = false
+    /// Folders of component manifests (`--components`, else the instance's defaults).
+    var componentDirectories: [String] = []
 
     struct Loaded: Sendable {
         var configuration: DaemonConfiguration
@@ -36,6 +39,17 @@ struct DaemonSettings: Sendable {
         }
         if testHooks { configuration.testHooks = true }
         return Loaded(configuration: configuration, socketFromConfig: socketFromConfig)
+    }
+}
+
+extension DaemonSettings {
+    /// Reads the manifests; a bad one is logged (file, member, reason) and skipped.
+    func loadManifests(logger: Logger) -> [Manifest] {
+        let (manifests, problems) = ManifestLoader(directories: componentDirectories).load()
+        for problem in problems {
+            logger.error("component manifest skipped", metadata: ["file": "\(problem.file)", "member": "\(problem.member ?? "")", "reason": "\(problem.reason)"])
+        }
+        return manifests
     }
 }
 

@@ -54,6 +54,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds that calls in flight may take to finish on SIGTERM (default 2000).")
     var shutdownGraceMs: Int?
 
+    @Option(help: "Milliseconds a component has after mediator.stop before it gets SIGTERM (default 3000).")
+    var componentStopGraceMs: Int?
+
     @Option(help: "Socket file mode, octal (default 0666); not used with socket activation.")
     var socketMode: String = "0666"
 
@@ -62,6 +65,14 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
 
     @Option(help: "Where logs go: journal, stderr, or auto (the journal when stderr is connected to it).")
     var logTarget: LogTarget = .auto
+
+    @Option(name: .customLong("components"), help: ArgumentHelp(
+        "A folder of component manifests (repeatable); default /etc/mediator/components.d and /usr/lib/mediator/components.d, with --user ~/.config/mediator/components.d.",
+        valueName: "dir"))
+    var componentDirectories: [String] = []
+
+    @Flag(help: "Send READY=1 only once every at-boot component has registered or failed.")
+    var waitForBootComponents = false
 
     @Flag(help: .hidden)
     var testHooks = false
@@ -75,9 +86,12 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             ("max_frame_bytes", maxFrameBytes), ("max_connections", maxConnections),
             ("max_calls_in_flight", maxCallsInFlight), ("default_timeout_ms", defaultTimeoutMs),
             ("max_outbound_bytes", maxOutboundBytes), ("max_consecutive_bad_frames", maxConsecutiveBadFrames),
-            ("shutdown_grace_ms", shutdownGraceMs),
+            ("shutdown_grace_ms", shutdownGraceMs), ("component_stop_grace_ms", componentStopGraceMs),
         ]
         var settings = DaemonSettings(configFile: config, testHooks: testHooks)
+        settings.componentDirectories = componentDirectories.isEmpty
+            ? ManifestLoader.defaultDirectories(userInstance: user, environment: ProcessInfo.processInfo.environment)
+            : componentDirectories
         for case let (key, value?) in flags { settings.flags[key] = value }
         return settings
     }
@@ -120,8 +134,12 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         let heartbeat = notifier.watchdogMicroseconds.map { microseconds in
             MediatorServer.Heartbeat(interval: .microseconds(Int64(microseconds / 2))) { notifier.watchdog() }
         }
+        let units = UnitStarter(bus: user ? .user : .system)
         let server = MediatorServer(
             configuration: loaded.configuration, listener: listener, socketMode: mode, logger: logger,
+            manifests: settings.loadManifests(logger: logger),
+            units: UnitControl(start: { await units.start($0) }, stop: { await units.stop($0) }),
+            waitForBootComponents: waitForBootComponents,
             heartbeat: heartbeat,
             onReady: { server in notifier.ready(status: await StatusReporter.summary(server)) },
             onStopping: { notifier.stopping() })

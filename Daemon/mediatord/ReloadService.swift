@@ -20,6 +20,7 @@ struct ReloadService: Service, CustomStringConvertible {
             notifier.reloading()
             do {
                 await server.reload(try settings.load().configuration)
+                await server.reloadManifests(settings.loadManifests(logger: logger))
                 notifier.ready(status: await StatusReporter.summary(server))
             } catch {
                 logger.error("reload failed; the running settings stay", metadata: ["error": "\(error)"])

@@ -19,6 +19,12 @@ final class BrokerDriver {
     private(set) var wakeUps: [NIODeadline] = []
     /// How often the test hook asked to block the event loop.
     private(set) var blockRequests = 0
+    /// Component effects, in order.
+    var spawns: [SpawnOrder] = []
+    var signals: [(pid: Int32, signal: Int32)] = []
+    var unitStarts: [String] = []
+    var unitStops: [String] = []
+    var bootCompleted = false
     /// The effects of the last input, as returned by the broker.
     private(set) var lastEffects: [BrokerEffect] = []
 
@@ -100,6 +106,16 @@ final class BrokerDriver {
                 wakeUps.append(deadline)
             case .blockEventLoop:
                 blockRequests += 1
+            case .spawn(let order):
+                spawns.append(order)
+            case .signal(let pid, let signal):
+                signals.append((pid, signal))
+            case .startUnit(let unit, _):
+                unitStarts.append(unit)
+            case .stopUnit(let unit):
+                unitStops.append(unit)
+            case .bootComplete:
+                bootCompleted = true
             }
         }
         return effects

@@ -293,9 +293,9 @@ struct BrokerRegistrationTests {
         let answer = d.daemon("list", from: 3)
         #expect(answer == #"""
             {"id":"d","result":{"targets":[
-              {"target":"E","description":"","actions":[],"mode":"exclusive",
+              {"target":"E","description":"","actions":[],"mode":"exclusive","state":"running","calls_served":0,
                "instances":[{"instance":3,"pid":4103,"uid":1003,"gid":2003,"in_flight":0}]},
-              {"target":"P","description":"Pool target","actions":["a","b"],"mode":"pool",
+              {"target":"P","description":"Pool target","actions":["a","b"],"mode":"pool","state":"running","calls_served":0,
                "instances":[{"instance":1,"pid":4102,"uid":1002,"gid":2002,"in_flight":0,"name":"worker"},
                             {"instance":2,"pid":4103,"uid":1003,"gid":2003,"in_flight":0}]}]}}
             """#.json)
@@ -317,7 +317,7 @@ struct BrokerRegistrationTests {
             description: "Details", from: 2)
         let answer = d.daemon("describe", #"{"target":"Detail"}"#, from: 2)
         #expect(answer == #"""
-            {"id":"d","result":{"target":"Detail","description":"Details","mode":"exclusive",
+            {"id":"d","result":{"target":"Detail","description":"Details","mode":"exclusive","state":"running","calls_served":0,
               "actions":[{"name":"plain"},
                          {"name":"show","description":"Show it","params":{"type":"object","required":["title"]},"url":false}],
               "instances":[{"instance":1,"pid":4102,"uid":1002,"gid":2002,"in_flight":0}]}}

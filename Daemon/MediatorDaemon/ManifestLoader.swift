@@ -1,0 +1,163 @@
+import Foundation
+import MediatorProtocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads the manifests of the components folders.
+public struct ManifestLoader: Sendable {
+    /// The folders, the first winning over the later ones.
+    public var directories: [String]
+
+    /// A manifest file larger than this is a problem and is not read.
+    public static let maxFileBytes = 1 << 20
+
+    public init(directories: [String]) {
+        self.directories = directories
+    }
+
+    /// Reads every `*.json` file in the folders, in order, files sorted by name
+    /// (byte order) within a folder. A later folder's file with the same file
+    /// NAME as an earlier one is ignored (the first folder wins: /etc overrides
+    /// /usr/lib, as systemd does); an empty file or a link to /dev/null masks
+    /// the name without being a problem. Two files declaring the same target:
+    /// the second is a problem. A missing folder is not a problem. Names that
+    /// start with `.` are ignored, as are folders and other non-files.
+    public func load() -> (manifests: [Manifest], problems: [ManifestProblem]) {
+        var manifests: [Manifest] = []
+        var problems: [ManifestProblem] = []
+        var seenNames: Set<String> = []
+        var fileOfTarget: [String: String] = [:]
+        let fileManager = FileManager.default
+
+        for directory in directories {
+            var isDirectory: ObjCBool = false
+            guard fileManager.fileExists(atPath: directory, isDirectory: &isDirectory) else { continue }
+            guard isDirectory.boolValue else {
+                problems.append(ManifestProblem(file: directory, reason: "is not a folder"))
+                continue
+            }
+            let names: [String]
+            do {
+                names = try fileManager.contentsOfDirectory(atPath: directory)
+            } catch {
+                problems.append(ManifestProblem(file: directory, reason: "cannot list the folder: \(Self.reason(error))"))
+                continue
+            }
+            let candidates = names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
+                .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            for name in candidates {
+                let path = Self.join(directory, name)
+                let kind = Self.kind(path)
+                if kind == .other { continue }
+                guard !seenNames.contains(name) else { continue }
+                seenNames.insert(name)
+                if kind == .mask { continue }
+                if kind == .brokenLink {
+                    problems.append(ManifestProblem(file: path, reason: "is a link to a file that does not exist"))
+                    continue
+                }
+
+                let manifest: Manifest
+                switch Self.read(path) {
+                case .failure(let problem):
+                    problems.append(problem)
+                    continue
+                case .success(nil):
+                    continue  // empty: masked
+                case .success(let json?):
+                    do {
+                        manifest = try Manifest(json: json, file: path)
+                    } catch {
+                        problems.append(error)
+                        continue
+                    }
+                }
+                if let earlier = fileOfTarget[manifest.target] {
+                    problems.append(
+                        ManifestProblem(
+                            file: path, member: "target",
+                            reason: "target \(Manifest.quoted(manifest.target)) is already declared by \(earlier)"))
+                    continue
+                }
+                fileOfTarget[manifest.target] = path
+                manifests.append(manifest)
+            }
+        }
+        return (manifests, problems)
+    }
+
+    /// The components folders of the system or the user instance.
+    ///
+    /// System: `/etc/mediator/components.d`, then `/usr/lib/mediator/components.d`.
+    /// User: `$XDG_CONFIG_HOME/mediator/components.d`, where an unset, empty or
+    /// relative `XDG_CONFIG_HOME` means `$HOME/.config`.
+    public static func defaultDirectories(userInstance: Bool, environment: [String: String]) -> [String] {
+        guard userInstance else { return systemDirectories }
+        let configHome: String
+        if let value = environment["XDG_CONFIG_HOME"], value.hasPrefix("/") {
+            configHome = value
+        } else {
+            let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? FileManager.default.homeDirectoryForCurrentUser.path
+            configHome = join(home, ".config")
+        }
+        return [join(configHome, "mediator/components.d")]
+    }
+
+    public static let systemDirectories = ["/etc/mediator/components.d", "/usr/lib/mediator/components.d"]
+
+    // MARK: - Helpers
+
+    static func join(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    enum Kind { case file, mask, brokenLink, other }
+
+    /// What a folder entry is, links followed: a regular file, a link to
+    /// /dev/null (systemd's way of masking), a dangling link, or anything else
+    /// (a folder, a FIFO, a socket), which is ignored.
+    static func kind(_ path: String) -> Kind {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            var linkInfo = stat()
+            return lstat(path, &linkInfo) == 0 && (linkInfo.st_mode & S_IFMT) == S_IFLNK ? .brokenLink : .other
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return .file
+        case S_IFCHR:
+            var null = stat()
+            return stat("/dev/null", &null) == 0 && null.st_rdev == info.st_rdev ? .mask : .other
+        default: return .other
+        }
+    }
+
+    /// The parsed JSON, or nil for an empty file (a mask).
+    static func read(_ path: String) -> Result<JSONValue?, ManifestProblem> {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            return .failure(ManifestProblem(file: path, reason: "cannot be read (permissions?)"))
+        }
+        defer { try? handle.close() }
+        let data: Data
+        do {
+            data = try handle.read(upToCount: maxFileBytes + 1) ?? Data()
+        } catch {
+            return .failure(ManifestProblem(file: path, reason: "cannot be read: \(reason(error))"))
+        }
+        if data.isEmpty { return .success(nil) }
+        guard data.count <= maxFileBytes else {
+            return .failure(ManifestProblem(file: path, reason: "is larger than \(maxFileBytes) bytes"))
+        }
+        do {
+            return .success(try JSONParser.parse(data))
+        } catch {
+            return .failure(ManifestProblem(file: path, reason: "is not valid JSON: \(error)"))
+        }
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        (error as NSError).localizedDescription
+    }
+}
