@@ -127,6 +127,14 @@ let package = Package(
             path: "Tests/MediatorClientTests"
         ),
         .testTarget(
+            name: "MediatorctlTests",
+            dependencies: [
+                "mediatorctl", "MediatorProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/MediatorctlTests"
+        ),
+        .testTarget(
             name: "IntegrationTests",
             dependencies: ["MediatorClient", "MediatorProtocol"],
             path: "Tests/IntegrationTests"

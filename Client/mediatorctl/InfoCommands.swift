@@ -1,17 +1,44 @@
 import ArgumentParser
+import Foundation
 import MediatorClient
 import MediatorProtocol
 
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List the registered targets, their actions and instances.")
+        abstract: "List the targets: registered ones, and those the daemon can start from a manifest.",
+        discussion: """
+            On a terminal, a table: TARGET, STATE (running, activatable, starting, stopping, \
+            failed), PID(S), UPTIME, CALLS (calls served), ACTIVATION (exec or unit; - for a \
+            component that registered on its own) and DESCRIPTION, cut to the terminal's width. \
+            Otherwise (stdout not a terminal, or --json or --pretty) the daemon's result as JSON, \
+            with each target's actions and instances. --table gives the table anywhere, uncut.
+            """
+    )
 
     @OptionGroup var options: GlobalOptions
 
+    @Flag(name: .long, help: "Print a table even when stdout is not a terminal.")
+    var table = false
+
+    func validate() throws {
+        if table && (options.json || options.pretty) {
+            throw ValidationError("--table excludes --json and --pretty")
+        }
+    }
+
+    /// A table when asked for, or on a terminal unless JSON was asked for.
+    var asTable: Bool {
+        table || (!options.json && !options.pretty && Terminal.isTerminal(STDOUT_FILENO))
+    }
+
     func run() async throws {
-        let output = options.output
+        let (output, asTable) = (options.output, asTable)
         let result = try await options.withClient(wait: .timeout) { client in try await client.list() }
-        output.result(result)
+        if asTable {
+            Output.write(STDOUT_FILENO, TargetTable.render(result, width: Terminal.columns(STDOUT_FILENO)))
+        } else {
+            output.result(result)
+        }
     }
 }
 

@@ -10,7 +10,8 @@ struct Mediatorctl: AsyncParsableCommand {
             Every verb takes, before or after the verb, --socket PATH (else $MEDIATOR_SOCKET, else \
             /run/mediator/mediator.sock; --user for $XDG_RUNTIME_DIR/mediator/mediator.sock), \
             --timeout SECONDS (default 30), --name NAME (the name sent in hello), and \
-            --json / --pretty (indented on a terminal, compact otherwise).
+            --json / --pretty (indented on a terminal, compact otherwise). On a terminal, list \
+            prints a table instead, unless --json or --pretty is given (--table: a table anywhere).
 
             Params for call and stream: one JSON object ('{"n": 5}'), or key=value words, \
             whose values are JSON when they parse as JSON and strings otherwise \
@@ -30,7 +31,7 @@ struct Mediatorctl: AsyncParsableCommand {
             """,
         subcommands: [
             Call.self, StreamCommand.self, Open.self, List.self, Describe.self, Ping.self,
-            Listen.self, Emit.self, Serve.self,
+            Start.self, Stop.self, Status.self, Listen.self, Emit.self, Serve.self,
         ]
     )
 

@@ -201,6 +201,14 @@ extension Broker {
         for pid in pids.sorted() where pid > 0 { effects.append(.signal(pid: pid, signal: SIGTERM)) }
     }
 
+    /// SIGTERM to every process the daemon started, when it stops.
+    public func terminateStartedComponents() -> [BrokerEffect] {
+        for component in components.values {
+            for pid in component.processes.compactMap(\.pid) { effects.append(.signal(pid: pid, signal: SIGTERM)) }
+        }
+        return takeEffects()
+    }
+
     // MARK: - Reports from the host
 
     public func processStarted(spawnID: Int, pid: Int32, now: NIODeadline) -> [BrokerEffect] {

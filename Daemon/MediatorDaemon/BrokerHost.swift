@@ -26,14 +26,23 @@ final class BrokerHost: @unchecked Sendable {
     /// Starts and watches component processes.
     var supervisor: ProcessSupervisor?
     var units: UnitControl?
-    /// Fulfilled once every at-boot component registered or failed.
-    let bootComplete: EventLoopPromise<Void>
+    /// Whether every at-boot component registered or failed, and who waits for that.
+    private var bootFinished = false
+    private var bootWaiters: [EventLoopPromise<Void>] = []
 
     init(eventLoop: any EventLoop, broker: Broker, logger: Logger) {
         self.eventLoop = eventLoop
         self.broker = broker
         self.logger = logger
-        self.bootComplete = eventLoop.makePromise(of: Void.self)
+    }
+
+    /// Completes once every at-boot component registered or failed.
+    func bootComplete() -> EventLoopFuture<Void> {
+        eventLoop.preconditionInEventLoop()
+        if bootFinished { return eventLoop.makeSucceededVoidFuture() }
+        let promise = eventLoop.makePromise(of: Void.self)
+        bootWaiters.append(promise)
+        return promise.futureResult
     }
 
     /// Runs one of the broker's inputs on the loop and carries out its effects.
@@ -109,7 +118,9 @@ final class BrokerHost: @unchecked Sendable {
             case .stopUnit(let unit):
                 if let units { Task { _ = await units.stop(unit) } }
             case .bootComplete:
-                bootComplete.succeed()
+                bootFinished = true
+                for waiter in bootWaiters { waiter.succeed() }
+                bootWaiters = []
             case .blockEventLoop:
                 while true { Glibc.sleep(3600) }
             case .wakeUp(let deadline):
@@ -137,6 +148,8 @@ final class BrokerHost: @unchecked Sendable {
     func stop(grace: TimeAmount) -> EventLoopFuture<Void> {
         eventLoop.preconditionInEventLoop()
         stopping = true
+        for waiter in bootWaiters { waiter.fail(ChannelError.ioOnClosedChannel) }
+        bootWaiters = []
         let promise = eventLoop.makePromise(of: Void.self)
         finishStop(deadline: .now() + grace, promise: promise)
         return promise.futureResult
@@ -148,6 +161,8 @@ final class BrokerHost: @unchecked Sendable {
             return
         }
         apply(broker.answerAllPending(MediatorError(.componentUnavailable, "mediatord is stopping")))
+        // Components this daemon started go with it; ones started elsewhere reconnect later.
+        apply(broker.terminateStartedComponents())
         flush()
         let closes = channels.values.map { $0.close() }
         EventLoopFuture.andAllComplete(closes, on: eventLoop).cascade(to: promise)

@@ -143,7 +143,7 @@ public final class MediatorServer: Service, Sendable {
             host.apply(host.broker.startBootComponents(now: .now()))
             host.flush()
         }.get()
-        if waitForBootComponents { try await host.bootComplete.futureResult.get() }
+        if waitForBootComponents { try await eventLoop.flatSubmit { host.bootComplete() }.get() }
         let beating = heartbeat.map { heartbeat in
             eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: heartbeat.interval) { _ in heartbeat.beat() }
         }

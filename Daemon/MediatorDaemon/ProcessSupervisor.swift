@@ -32,8 +32,15 @@ struct ProcessSupervisor: Sendable {
         options.processGroupID = 0
         if getuid() == 0 {
             do {
-                if let user = order.user { options.userID = try Self.uid(user) }
+                // A user without a group runs with that user's primary group,
+                // and never with root's supplementary groups.
+                if let user = order.user {
+                    let account = try Self.account(user)
+                    options.userID = account.uid
+                    options.groupID = account.gid
+                }
                 if let group = order.group { options.groupID = try Self.gid(group) }
+                if let gid = options.groupID { options.supplementaryGroups = [gid] }
             } catch {
                 ended(.couldNotStart("\(error)"))
                 return
@@ -82,10 +89,10 @@ struct ProcessSupervisor: Sendable {
         var description: String
     }
 
-    static func uid(_ name: String) throws -> uid_t {
-        if let number = uid_t(name) { return number }
-        guard let entry = getpwnam(name) else { throw UnknownAccount(description: "no user named \"\(name)\"") }
-        return entry.pointee.pw_uid
+    static func account(_ name: String) throws -> (uid: uid_t, gid: gid_t) {
+        let entry = uid_t(name).flatMap { getpwuid($0) } ?? getpwnam(name)
+        guard let entry else { throw UnknownAccount(description: "no user named \"\(name)\"") }
+        return (entry.pointee.pw_uid, entry.pointee.pw_gid)
     }
 
     static func gid(_ name: String) throws -> gid_t {

@@ -194,6 +194,10 @@ def run_call(conn, notes, request, cancelled):
 def serve(conn, notes):
     """Dispatch incoming messages until the connection closes."""
     while (message := conn.receive()) is not None:
+        if message.get("event") == "mediator.stop":
+            # The daemon has no more use for us (idle, or stopped by hand):
+            # leave at once rather than wait for its SIGTERM.
+            return True
         if message.get("event") == "mediator.cancel":
             data = message.get("data") or {}
             with conn.cancels_lock:
@@ -208,6 +212,7 @@ def serve(conn, notes):
             threading.Thread(target=run_call, args=(conn, notes, message, cancelled),
                              daemon=True).start()
         # Responses and other events are not expected here; ignore them.
+    return False
 
 
 def default_socket():
@@ -221,7 +226,8 @@ def default_socket():
 def main():
     parser = argparse.ArgumentParser(description="Mediator 'Notes' example component")
     parser.add_argument("--socket", default=None, help="daemon socket path")
-    parser.add_argument("--target", default="Notes", help="target name to register")
+    parser.add_argument("--target", default=os.environ.get("MEDIATOR_TARGET") or "Notes",
+                        help="target name to register (default: $MEDIATOR_TARGET, else Notes)")
     parser.add_argument("--mode", choices=["exclusive", "pool"], default="exclusive")
     parser.add_argument("--reconnect", action="store_true",
                         help="reconnect with backoff when the daemon goes away")
@@ -264,9 +270,9 @@ def main():
             print("ready", flush=True)
         except OSError:
             pass  # nobody reads stdout any more
-        serve(conn, notes)
+        asked_to_stop = serve(conn, notes)
         conn.close()
-        if stopping.is_set():
+        if stopping.is_set() or asked_to_stop:
             break
         print("notes: the daemon closed the connection", file=sys.stderr)
         if not args.reconnect:

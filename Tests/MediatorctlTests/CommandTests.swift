@@ -1,0 +1,39 @@
+import ArgumentParser
+import Testing
+
+@testable import mediatorctl
+
+/// How the verbs parse (no daemon needed).
+@Suite struct CommandTests {
+    @Test(arguments: ["start", "stop", "status"])
+    func targetVerbs(verb: String) throws {
+        let command = try Mediatorctl.parseAsRoot([verb, "Weather", "--socket", "/tmp/x.sock"])
+        switch verb {
+        case "start": #expect((command as? Start)?.target.target == "Weather")
+        case "stop": #expect((command as? Stop)?.target.target == "Weather")
+        default: #expect((command as? Status)?.target.target == "Weather")
+        }
+        #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot([verb]) }
+        #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot([verb, "1bad"]) }
+        #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot([verb, "A", "B"]) }
+    }
+
+    @Test("Each new verb's help says what it does")
+    func help() {
+        #expect(Mediatorctl.helpMessage(for: Start.self).contains("Start a component from its manifest"))
+        #expect(Mediatorctl.helpMessage(for: Stop.self).contains("Stop a component: the daemon sends it mediator.stop"))
+        #expect(Mediatorctl.helpMessage(for: Status.self).contains("Show a target's state"))
+        let root = Mediatorctl.helpMessage()
+        for verb in ["start", "stop", "status"] { #expect(root.contains("  \(verb) ")) }
+        #expect(Mediatorctl.helpMessage(for: List.self).contains("--table"))
+    }
+
+    @Test("list: --table forces the table; --json and --pretty force JSON; --table excludes them")
+    func listFormat() throws {
+        #expect(try (Mediatorctl.parseAsRoot(["list", "--table"]) as? List)?.asTable == true)
+        #expect(try (Mediatorctl.parseAsRoot(["list", "--json"]) as? List)?.asTable == false)
+        #expect(try (Mediatorctl.parseAsRoot(["--pretty", "list"]) as? List)?.asTable == false)
+        #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot(["list", "--table", "--json"]) }
+        #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot(["list", "--table", "--pretty"]) }
+    }
+}
