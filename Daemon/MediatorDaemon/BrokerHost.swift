@@ -46,7 +46,7 @@ final class BrokerHost: @unchecked Sendable {
     }
 
     /// Runs one of the broker's inputs on the loop and carries out its effects.
-    func run(_ input: @escaping (Broker, NIODeadline) -> [BrokerEffect]) {
+    func run(_ input: @escaping @Sendable (Broker, NIODeadline) -> [BrokerEffect]) {
         eventLoop.execute { [self] in
             apply(input(broker, .now()))
             flush()
