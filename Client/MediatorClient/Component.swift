@@ -142,7 +142,9 @@ public struct Component: Sendable {
     /// and nothing is answered for that call. When the connection drops (a
     /// daemon restart), it reconnects with exponential backoff (50 ms,
     /// doubling up to 2 s, for as long as it is not cancelled), registers
-    /// again and calls `onRegistered` again.
+    /// again and calls `onRegistered` again. A `mediator.stop` event (the
+    /// daemon started this component on demand and it has been idle, or it
+    /// was stopped by hand) makes it close the connection and return.
     ///
     /// - Throws: when the first connection or the first registration fails
     ///   (`unreachable`, `already_registered`, `bad_request` for bad specs...),
@@ -187,6 +189,10 @@ public struct Component: Sendable {
             }
             server.stop()
             if Task.isCancelled { break }
+            if server.isLeaving {
+                logger.info("the daemon asked this component to stop (mediator.stop)")
+                break
+            }
             logger.info("connection to the daemon lost; reconnecting in \(backoff)")
             try? await Task.sleep(for: backoff)
             backoff = min(backoff * 2, Self.maxBackoff)
@@ -213,7 +219,11 @@ final class ComponentServer: Sendable {
         var calls: [Key: Call] = [:]
         var nextSerial = 0
         var stopped = false
+        /// The daemon sent `mediator.stop`: run() returns instead of reconnecting.
+        var leaving = false
     }
+
+    var isLeaving: Bool { state.withLockedValue { $0.leaving } }
 
     private let component: Component
     private let logger: Logger
@@ -228,7 +238,11 @@ final class ComponentServer: Sendable {
         InboundHooks(
             request: { [self] request, connection in dispatch(request, connection) },
             cancel: { [self] id in cancel(id) },
-            closed: { [self] in stop() })
+            closed: { [self] in stop() },
+            stopRequested: { [self] in
+                state.withLockedValue { $0.leaving = true }
+                state.withLockedValue { $0.client }?.connection.close()
+            })
     }
 
     func attach(_ client: MediatorClient) {

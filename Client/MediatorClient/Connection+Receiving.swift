@@ -115,6 +115,10 @@ extension Connection {
             }
             return
         }
+        if envelope.event == "mediator.stop", let hooks {
+            hooks.stopRequested()
+            return
+        }
         subscriptions.deliver(MediatorEvent(name: envelope.event, data: data))
     }
 

@@ -26,6 +26,8 @@ struct InboundHooks: Sendable {
     var cancel: @Sendable (MessageID) -> Void
     /// The connection closed (once).
     var closed: @Sendable () -> Void
+    /// A `mediator.stop` event: the daemon asks the component to leave.
+    var stopRequested: @Sendable () -> Void = {}
 }
 
 /// One connection to the daemon: the NIO channel, the outbound queue, the

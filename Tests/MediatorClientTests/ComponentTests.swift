@@ -201,6 +201,20 @@ struct ComponentTests {
         #expect(!fake.received.items.contains { $0.id == 31 && $0.target == nil })
     }
 
+    @Test func stopEventEndsRunWithoutReconnecting() async throws {
+        let fake = try await FakeDaemon.start()
+        defer { Task { await fake.shutdown() } }
+        let registrations = Mailbox<Int>()
+        let component = try Self.makeComponent(signals: Mailbox())
+        let run = Task { try await component.run(socketPath: fake.path) { registrations.post(1) } }
+        _ = try await registrations.first("registration") { _ in true }
+        let register = try await fake.received.first("register") { $0.action == "register" }
+        register.peer.send(["event": "mediator.stop", "data": ["target": "Svc", "reason": "idle"]])
+        // run() returns by itself: no cancellation, and no second registration.
+        try await withTimeout(5, "run to return after mediator.stop") { try await run.value }
+        #expect(registrations.items.count == 1)
+    }
+
     @Test func reconnectsAndRegistersAgainAfterTheDaemonRestarts() async throws {
         let path = temporarySocketPath()
         let first = try await FakeDaemon.start(path: path)
