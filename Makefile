@@ -5,12 +5,15 @@
 #   sudo make uninstall              removes exactly what install put
 #   make units DESTDIR=/tmp/stage    only render the units (for tests)
 #
-# Variables: PREFIX, DESTDIR, BINDIR, DOCDIR, SYSTEMDSYSTEMUNITDIR,
+# Variables: PREFIX, DESTDIR, BINDIR, LIBEXECDIR, DOCDIR, SYSTEMDSYSTEMUNITDIR,
 # SYSTEMDUSERUNITDIR, SYSUSERSDIR, SWIFT, SWIFT_BUILD_FLAGS, BIN_PATH (where the built
 # binaries are; default: what `swift build --show-bin-path` says).
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+# Components that systemd runs (mediator-component@.service) are
+# LIBEXECDIR/mediator/components/TARGET, installed by whoever ships them.
+LIBEXECDIR ?= $(PREFIX)/libexec
 DOCDIR ?= $(PREFIX)/share/doc/mediator
 
 # With PREFIX=/usr, use the distribution's unit folders (pkg-config systemd);
@@ -34,13 +37,13 @@ INSTALL ?= install
 SED ?= sed
 
 PROGRAMS = mediatord mediatorctl
-SYSTEM_UNITS = mediatord.socket mediatord.service
+SYSTEM_UNITS = mediatord.socket mediatord.service mediator-component@.service
 USER_UNITS = mediatord.socket mediatord.service
 DOCS = systemd.md daemon.md
 
-RENDER = $(SED) -e 's|@bindir@|$(BINDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
+RENDER = $(SED) -e 's|@bindir@|$(BINDIR)|g' -e 's|@libexecdir@|$(LIBEXECDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
 
-.PHONY: all build install install-bin install-docs units uninstall show-bin-path verify-units install-sysusers
+.PHONY: all build install install-bin install-docs units uninstall show-bin-path verify-units install-sysusers install-polkit
 
 all: build
 
@@ -68,13 +71,15 @@ install-bin:
 		$(INSTALL) -m 0755 "$$bin/$$p" '$(DESTDIR)$(BINDIR)/'"$$p" || exit 1; \
 	done
 
-# Renders the units with @bindir@ and @docdir@ replaced into the unit folders
-# under DESTDIR.
+# Renders the units with @bindir@, @libexecdir@ and @docdir@ replaced into
+# the unit folders under DESTDIR.
 units:
 	$(INSTALL) -d '$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)' '$(DESTDIR)$(SYSTEMDUSERUNITDIR)'
 	$(INSTALL) -m 0644 systemd/mediatord.socket '$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/mediatord.socket'
 	$(RENDER) systemd/mediatord.service.in > '$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/mediatord.service'
 	chmod 0644 '$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/mediatord.service'
+	$(RENDER) 'systemd/mediator-component@.service.in' > '$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/mediator-component@.service'
+	chmod 0644 '$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/mediator-component@.service'
 	$(INSTALL) -m 0644 systemd/user/mediatord.socket '$(DESTDIR)$(SYSTEMDUSERUNITDIR)/mediatord.socket'
 	$(RENDER) systemd/user/mediatord.service.in > '$(DESTDIR)$(SYSTEMDUSERUNITDIR)/mediatord.service'
 	chmod 0644 '$(DESTDIR)$(SYSTEMDUSERUNITDIR)/mediatord.service'
@@ -90,14 +95,22 @@ install-docs:
 	$(INSTALL) -d '$(DESTDIR)$(DOCDIR)'
 	$(INSTALL) -m 0644 $(addprefix docs/,$(DOCS)) '$(DESTDIR)$(DOCDIR)/'
 
-install: install-bin units install-sysusers install-docs
+# Lets the mediator user start and stop mediator-component@*.service units
+# (components whose manifest names a unit).
+POLKITRULESDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/share/polkit-1/rules.d,/etc/polkit-1/rules.d)
+
+install-polkit:
+	$(INSTALL) -d '$(DESTDIR)$(POLKITRULESDIR)'
+	$(INSTALL) -m 0644 systemd/polkit/50-mediator.rules '$(DESTDIR)$(POLKITRULESDIR)/50-mediator.rules'
+
+install: install-bin units install-sysusers install-polkit install-docs
 
 uninstall:
 	rm -f $(foreach p,$(PROGRAMS),'$(DESTDIR)$(BINDIR)/$(p)')
 	rm -f $(foreach u,$(SYSTEM_UNITS),'$(DESTDIR)$(SYSTEMDSYSTEMUNITDIR)/$(u)')
 	rm -f $(foreach u,$(USER_UNITS),'$(DESTDIR)$(SYSTEMDUSERUNITDIR)/$(u)')
 	rm -f $(foreach d,$(DOCS),'$(DESTDIR)$(DOCDIR)/$(d)')
-	rm -f '$(DESTDIR)$(SYSUSERSDIR)/mediator.conf' 
+	rm -f '$(DESTDIR)$(SYSUSERSDIR)/mediator.conf' '$(DESTDIR)$(POLKITRULESDIR)/50-mediator.rules' 
 	rmdir '$(DESTDIR)$(DOCDIR)' 2>/dev/null || true
 
 verify-units:

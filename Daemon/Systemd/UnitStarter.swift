@@ -9,18 +9,19 @@ import Glibc
 /// blocks, up to `timeout`, and is rare: it happens when a component that
 /// systemd runs is needed and not connected) and closes it afterwards.
 ///
-/// Which bus: for the system instance, root uses systemd's private socket
+/// Which bus: for the system manager, root uses systemd's private socket
 /// (`/run/systemd/private`, as `systemctl` does; it needs neither a bus daemon
 /// nor polkit) and falls back to the system bus; any other user goes through
 /// the system bus, where systemd asks polkit whether the caller may manage
 /// the unit (action `org.freedesktop.systemd1.manage-units`, with the details
 /// `unit` and `verb`). The call never asks for interactive authorization. For
-/// a user instance it is the user's session bus and their own manager.
+/// the user's own manager it is `$XDG_RUNTIME_DIR/systemd/private`, else the
+/// session bus (no polkit: a user manages their own units).
 public struct UnitStarter: Sendable {
     public enum Bus: Sendable {
         /// The system manager (system bus, or systemd's private socket as root).
         case system
-        /// The calling user's own manager, through their session bus.
+        /// The calling user's own manager (its private socket, or the session bus).
         case user
     }
 
@@ -105,25 +106,33 @@ public struct UnitStarter: Sendable {
         var bus: OpaquePointer?
         switch kind {
         case .user:
+            if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), runtime.hasPrefix("/"),
+                let privateBus = openPrivate("unix:path=\(runtime)/systemd/private")
+            {
+                return .success(privateBus)
+            }
             let result = sd_bus_open_user(&bus)
             guard result >= 0, let bus else { return .failure(connectFailure("the user bus", result)) }
             return .success(bus)
         case .system:
-            if geteuid() == 0, let privateBus = openPrivate() { return .success(privateBus) }
+            if geteuid() == 0, let privateBus = openPrivate(systemPrivateAddress) { return .success(privateBus) }
             let result = sd_bus_open_system(&bus)
             guard result >= 0, let bus else { return .failure(connectFailure("the system bus", result)) }
             return .success(bus)
         }
     }
 
-    /// systemd's own socket, which only root may use (what `systemctl` uses
-    /// as root): direct, no bus daemon, no polkit. Nil when it is not there.
-    static let privateSocketAddress = "unix:path=/run/systemd/private"
+    /// The system manager's own socket, which only root may use.
+    static let systemPrivateAddress = "unix:path=/run/systemd/private"
 
-    static func openPrivate() -> OpaquePointer? {
+    /// A manager's own socket (what `systemctl` uses when it can): the system
+    /// manager's for root, `$XDG_RUNTIME_DIR/systemd/private` for a user's
+    /// manager. Direct, with no bus daemon and no polkit in between. Nil when
+    /// it is not there or refuses the connection.
+    static func openPrivate(_ address: String) -> OpaquePointer? {
         var bus: OpaquePointer?
         guard sd_bus_new(&bus) >= 0, let bus else { return nil }
-        guard sd_bus_set_address(bus, privateSocketAddress) >= 0, sd_bus_start(bus) >= 0 else {
+        guard sd_bus_set_address(bus, address) >= 0, sd_bus_start(bus) >= 0 else {
             sd_bus_flush_close_unref(bus)
             return nil
         }
@@ -134,6 +143,8 @@ public struct UnitStarter: Sendable {
         var text = "cannot connect to \(what): \(String(cString: strerror(-result)))"
         if what == "the system bus", -result == ENOENT {
             text += " (no D-Bus system bus is running: is dbus or dbus-broker installed and started?)"
+        } else if what == "the user bus", -result == ENOENT || -result == ENOMEDIUM {
+            text += " (no user manager or session bus: is this a user session with XDG_RUNTIME_DIR set?)"
         }
         return Failure(errorName: nil, description: text)
     }

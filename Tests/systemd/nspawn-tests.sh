@@ -17,13 +17,18 @@
 #   6 watchdog            a blocked event loop is killed by the watchdog and
 #                         the service is restarted
 #   7 clean stop          stopping service and socket ends with Result=success
+#   8 unit activation     a manifest with "unit": "mediator-component@UnitNotes.service"
+#                         makes the first call start that unit through systemd's
+#                         D-Bus API (StartUnit, as user mediator, allowed by a
+#                         polkit rule); a unit outside the rule is refused
 #
 # Run as root from the repository root after `swift build`:
 #
 #     bash Tests/systemd/nspawn-tests.sh
 #
 # Needs systemd-nspawn (apt-get install -y systemd-container), nsenter
-# (util-linux) and python3. Systemd need not be PID 1 on the host. Nothing on
+# (util-linux) and python3; scenario 8 also needs a D-Bus system bus and
+# polkit on the host's /usr (apt-get install -y dbus polkitd). Systemd need not be PID 1 on the host. Nothing on
 # the host's /run or /tmp is touched: the container's root, /tmp and /run are
 # its own tmpfs, and systemd-nspawn itself runs in a private mount namespace
 # whose /run is a tmpfs (nspawn keeps its bookkeeping under /run/systemd).
@@ -657,6 +662,98 @@ s7_clean_stop() {
     return 0
 }
 
+# Scenario 8. mediatord runs as the user mediator: systemd asks polkit whether
+# it may start a unit, and this rule (the one the component template's comment
+# shows) allows exactly start and stop of mediator-component@*.service.
+# The rule the project ships (systemd/polkit/50-mediator.rules).
+POLKIT_RULE=$(cat systemd/polkit/50-mediator.rules)
+
+s8_unit_activation() {
+    local libexec=/opt/mediator/libexec   # LIBEXECDIR for the template, in the container
+    local unit=mediator-component@UnitNotes.service
+    local manifests=/etc/mediator/components.d
+    "$BIN/mediatord" --help 2>&1 | grep -q -- '--components' ||
+        { why "mediatord has no --components option: manifests (issue 4) are not built in"; return 1; }
+    cx test -x /usr/bin/dbus-daemon -o -x /usr/bin/dbus-broker-launch ||
+        { why "no D-Bus system bus in the container's /usr (apt-get install -y dbus)"; return 1; }
+    cx test -x /usr/lib/polkit-1/polkitd -o -x /usr/libexec/polkitd ||
+        { why "no polkitd in the container's /usr (apt-get install -y polkitd)"; return 1; }
+
+    # The template, rendered by `make units` with LIBEXECDIR pointing into the
+    # container's (writable, throwaway) /opt, added next to the other units.
+    local dest=$W/dest-unit-activation
+    make -s units DESTDIR="$dest" BINDIR="$IN_BIN" LIBEXECDIR="$libexec" >"$W/make-unit.log" 2>&1 ||
+        { why "make units: $(tr '\n' ' ' <"$W/make-unit.log")"; return 1; }
+    local template
+    template=$(find "$dest" -path '*/user/*' -prune -o -name 'mediator-component@.service' -type f -print | head -1)
+    [ -n "$template" ] || { why "make units produced no mediator-component@.service"; return 1; }
+    cp "$template" "$W/units/"
+    # The component that the template runs for the target UnitNotes.
+    printf '#!/bin/sh\nexec python3 %s/python/notes_component.py --target "$MEDIATOR_TARGET" --socket "$MEDIATOR_SOCKET"\n' \
+        "$IN_EXAMPLES" | cx_write "$libexec/mediator/components/UnitNotes" &&
+        cx chmod 0755 "$libexec/mediator/components/UnitNotes" || { why "could not write the component"; return 1; }
+    # Its manifest, and one for a unit that the polkit rule does not cover.
+    printf '{"target":"UnitNotes","actions":["add","list","echo","whoami"],"unit":"%s"}\n' "$unit" |
+        cx_write "$manifests/UnitNotes.json" || { why "could not write the manifest"; return 1; }
+    printf '{"target":"UnitDenied","actions":["echo"],"unit":"systemd-hostnamed.service","start_timeout_s":10}\n' |
+        cx_write "$manifests/UnitDenied.json" || { why "could not write the second manifest"; return 1; }
+    cx chmod -R a+rX /etc/mediator
+    printf '%s\n' "$POLKIT_RULE" | cx_write /etc/polkit-1/rules.d/50-mediator.rules ||
+        { why "could not write the polkit rule"; return 1; }
+    cx systemctl daemon-reload || { why "daemon-reload failed"; return 1; }
+    # The system bus (polkit is started by it on demand), and a fresh daemon
+    # (scenario 7 stopped it) that reads the manifests when it starts.
+    local out
+    out=$(cx systemctl start dbus.socket 2>&1) || { why "cannot start dbus.socket: $out"; return 1; }
+    cx systemctl stop $UNIT >/dev/null 2>&1
+    out=$(cx systemctl start mediatord.socket 2>&1) || { why "cannot start mediatord.socket: $out"; return 1; }
+    local state
+    state=$(cx systemctl is-active $unit 2>/dev/null)
+    [ "$state" = inactive ] || { why "$unit is '$state' before any call"; return 1; }
+
+    local t0 rc took
+    t0=$(now_ms)
+    out=$(cx mediatorctl --json call UnitNotes add text=hi --timeout 20 2>&1); rc=$?
+    took=$(( $(now_ms) - t0 ))
+    if [ $rc != 0 ]; then
+        why "call UnitNotes add exited $rc after $took ms: $out"
+        why "$unit: $(prop ActiveState $unit)/$(prop SubState $unit), Result=$(prop Result $unit)"
+        journal_tail
+        return 1
+    fi
+    python3 -c 'import json,sys; r=json.loads(sys.argv[1]); assert isinstance(r.get("id"), int), r' "$out" 2>/dev/null ||
+        { why "call UnitNotes add answered '$out', expected {\"id\": n}"; return 1; }
+    say "UnitNotes add -> $out in $took ms (daemon start, StartUnit, component start and registration)"
+    state=$(cx systemctl is-active $unit 2>/dev/null)
+    [ "$state" = active ] || { why "$unit is '$state' after the call"; return 1; }
+    # The component that answered is the unit's main process, running as a
+    # dynamic user, and systemd logged the start.
+    local main_pid who_pid uid
+    main_pid=$(prop MainPID $unit)
+    out=$(cx mediatorctl --json call UnitNotes whoami 2>&1) || { why "call UnitNotes whoami: $out"; return 1; }
+    who_pid=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["pid"])' "$out" 2>/dev/null)
+    [ -n "$who_pid" ] && [ "$who_pid" = "$main_pid" ] ||
+        { why "UnitNotes answers from pid '$who_pid', the unit's MainPID is $main_pid"; return 1; }
+    uid=$(cx sed -n 's/^Uid:[[:space:]]*\([0-9]*\).*/\1/p' /proc/"$main_pid"/status 2>/dev/null)
+    [ -n "$uid" ] && [ "$uid" != 0 ] || { why "the component runs as uid '$uid'"; return 1; }
+    cx journalctl -u $unit --no-pager -o cat 2>/dev/null | grep -q '^Started ' ||
+        { why "no 'Started' line in the journal of $unit"; return 1; }
+    say "$unit active, MainPID $main_pid (uid $uid) answers whoami"
+
+    # The rule lets mediatord start its components and nothing else: the
+    # call fails at once with systemd's answer, and the unit stays inactive.
+    t0=$(now_ms)
+    out=$(cx mediatorctl --json call UnitDenied echo --timeout 20 2>&1); rc=$?
+    took=$(( $(now_ms) - t0 ))
+    say "UnitDenied (systemd-hostnamed.service): exit $rc after $took ms: $out"
+    [ $rc != 0 ] || { why "a call for a unit outside the polkit rule succeeded: $out"; return 1; }
+    grep -qi 'authentication' <<<"$out" ||
+        { why "the refusal does not carry systemd's reason (Interactive authentication required): $out"; return 1; }
+    state=$(cx systemctl is-active systemd-hostnamed.service 2>/dev/null)
+    [ "$state" = inactive ] || { why "systemd-hostnamed.service is '$state'"; return 1; }
+    return 0
+}
+
 # The journal's cursor now, and the unit's messages after a cursor.
 journal_cursor() {
     cx journalctl -u $UNIT -n 0 --show-cursor --no-pager 2>/dev/null | sed -n 's/^-- cursor: //p'
@@ -794,6 +891,7 @@ main() {
     run restart-on-sigkill s5_restart_on_kill
     run watchdog s6_watchdog
     run clean-stop s7_clean_stop
+    run unit-activation s8_unit_activation
 
     t0=$(now_ms)
     stop_container

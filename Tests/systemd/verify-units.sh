@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Checks the systemd units in systemd/ without a running systemd:
 #  - `make units` renders them (no @placeholder@ left);
-#  - `systemd-analyze verify` accepts the system and the user units with no
+#  - `systemd-analyze verify` accepts the system and the user units, and an
+#    instance of the component template mediator-component@.service, with no
 #    warning at all (it exits 0 on unknown keys and bad values and only
 #    prints, so any stderr output is a failure), and it does catch a bad unit;
 #  - the units keep what mediatord relies on (FileDescriptorName=mediator,
 #    Type=notify, SWIFT_BACKTRACE=enable=no) and none of the settings that were
 #    tried and break it (see docs/systemd.md);
-#  - `systemd-analyze security --offline=true` rates the system service OK or
-#    better (exposure below 5.0; the figure is printed);
+#  - `systemd-analyze security --offline=true` rates the system service and a
+#    component instance OK or better (exposure below 5.0; figures printed);
 #  - `make install` then `make uninstall` into a DESTDIR leaves no file behind.
 # Needs make and systemd-analyze (package systemd). The last line is
 # "N passed, M failed"; the exit status is non-zero when anything failed.
@@ -50,15 +51,22 @@ if [ -z "$bindir" ]; then
   chmod +x "$bindir/mediatord"
 fi
 echo "verify-units: ExecStart uses $bindir/mediatord"
+# The component template runs LIBEXECDIR/mediator/components/%i: a stand-in
+# component for the instance checked below.
+libexecdir=$tmp/libexec
+mkdir -p "$libexecdir/mediator/components"
+printf '#!/bin/sh\nexit 0\n' >"$libexecdir/mediator/components/Notes"
+chmod +x "$libexecdir/mediator/components/Notes"
 
 stage=$tmp/stage
 sysdir=$stage/system
 userdir=$stage/user
-if out=$(make -s --no-print-directory units DESTDIR="$stage" BINDIR="$bindir" DOCDIR="$top/docs" \
+if out=$(make -s --no-print-directory units DESTDIR="$stage" BINDIR="$bindir" LIBEXECDIR="$libexecdir" DOCDIR="$top/docs" \
       SYSTEMDSYSTEMUNITDIR=/system SYSTEMDUSERUNITDIR=/user 2>&1) \
-    && [ -f "$sysdir/mediatord.service" ] && [ -f "$userdir/mediatord.service" ]; then
+    && [ -f "$sysdir/mediatord.service" ] && [ -f "$userdir/mediatord.service" ] \
+    && [ -f "$sysdir/mediator-component@.service" ]; then
   left=$(grep -n '@[a-z_]*@' "$sysdir"/* "$userdir"/*)
-  if [ -z "$left" ]; then pass "make units renders 4 units"; else fail "make units left placeholders" "$left"; fi
+  if [ -z "$left" ]; then pass "make units renders 5 units"; else fail "make units left placeholders" "$left"; fi
 else
   fail "make units" "$out"
   finish
@@ -80,6 +88,12 @@ analyze_clean() {
 
 analyze_clean "systemd-analyze verify: system mediatord.socket + mediatord.service" \
   verify --no-pager "$sysdir/mediatord.socket" "$sysdir/mediatord.service"
+
+# A template is verified through an instance: a link named like one.
+mkdir "$tmp/instance"
+ln -s "$sysdir/mediator-component@.service" "$tmp/instance/mediator-component@Notes.service"
+analyze_clean "systemd-analyze verify: mediator-component@Notes.service (the template's instance)" \
+  verify --no-pager "$tmp/instance/mediator-component@Notes.service" "$sysdir/mediatord.socket"
 
 # A user manager's view needs XDG_RUNTIME_DIR (%t); no user manager has to run.
 mkdir -m 0700 "$tmp/xdg"
@@ -121,6 +135,16 @@ forbid "$userdir/mediatord.service" '^RuntimeDirectory' 'stopping the service wo
 need "systemd/sysusers.d/mediator.conf" 'u mediator - "Mediator component broker" - -' 
 forbid "$sysdir/mediatord.service" '^PrivateUsers=yes' 'SO_PEERCRED would report uid 65534 for every peer'
 need "$sysdir/mediatord.socket" 'ListenStream=/run/mediator/mediator.sock'
+# The component template: the program named after the target, the broker's
+# socket and target in the environment, started after the broker's socket.
+comp=$sysdir/mediator-component@.service
+need "$comp" "ExecStart=$libexecdir/mediator/components/%i"
+need "$comp" 'Environment=MEDIATOR_SOCKET=/run/mediator/mediator.sock MEDIATOR_TARGET=%i'
+need "$comp" 'Requires=mediatord.socket'
+need "$comp" 'After=mediatord.socket'
+need "$comp" 'Type=exec'
+need "$comp" 'DynamicUser=yes'
+forbid "$comp" '^Restart=' 'the next call that needs the component starts it again'
 need "$userdir/mediatord.socket" 'ListenStream=%t/mediator/mediator.sock'
 if [ -z "$problems" ]; then pass "units keep what mediatord relies on"; else fail "units and mediatord disagree" "$problems"; fi
 
@@ -135,6 +159,16 @@ else
   fail "systemd-analyze security: exposure 5.0 or worse, or not found" "$(printf '%s\n' "$sec" | grep -E '✗|Overall')"
 fi
 
+sec=$(systemd-analyze security --no-pager --offline=true "$tmp/instance/mediator-component@Notes.service" 2>&1)
+line=$(printf '%s\n' "$sec" | grep 'Overall exposure level' | tail -1)
+echo "verify-units: ${line:-no exposure line}"
+score=$(printf '%s\n' "$line" | sed -n 's/.*: \([0-9][0-9]*\)\.\([0-9]\) .*/\1\2/p')
+if [ -n "$score" ] && [ "$score" -lt 50 ]; then
+  pass "systemd-analyze security: component instance exposure below 5.0"
+else
+  fail "systemd-analyze security: component instance exposure 5.0 or worse, or not found" "$(printf '%s\n' "$sec" | grep -E '✗|Overall')"
+fi
+
 # make install + make uninstall into a DESTDIR leaves nothing behind.
 mkdir -p "$tmp/built"
 printf '#!/bin/sh\nexit 0\n' >"$tmp/built/mediatord"
@@ -145,10 +179,10 @@ if out=$(make -s --no-print-directory install DESTDIR="$dest" BIN_PATH="$tmp/bui
   n=$(find "$dest" -type f | wc -l)
   out2=$(make -s --no-print-directory uninstall DESTDIR="$dest" 2>&1)
   left=$(find "$dest" -type f)
-  if [ "$n" -eq 9 ] && [ -z "$left" ]; then
-    pass "make install puts 9 files, make uninstall removes them"
+  if [ "$n" -eq 11 ] && [ -z "$left" ]; then
+    pass "make install puts 11 files, make uninstall removes them"
   else
-    fail "make install/uninstall ($n files installed, 9 expected)" "$out2${left:+left: $left}"
+    fail "make install/uninstall ($n files installed, 11 expected)" "$out2${left:+left: $left}"
   fi
 else
   fail "make install" "$out"
