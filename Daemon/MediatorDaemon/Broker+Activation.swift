@@ -196,15 +196,17 @@ extension Broker {
             effects.append(.stopUnit(unit))
             return
         }
-        var pids = Set(component.processes.compactMap(\.pid))
-        for instance in registry.target(target)?.instances ?? [] { pids.insert(instance.credentials.pid) }
-        for pid in pids.sorted() where pid > 0 { effects.append(.signal(pid: pid, signal: SIGTERM)) }
+        let spawned = Set(component.processes.compactMap(\.pid))
+        for pid in spawned.sorted() where pid > 0 { effects.append(.signal(pid: pid, signal: SIGTERM, group: true)) }
+        // Instances that registered on their own: just that process.
+        let others = Set((registry.target(target)?.instances ?? []).map(\.credentials.pid)).subtracting(spawned)
+        for pid in others.sorted() where pid > 0 { effects.append(.signal(pid: pid, signal: SIGTERM, group: false)) }
     }
 
     /// SIGTERM to every process the daemon started, when it stops.
     public func terminateStartedComponents() -> [BrokerEffect] {
         for component in components.values {
-            for pid in component.processes.compactMap(\.pid) { effects.append(.signal(pid: pid, signal: SIGTERM)) }
+            for pid in component.processes.compactMap(\.pid) { effects.append(.signal(pid: pid, signal: SIGTERM, group: true)) }
         }
         return takeEffects()
     }
@@ -224,7 +226,8 @@ extension Broker {
             let component = components[target], let process = component.processes.first(where: { $0.spawnID == spawnID })
         else { return takeEffects() }
         components[target]?.processes.removeAll { $0.spawnID == spawnID }
-        components[target]?.lastExit = end.description
+        components[target]?.lastExit = component.endedBecause ?? end.description
+        components[target]?.endedBecause = nil
         let remaining = components[target]?.processes.count ?? 0
         logger.info("component process ended", metadata: ["target": "\(target)", "pid": "\(process.pid ?? 0)", "end": "\(end)"])
         // A process that ran a while resets the count of quick restarts.
@@ -236,12 +239,12 @@ extension Broker {
         case .starting where !process.registered && remaining == 0 && registry.target(target) == nil:
             failHeld(target, MediatorError(.activationFailed, "\"\(target)\" \(end) before it registered"))
             components[target]?.startDeadline = nil
-            giveUpOrRestart(target, now: now, restart: false)
+            giveUpOrRestart(target, now: now, restart: false, failed: true)
             bootSettled(target, now: now)
         default:
             let policy = component.manifest.restart
             let restart = !component.removed && (policy == .always || (policy == .onFailure && !end.isClean))
-            giveUpOrRestart(target, now: now, restart: restart)
+            giveUpOrRestart(target, now: now, restart: restart, failed: !end.isClean)
         }
         scheduleComponentWakeUp(now: now)
         return takeEffects()
@@ -252,18 +255,19 @@ extension Broker {
         components[target]?.lastExit = "unit could not be started: \(reason)"
         failHeld(target, MediatorError(.activationFailed, "\"\(target)\" could not be started: \(reason)"))
         components[target]?.startDeadline = nil
-        giveUpOrRestart(target, now: now, restart: false)
+        giveUpOrRestart(target, now: now, restart: false, failed: true)
         bootSettled(target, now: now)
         return takeEffects()
     }
 
     /// After a process ended: schedule a replacement (with backoff), give up
     /// after the restart limit, or go back to waiting for the next call.
-    /// A component that fails before it ever registers is not restarted by
-    /// itself: its held calls fail, and the next call tries again.
-    func giveUpOrRestart(_ target: String, now: NIODeadline, restart: Bool) {
+    /// Failures and restarts count toward the limit; a clean exit that is not
+    /// restarted does not. A component that fails before it ever registers is
+    /// not restarted by itself: its held calls fail, and the next call tries again.
+    func giveUpOrRestart(_ target: String, now: NIODeadline, restart: Bool, failed: Bool) {
         guard let manifest = components[target]?.manifest else { return }
-        components[target]?.consecutiveRestarts += 1
+        if restart || failed { components[target]?.consecutiveRestarts += 1 }
         let count = components[target]?.consecutiveRestarts ?? 0
         let limitReached = count > manifest.restartLimit
         let registered = registry.target(target) != nil
@@ -275,14 +279,21 @@ extension Broker {
             return
         }
         guard !registered, components[target]?.processes.isEmpty == true else { return }
-        if limitReached {
+        if limitReached, failed || restart {
             components[target]?.state = .failed
             let reason = components[target]?.lastExit ?? "unknown reason"
             failHeld(target, MediatorError(.activationFailed, "\"\(target)\" gave up after \(count) failures in a row: \(reason)"))
             logger.warning("component failed too often; not starting it again", metadata: ["target": "\(target)", "failures": "\(count)"])
-        } else {
-            components[target]?.state = .activatable
+            return
         }
+        components[target]?.state = .activatable
+        components[target]?.runningSince = nil
+        // Calls (or a `start`) that came in while it went away start it again.
+        if hasWaiters(target) { start(target, now: now) }
+    }
+
+    func hasWaiters(_ target: String) -> Bool {
+        components[target]?.held.isEmpty == false || startWaiters[target]?.isEmpty == false
     }
 
     func settleStopped(_ target: String, now: NIODeadline) {
@@ -294,8 +305,8 @@ extension Broker {
             return
         }
         components[target]?.state = .activatable
-        // Calls that came in while it stopped start it again.
-        if components[target]?.held.isEmpty == false { start(target, now: now) }
+        // Calls (or a `start`) that came in while it stopped start it again.
+        if hasWaiters(target) { start(target, now: now) }
     }
 
     // MARK: - Registration
@@ -365,7 +376,8 @@ extension Broker {
                 components[target]?.lastExit = reason
                 components[target]?.startDeadline = nil
                 failHeld(target, MediatorError(.activationFailed, "\"\(target)\" \(reason)"))
-                for pid in component.processes.compactMap(\.pid) { effects.append(.signal(pid: pid, signal: SIGKILL)) }
+                for pid in component.processes.compactMap(\.pid) { effects.append(.signal(pid: pid, signal: SIGKILL, group: true)) }
+                components[target]?.endedBecause = reason
                 components[target]?.state = component.processes.isEmpty ? .activatable : .stopping
                 components[target]?.consecutiveRestarts += 1
                 bootSettled(target, now: now)

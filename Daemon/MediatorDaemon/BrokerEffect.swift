@@ -12,8 +12,9 @@ public enum BrokerEffect: Sendable {
     /// Start a component's process; report back with ``Broker/processStarted(spawnID:pid:now:)``
     /// and ``Broker/processExited(spawnID:end:now:)``.
     case spawn(SpawnOrder)
-    /// Send a signal to a component's process.
-    case signal(pid: Int32, signal: Int32)
+    /// Send a signal to a component's process, or to its whole process group
+    /// (for processes the daemon started, each in a group of its own).
+    case signal(pid: Int32, signal: Int32, group: Bool)
     /// Ask systemd to start or stop a unit; a failure comes back through
     /// ``Broker/unitFailed(target:reason:now:)``.
     case startUnit(String, target: String)

@@ -42,6 +42,9 @@ struct ManagedComponent {
     var consecutiveRestarts = 0
     var restarts = 0
     var lastExit: String?
+    /// Why the daemon itself ended the process (a start timeout), which its
+    /// exit report must not overwrite.
+    var endedBecause: String?
     /// The manifest was removed on reload: stop once calls finish, then forget it.
     var removed = false
 

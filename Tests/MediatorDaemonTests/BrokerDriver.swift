@@ -108,7 +108,7 @@ final class BrokerDriver {
                 blockRequests += 1
             case .spawn(let order):
                 spawns.append(order)
-            case .signal(let pid, let signal):
+            case .signal(let pid, let signal, _):
                 signals.append((pid, signal))
             case .startUnit(let unit, _):
                 unitStarts.append(unit)
