@@ -18,6 +18,28 @@ extension Integration {
     struct ActivationTests {
         // MARK: - On demand
 
+        @Test(
+            "Run as root, the daemon starts a component as the manifest's user, with that user's group only",
+            .enabled(if: getuid() == 0, "changing users needs root"))
+        func startsAsTheManifestsUser() throws {
+            let world = try World()
+            defer { world.close() }
+            // The unprivileged user must reach the socket in the test's folder.
+            chmod(world.directory.path, 0o755)
+            let folder = try ComponentsFolder(world)
+            _ = try folder.write("nobody.json", [
+                "target": "AsNobody", "actions": ["whoami", "echo"], "user": "nobody",
+                "exec": ["/usr/bin/python3", .string(Paths.notesComponent)],
+            ])
+            let daemon = try world.daemon(["--components", folder.path])
+            let caller = try world.peer(daemon)
+            let pid = try caller.result("AsNobody", "whoami", within: .seconds(15))["pid"]
+            let instance = try #require(try daemon.listing("AsNobody")?["instances"]?.arrayValue?.first)
+            #expect(instance["pid"] == pid)
+            #expect(instance["uid"] == 65534, "\(instance.jsonText)")
+            #expect(instance["gid"] == 65534, "\(instance.jsonText)")
+        }
+
         @Test("A call to an unregistered known target starts it; 50 pipelined calls are held, then delivered in order")
         func onDemandHoldsAndDeliversInOrder() throws {
             let world = try World()
