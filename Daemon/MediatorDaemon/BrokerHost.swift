@@ -104,7 +104,8 @@ final class BrokerHost: @unchecked Sendable {
                     started: { pid in self.run { $0.processStarted(spawnID: order.spawnID, pid: pid, now: $1) } },
                     ended: { end in self.run { $0.processExited(spawnID: order.spawnID, end: end, now: $1) } })
             case .signal(let pid, let signal, let group):
-                kill(group ? -pid : pid, signal)
+                // The group when the daemon made one; the process alone otherwise.
+                if !group || kill(-pid, signal) != 0 { kill(pid, signal) }
             case .startUnit(let unit, let target):
                 guard let units else {
                     apply(broker.unitFailed(target: target, reason: "no systemd to start \(unit) with", now: .now()))

@@ -19,7 +19,7 @@ struct ProcessSupervisor: Sendable {
         _ order: SpawnOrder, started: @escaping @Sendable (Int32) -> Void,
         ended: @escaping @Sendable (ProcessEnd) -> Void
     ) {
-        guard let program = order.arguments.first else {
+        guard !order.arguments.isEmpty else {
             ended(.couldNotStart("the manifest's exec is empty"))
             return
         }
@@ -30,17 +30,14 @@ struct ProcessSupervisor: Sendable {
         var options = PlatformOptions()
         // Its own process group, so that a signal reaches a shell's children too.
         options.processGroupID = 0
-        if getuid() == 0 {
+        var command = order.arguments
+        if getuid() == 0, order.user != nil || order.group != nil {
+            // Switch users with setpriv at exec time rather than with the
+            // spawner's uid options: those make it fork this multi-threaded
+            // process, where the child may hang before exec and where the
+            // process group is not set.
             do {
-                // A user without a group runs with that user's primary group,
-                // and never with root's supplementary groups.
-                if let user = order.user {
-                    let account = try Self.account(user)
-                    options.userID = account.uid
-                    options.groupID = account.gid
-                }
-                if let group = order.group { options.groupID = try Self.gid(group) }
-                if let gid = options.groupID { options.supplementaryGroups = [gid] }
+                command = try Self.asUser(order.user, group: order.group) + command
             } catch {
                 ended(.couldNotStart("\(error)"))
                 return
@@ -49,10 +46,11 @@ struct ProcessSupervisor: Sendable {
         let logger = self.logger
         let target = order.target
         let options2 = options
+        let command2 = command
         Task.detached {
             do {
                 let result = try await Subprocess.run(
-                    .path(FilePath(program)), arguments: Arguments(Array(order.arguments.dropFirst())),
+                    .path(FilePath(command2[0])), arguments: Arguments(Array(command2.dropFirst())),
                     environment: .inherit.updating(environment),
                     workingDirectory: order.workingDirectory.map { FilePath($0) }, platformOptions: options2,
                     input: .none, output: .sequence, error: .sequence
@@ -83,6 +81,23 @@ struct ProcessSupervisor: Sendable {
         } catch {
             logger.debug("component output ended", metadata: ["target": "\(target)", "error": "\(error)"])
         }
+    }
+
+    static let setpriv = "/usr/bin/setpriv"
+
+    /// The setpriv prefix that runs a command as `user` (with that user's
+    /// primary group, or `group`) and no supplementary groups.
+    static func asUser(_ user: String?, group: String?) throws -> [String] {
+        var prefix = [setpriv]
+        var gid: gid_t?
+        if let user {
+            let account = try account(user)
+            prefix.append("--reuid=\(account.uid)")
+            gid = account.gid
+        }
+        if let group { gid = try self.gid(group) }
+        if let gid { prefix += ["--regid=\(gid)", "--clear-groups"] }
+        return prefix + ["--"]
     }
 
     struct UnknownAccount: Error, CustomStringConvertible {

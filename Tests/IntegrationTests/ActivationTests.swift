@@ -38,6 +38,10 @@ extension Integration {
             #expect(instance["pid"] == pid)
             #expect(instance["uid"] == 65534, "\(instance.jsonText)")
             #expect(instance["gid"] == 65534, "\(instance.jsonText)")
+            // Still in a process group of its own, so that stop signals reach its children.
+            let stat = try String(contentsOfFile: "/proc/\(pid?.intValue ?? 0)/stat", encoding: .utf8)
+            let fields = stat[(stat.lastIndex(of: ")") ?? stat.startIndex)...].split(separator: " ")
+            #expect(fields.count > 3 && Int64(fields[3]) == pid?.intValue, "process group: \(stat)")
         }
 
         @Test("A call to an unregistered known target starts it; 50 pipelined calls are held, then delivered in order")
