@@ -88,9 +88,10 @@ extension Broker {
         var byName: [String: ActionSpec] = [:]
         for spec in component.manifest.actions { byName[spec.name] = spec }
         if case .failure(let error) = resolveAction(request, specs: byName) { return fail(error) }
-        if request.id != nil, callsInFlight(of: connection) >= configuration.maxCallsInFlightPerConnection {
-            return fail(MediatorError(
-                .overloaded, "this connection has \(configuration.maxCallsInFlightPerConnection) calls in flight, the limit"))
+        if request.id != nil, let credentials = peers[connection]?.credentials,
+            let refusal = callLimitRefusal(connection, credentials)
+        {
+            return fail(refusal)
         }
         let deadline = request.id == nil ? nil : now + .milliseconds(request.timeoutMs ?? configuration.defaultTimeoutMs)
         components[request.target]?.held.append(ManagedComponent.HeldCall(caller: connection, request: request, deadline: deadline))

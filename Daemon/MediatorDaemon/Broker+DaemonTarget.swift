@@ -136,6 +136,9 @@ extension Broker {
             }
             description = text
         }
+        if !peer.targets.contains(target), let refusal = quotaExceeded(.registrations, credentials: peer.credentials) {
+            return .failure(refusal)
+        }
         let instance: Int
         do {
             instance = try registry.register(
@@ -182,6 +185,10 @@ extension Broker {
                 "in_flight": .int(Int64(instance.inFlight)),
             ]
             if let name = instance.name { members["name"] = .string(name) }
+            if let executable = instance.credentials.executable { members["exe"] = .string(executable) }
+            if !instance.credentials.groups.isEmpty {
+                members["groups"] = .array(instance.credentials.groups.map { .int(Int64($0)) })
+            }
             return .object(members)
         })
     }
@@ -289,6 +296,12 @@ extension Broker {
             patterns.append(pattern)
         }
         if adding {
+            let new = Set(patterns).subtracting(peers[connection]?.patterns ?? [])
+            if let credentials = peers[connection]?.credentials, !new.isEmpty,
+                let refusal = quotaExceeded(.subscriptions, credentials: credentials, adding: new.count)
+            {
+                return .failure(refusal)
+            }
             peers[connection]?.patterns.formUnion(patterns)
         } else {
             peers[connection]?.patterns.subtract(patterns)

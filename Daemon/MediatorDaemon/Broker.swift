@@ -35,6 +35,8 @@ public final class Broker {
 
     // Components started on demand (Broker+Activation.swift).
     var components: [String: ManagedComponent] = [:]
+    /// Each uid's connections, for the per-uid quotas.
+    var connectionsByUID: [UInt32: Set<ConnectionID>] = [:]
     /// Calls each connection has waiting for a component to start; they count
     /// against its calls-in-flight limit.
     var heldCounts: [ConnectionID: Int] = [:]
@@ -57,11 +59,16 @@ public final class Broker {
 
     // MARK: - Inputs
 
-    public func connect(_ connection: ConnectionID, credentials: PeerCredentials) {
+    /// Admits a connection, or says which quota refuses it.
+    @discardableResult
+    public func connect(_ connection: ConnectionID, credentials: PeerCredentials) -> MediatorError? {
+        if let refusal = quotaExceeded(.connections, credentials: credentials) { return refusal }
         peers[connection] = Peer(credentials: credentials, callerMember: writer.callerMember(credentials, name: nil))
+        connectionsByUID[credentials.uid, default: []].insert(connection)
         logger.info(
             "connection opened",
             metadata: ["connection": "\(connection)", "pid": "\(credentials.pid)", "uid": "\(credentials.uid)"])
+        return nil
     }
 
     public func receive(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
@@ -89,6 +96,8 @@ public final class Broker {
 
     public func disconnect(_ connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
         guard let peer = peers.removeValue(forKey: connection) else { return [] }
+        connectionsByUID[peer.credentials.uid]?.remove(connection)
+        if connectionsByUID[peer.credentials.uid]?.isEmpty == true { connectionsByUID[peer.credentials.uid] = nil }
         for call in pending.calls(toCallee: connection) {
             finish(call.daemonID)
             if call.caller != connection {
@@ -186,10 +195,7 @@ public final class Broker {
         case .failure(let error): return fail(error)
         case .success(let resolved): (action, params) = resolved
         }
-        if request.id != nil, callsInFlight(of: connection) >= configuration.maxCallsInFlightPerConnection {
-            return fail(MediatorError(
-                .overloaded, "this connection has \(configuration.maxCallsInFlightPerConnection) calls in flight, the limit"))
-        }
+        if request.id != nil, let refusal = callLimitRefusal(connection, peer.credentials) { return fail(refusal) }
         guard let instance = registry.pickInstance(of: request.target) else {
             return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
         }

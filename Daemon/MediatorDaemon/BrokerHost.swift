@@ -21,6 +21,12 @@ final class BrokerHost: @unchecked Sendable {
     private var dirty: [ConnectionID] = []
     private var wakeUpTask: Scheduled<Void>?
     private var nextConnectionID: ConnectionID = 1
+    /// Why a connection was refused (a per-uid quota), for the one line it gets.
+    private var refusals: [ObjectIdentifier: MediatorError] = [:]
+
+    func takeRefusal(for channel: any Channel) -> MediatorError? {
+        refusals.removeValue(forKey: ObjectIdentifier(channel))
+    }
     private(set) var stopping = false
 
     /// Starts and watches component processes.
@@ -61,8 +67,11 @@ final class BrokerHost: @unchecked Sendable {
         guard !stopping, channels.count < broker.configuration.maxConnections else { return nil }
         let id = nextConnectionID
         nextConnectionID += 1
+        if let refusal = broker.connect(id, credentials: credentials) {
+            refusals[ObjectIdentifier(channel)] = refusal
+            return nil
+        }
         channels[id] = channel
-        broker.connect(id, credentials: credentials)
         return id
     }
 

@@ -18,6 +18,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var maxConsecutiveBadFrames = 1000
     /// How long calls in flight may finish after SIGTERM before they are answered.
     public var shutdownGraceMs: Int64 = 2000
+    /// Per-uid quotas, as dbus-broker keeps them, so one user cannot starve
+    /// the others; uid 0 is exempt.
+    public var maxConnectionsPerUID = 512
+    public var maxCallsInFlightPerUID = 8192
+    public var maxSubscriptionsPerUID = 4096
+    public var maxRegistrationsPerUID = 512
     /// How long a component has, after `mediator.stop`, before it gets SIGTERM.
     public var componentStopGraceMs: Int64 = 3000
 
@@ -30,6 +36,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public static let keys = [
         "max_frame_bytes", "max_connections", "max_calls_in_flight", "default_timeout_ms",
         "max_outbound_bytes", "max_consecutive_bad_frames", "shutdown_grace_ms", "component_stop_grace_ms",
+        "max_connections_per_uid", "max_calls_in_flight_per_uid", "max_subscriptions_per_uid", "max_registrations_per_uid",
     ]
 
     /// Applies the members of a JSON config object; unknown members are an error
@@ -63,6 +70,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case "max_consecutive_bad_frames": maxConsecutiveBadFrames = Int(number)
         case "shutdown_grace_ms": shutdownGraceMs = number
         case "component_stop_grace_ms": componentStopGraceMs = number
+        case "max_connections_per_uid": maxConnectionsPerUID = Int(number)
+        case "max_calls_in_flight_per_uid": maxCallsInFlightPerUID = Int(number)
+        case "max_subscriptions_per_uid": maxSubscriptionsPerUID = Int(number)
+        case "max_registrations_per_uid": maxRegistrationsPerUID = Int(number)
         default: throw MediatorError(.badRequest, "unknown config member \"\(key)\"")
         }
     }

@@ -92,6 +92,8 @@ public struct FrameWriter: Sendable {
             "pid": .int(Int64(credentials.pid)), "uid": .int(Int64(credentials.uid)), "gid": .int(Int64(credentials.gid)),
         ]
         if let name { members["name"] = .string(name) }
+        // An extension: the caller's supplementary groups, from the kernel too.
+        if !credentials.groups.isEmpty { members["groups"] = .array(credentials.groups.map { .int(Int64($0)) }) }
         var out = allocator.buffer(capacity: 64)
         out.writeBytes(JSONValue.object(members).encoded)
         return out

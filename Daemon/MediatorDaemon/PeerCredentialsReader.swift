@@ -4,7 +4,7 @@ import NIOCore
 import Glibc
 #endif
 
-/// Reads SO_PEERCRED from an accepted Unix socket.
+/// Reads a peer's credentials from an accepted Unix socket.
 enum PeerCredentialsReader {
     /// Same layout as `struct ucred`, which Swift's Glibc import hides
     /// behind `_GNU_SOURCE`.
@@ -14,12 +14,45 @@ enum PeerCredentialsReader {
         var gid: UInt32 = 0
     }
 
+    /// SO_PEERGROUPS is not in Glibc's Swift import.
+    static let peerGroupsOption: Int32 = 59
+    /// Room for this many supplementary groups (NGROUPS_MAX is 65536, but
+    /// more than a few dozen is rare); more gives an error and no groups.
+    static let maxGroups = 256
+
     static func read(_ channel: any Channel) -> EventLoopFuture<PeerCredentials> {
         guard let provider = channel as? any SocketOptionProvider else {
             return channel.eventLoop.makeSucceededFuture(PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max))
         }
-        let future: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
+        let credentials: EventLoopFuture<UCred> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
-        return future.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) }
+        let groups: EventLoopFuture<InlineArray<256, UInt32>> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(peerGroupsOption))
+        return credentials.and(groups.map(Optional.some).recover { _ in nil }).map { credentials, groups in
+            PeerCredentials(
+                pid: credentials.pid, uid: credentials.uid, gid: credentials.gid,
+                groups: groups.map(trimmedGroups) ?? [], executable: executable(of: credentials.pid))
+        }
+    }
+
+    /// NIO zero-fills the buffer and does not return the length the kernel
+    /// wrote; the kernel keeps a process's groups sorted, so the list ends at
+    /// the last non-zero entry. (Group 0 alone, with no other group, reads as
+    /// no supplementary group; root's primary group is reported anyway.)
+    static func trimmedGroups(_ raw: InlineArray<256, UInt32>) -> [UInt32] {
+        var last = -1
+        for index in raw.indices where raw[index] != 0 { last = index }
+        guard last >= 0 else { return [] }
+        return (0...last).map { raw[$0] }
+    }
+
+    /// The peer's executable, when this process may read `/proc/PID/exe`
+    /// (root, or the same user; not under `ProtectProc=invisible`).
+    static func executable(of pid: Int32) -> String? {
+        guard pid > 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -21,7 +21,8 @@ final class PeerHandler: ChannelInboundHandler {
         guard let id = host.open(context.channel, credentials: credentials) else {
             // Over the connection limit: one line saying so, then close.
             host.logger.warning("connection refused: limit reached", metadata: ["pid": "\(credentials.pid)", "uid": "\(credentials.uid)"])
-            let error = MediatorError(.overloaded, "mediatord has reached its limit of \(host.broker.configuration.maxConnections) connections")
+            let error = host.takeRefusal(for: context.channel)
+                ?? MediatorError(.overloaded, "mediatord has reached its limit of \(host.broker.configuration.maxConnections) connections")
             let line = OutboundMessage.error(id: nil, error)
             var buffer = context.channel.allocator.buffer(capacity: line.count)
             buffer.writeBytes(line)

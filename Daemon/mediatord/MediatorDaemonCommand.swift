@@ -54,6 +54,18 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds that calls in flight may take to finish on SIGTERM (default 2000).")
     var shutdownGraceMs: Int?
 
+    @Option(help: "Connections per uid (default 512; uid 0 is exempt from per-uid quotas).")
+    var maxConnectionsPerUid: Int?
+
+    @Option(help: "Calls in flight per uid, held ones included (default 8192).")
+    var maxCallsInFlightPerUid: Int?
+
+    @Option(help: "Event patterns subscribed per uid (default 4096).")
+    var maxSubscriptionsPerUid: Int?
+
+    @Option(help: "Targets registered per uid (default 512).")
+    var maxRegistrationsPerUid: Int?
+
     @Option(help: "Milliseconds a component has after mediator.stop before it gets SIGTERM (default 3000).")
     var componentStopGraceMs: Int?
 
@@ -87,6 +99,8 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             ("max_calls_in_flight", maxCallsInFlight), ("default_timeout_ms", defaultTimeoutMs),
             ("max_outbound_bytes", maxOutboundBytes), ("max_consecutive_bad_frames", maxConsecutiveBadFrames),
             ("shutdown_grace_ms", shutdownGraceMs), ("component_stop_grace_ms", componentStopGraceMs),
+            ("max_connections_per_uid", maxConnectionsPerUid), ("max_calls_in_flight_per_uid", maxCallsInFlightPerUid),
+            ("max_subscriptions_per_uid", maxSubscriptionsPerUid), ("max_registrations_per_uid", maxRegistrationsPerUid),
         ]
         var settings = DaemonSettings(configFile: config, testHooks: testHooks)
         settings.componentDirectories = componentDirectories.isEmpty

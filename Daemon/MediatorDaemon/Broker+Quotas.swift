@@ -1,0 +1,61 @@
+import Logging
+import MediatorProtocol
+
+/// Per-uid quotas: connections, calls in flight (held ones included),
+/// subscriptions, registrations. An overrun answers `overloaded` naming the
+/// quota and its value, and the log names the culprit (uid, pid, executable),
+/// which dbus-broker's users miss in its logs.
+extension Broker {
+    enum Quota: String {
+        case connections = "max_connections_per_uid"
+        case callsInFlight = "max_calls_in_flight_per_uid"
+        case subscriptions = "max_subscriptions_per_uid"
+        case registrations = "max_registrations_per_uid"
+    }
+
+    func limit(_ quota: Quota) -> Int {
+        switch quota {
+        case .connections: return configuration.maxConnectionsPerUID
+        case .callsInFlight: return configuration.maxCallsInFlightPerUID
+        case .subscriptions: return configuration.maxSubscriptionsPerUID
+        case .registrations: return configuration.maxRegistrationsPerUID
+        }
+    }
+
+    /// How much of a quota the uid uses now.
+    func usage(_ quota: Quota, uid: UInt32) -> Int {
+        let connections = connectionsByUID[uid] ?? []
+        switch quota {
+        case .connections: return connections.count
+        case .callsInFlight: return connections.reduce(0) { $0 + callsInFlight(of: $1) }
+        case .subscriptions: return connections.reduce(0) { $0 + (peers[$1]?.patterns.count ?? 0) }
+        case .registrations: return connections.reduce(0) { $0 + (peers[$1]?.targets.count ?? 0) }
+        }
+    }
+
+    /// The per-connection limit, then the per-uid quota, for one more call.
+    func callLimitRefusal(_ connection: ConnectionID, _ credentials: PeerCredentials) -> MediatorError? {
+        if callsInFlight(of: connection) >= configuration.maxCallsInFlightPerConnection {
+            return MediatorError(
+                .overloaded, "this connection has \(configuration.maxCallsInFlightPerConnection) calls in flight, the limit")
+        }
+        return quotaExceeded(.callsInFlight, credentials: credentials)
+    }
+
+    /// The error for taking `adding` more of a quota, or nil when it fits.
+    func quotaExceeded(_ quota: Quota, credentials: PeerCredentials, adding: Int = 1) -> MediatorError? {
+        guard credentials.uid != 0 else { return nil }
+        let limit = self.limit(quota)
+        let used = usage(quota, uid: credentials.uid)
+        guard used + adding > limit else { return nil }
+        logger.warning(
+            "quota reached",
+            metadata: [
+                "quota": "\(quota.rawValue)", "limit": "\(limit)", "uid": "\(credentials.uid)", "pid": "\(credentials.pid)",
+                "exe": "\(credentials.executable ?? "unknown")",
+            ])
+        return MediatorError(
+            .overloaded, "uid \(credentials.uid) reached its quota \(quota.rawValue) = \(limit)",
+            data: ["quota": .string(quota.rawValue), "limit": .int(Int64(limit))])
+    }
+}
