@@ -27,7 +27,8 @@ extension Broker {
             }
         case "subscribe": outcome = subscribe(params, connection, adding: true)
         case "unsubscribe": outcome = subscribe(params, connection, adding: false)
-        case "publish": outcome = publishAction(params)
+        case "publish": outcome = publishAction(params, connection, now: now)
+        case "monitor": outcome = monitorAction(params, connection)
         case "cancel": outcome = cancel(params, connection)
         case "ping": outcome = .success(.object([:]))
         case "_block_event_loop" where configuration.testHooks:
@@ -309,7 +310,7 @@ extension Broker {
         return .success(.object([:]))
     }
 
-    func publishAction(_ params: [String: JSONValue]) -> Result<JSONValue, MediatorError> {
+    func publishAction(_ params: [String: JSONValue], _ connection: ConnectionID, now: NIODeadline) -> Result<JSONValue, MediatorError> {
         guard let name = params["event"]?.stringValue, NameRules.isValidEvent(name) else {
             return .failure(MediatorError(.badRequest, "\"event\" must be a valid event name"))
         }
@@ -322,7 +323,9 @@ extension Broker {
             buffer.writeBytes(value.encoded)
             data = buffer
         }
-        return .success(["delivered": .int(Int64(publish(name, data: data)))])
+        let delivered = publish(name, data: data)
+        monitorEvent(name, data: data, from: connection, now: now)
+        return .success(["delivered": .int(Int64(delivered))])
     }
 
     func cancel(_ params: [String: JSONValue], _ connection: ConnectionID) -> Result<JSONValue, MediatorError> {

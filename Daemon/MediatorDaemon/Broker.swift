@@ -35,6 +35,8 @@ public final class Broker {
 
     // Components started on demand (Broker+Activation.swift).
     var components: [String: ManagedComponent] = [:]
+    /// Connections that monitor traffic, with what they want to see.
+    var monitors: [ConnectionID: MonitorFilter] = [:]
     /// Each uid's connections, for the per-uid quotas.
     var connectionsByUID: [UInt32: Set<ConnectionID>] = [:]
     /// Calls each connection has waiting for a component to start; they count
@@ -87,7 +89,7 @@ public final class Broker {
                 switch envelope.kind {
                 case .request: handleRequest(envelope, frame, from: connection, now: now)
                 case .response: handleResponse(envelope, frame, from: connection, now: now)
-                case .event: handleEvent(envelope, frame, from: connection)
+                case .event: handleEvent(envelope, frame, from: connection, now: now)
                 }
             }
         }
@@ -96,6 +98,7 @@ public final class Broker {
 
     public func disconnect(_ connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
         guard let peer = peers.removeValue(forKey: connection) else { return [] }
+        monitors[connection] = nil
         connectionsByUID[peer.credentials.uid]?.remove(connection)
         if connectionsByUID[peer.credentials.uid]?.isEmpty == true { connectionsByUID[peer.credentials.uid] = nil }
         for call in pending.calls(toCallee: connection) {
@@ -207,7 +210,7 @@ public final class Broker {
             pending.insert(PendingCalls.Call(
                 daemonID: newID, caller: connection, callerID: id, callerIDBytes: idBytes, callee: instance.connection,
                 target: request.target, action: action, instance: instance.instance, more: request.more,
-                timeoutMs: timeoutMs, deadline: deadline))
+                timeoutMs: timeoutMs, deadline: deadline, startedAt: now))
             registry.adjustInFlight(target: request.target, instance: instance.instance, by: 1)
             wakeUp(at: deadline)
             daemonID = newID
@@ -221,9 +224,15 @@ public final class Broker {
                 "target": "\(request.target)", "action": "\(action)", "pid": "\(peer.credentials.pid)",
                 "uid": "\(peer.credentials.uid)", "instance": "\(instance.instance)",
             ])
-        send(instance.connection, writer.forwardedRequest(
+        let forwarded = writer.forwardedRequest(
             daemonID: daemonID, target: request.target, action: action, params: params, timeoutMs: timeoutMs,
-            more: request.more, caller: peer.callerMember))
+            more: request.more, caller: peer.callerMember)
+        send(instance.connection, forwarded)
+        if !monitors.isEmpty {
+            monitorRecord(
+                "request", from: connection, to: instance.connection, target: request.target, event: nil, elapsed: nil,
+                message: forwarded, now: now)
+        }
     }
 
     /// The action a call reaches among a target's specs (or `notFound`), with
@@ -257,23 +266,38 @@ public final class Broker {
         }
         let body = slice(frame, bodyRange)
         let isError = envelope.errorRange != nil
-        if envelope.continues, !isError, call.more {
+        let continues = envelope.continues && !isError && call.more
+        let answer = writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: continues)
+        if continues {
             pending.setDeadline(daemonID, now + .milliseconds(call.timeoutMs))
             wakeUp(at: now + .milliseconds(call.timeoutMs))
-            send(call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: false, body: body, continues: true))
-            return
+        } else {
+            // A `continues` the caller did not ask for is passed on as the final answer.
+            finish(daemonID, now: now)
         }
-        // A `continues` the caller did not ask for is passed on as the final answer.
-        finish(daemonID, now: now)
-        send(call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: false))
+        send(call.caller, answer)
+        if !monitors.isEmpty {
+            monitorRecord(
+                "response", from: connection, to: call.caller, target: call.target, event: nil,
+                elapsed: now - call.startedAt, message: answer, now: now)
+        }
     }
 
-    func handleEvent(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID) {
+    func handleEvent(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {
         guard !NameRules.isReservedEvent(envelope.event) else {
             logger.debug("peer event with a reserved name dropped", metadata: ["event": "\(envelope.event)"])
             return
         }
-        _ = publish(envelope.event, data: envelope.dataRange.map { slice(frame, $0) })
+        let data = envelope.dataRange.map { slice(frame, $0) }
+        _ = publish(envelope.event, data: data)
+        monitorEvent(envelope.event, data: data, from: connection, now: now)
+    }
+
+    func monitorEvent(_ name: String, data: ByteBuffer?, from connection: ConnectionID, now: NIODeadline) {
+        guard !monitors.isEmpty else { return }
+        monitorRecord(
+            "event", from: connection, to: nil, target: nil, event: name, elapsed: nil,
+            message: writer.event(name, rawData: data), now: now)
     }
 
     /// Sends an event to every connection with a matching pattern, once each.

@@ -19,6 +19,8 @@ public struct PendingCalls: Sendable {
         public var more: Bool
         public var timeoutMs: Int64
         public var deadline: NIODeadline
+        /// When the call was forwarded, for the monitor's timing.
+        public var startedAt: NIODeadline
     }
 
     struct CallerKey: Hashable {

@@ -14,7 +14,7 @@ struct PendingCallsTests {
         idBytes.writeBytes(id.json.encoded)
         p.insert(PendingCalls.Call(
             daemonID: daemonID, caller: caller, callerID: id, callerIDBytes: idBytes, callee: callee, target: "T",
-            action: "a", instance: 1, more: false, timeoutMs: ms, deadline: deadline(ms)))
+            action: "a", instance: 1, more: false, timeoutMs: ms, deadline: deadline(ms), startedAt: deadline(0)))
         return daemonID
     }
 

@@ -1,0 +1,89 @@
+import MediatorProtocol
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mediator/monitor`: a connection that asks for it gets, as the event
+/// `mediator.monitor`, a record of every request, response and event the
+/// daemon routes (optionally filtered by target and event patterns), with
+/// both peers and the time. With no monitor attached, routing pays one
+/// emptiness check.
+extension Broker {
+    struct MonitorFilter {
+        var targets: [String]
+        var events: [String]
+
+        func wants(target: String) -> Bool {
+            targets.isEmpty || targets.contains { NameRules.eventPattern($0, matches: target) }
+        }
+
+        func wants(event: String) -> Bool {
+            events.isEmpty || events.contains { NameRules.eventPattern($0, matches: event) }
+        }
+    }
+
+    func monitorAction(_ params: [String: JSONValue], _ connection: ConnectionID) -> Result<JSONValue, MediatorError> {
+        guard let peer = peers[connection] else { return .failure(MediatorError(.internal, "unknown connection")) }
+        if let denial = checkPolicy(.monitor, peer.credentials) { return .failure(denial) }
+        var filter = MonitorFilter(targets: [], events: [])
+        for (key, keyPath) in [("targets", \MonitorFilter.targets), ("events", \MonitorFilter.events)] {
+            guard let value = params[key] else { continue }
+            guard let items = value.arrayValue?.compactMap(\.stringValue), items.count == value.arrayValue?.count,
+                items.allSatisfy(NameRules.isValidEventPattern)
+            else {
+                return .failure(MediatorError(.badRequest, "\"\(key)\" must be an array of patterns (exact, prefix.* or *)"))
+            }
+            filter[keyPath: keyPath] = items
+        }
+        monitors[connection] = filter
+        logger.info("monitor attached", metadata: ["connection": "\(connection)", "pid": "\(peer.credentials.pid)", "uid": "\(peer.credentials.uid)"])
+        return .success(.object([:]))
+    }
+
+    func peerJSON(_ connection: ConnectionID) -> JSONValue {
+        guard let peer = peers[connection] else { return ["connection": .int(Int64(connection))] }
+        var members: [String: JSONValue] = [
+            "connection": .int(Int64(connection)), "pid": .int(Int64(peer.credentials.pid)),
+            "uid": .int(Int64(peer.credentials.uid)),
+        ]
+        if let name = peer.name { members["name"] = .string(name) }
+        return .object(members)
+    }
+
+    /// Sends one record to every monitor that wants it; `message` is the
+    /// line as it went out, spliced in unchanged.
+    func monitorRecord(
+        _ type: String, from: ConnectionID, to: ConnectionID?, target: String?, event: String?, elapsed: TimeAmount?,
+        message: ByteBuffer, now: NIODeadline
+    ) {
+        var members: [String: JSONValue] = [
+            "type": .string(type), "from": peerJSON(from), "uptime_us": .int(Int64(now.uptimeNanoseconds / 1000)),
+        ]
+        if let to { members["to"] = peerJSON(to) }
+        if let target { members["target"] = .string(target) }
+        if let event { members["event"] = .string(event) }
+        if let elapsed { members["elapsed_us"] = .int(elapsed.nanoseconds / 1000) }
+        var line: ByteBuffer?
+        for (connection, filter) in monitors {
+            let wanted = target.map(filter.wants(target:)) ?? event.map(filter.wants(event:)) ?? true
+            guard wanted, connection != from, connection != to else { continue }
+            if line == nil {
+                var body = writer.allocator.buffer(capacity: message.readableBytes + 160)
+                var head = JSONValue.object(members).encoded
+                head.removeLast()  // the closing brace: the message follows
+                body.writeBytes(head)
+                body.writeStaticString(",\"message\":")
+                var trimmed = message
+                if trimmed.readableBytes > 0, trimmed.getInteger(at: trimmed.writerIndex - 1, as: UInt8.self) == 0x0A {
+                    trimmed.moveWriterIndex(to: trimmed.writerIndex - 1)
+                }
+                body.writeImmutableBuffer(trimmed)
+                body.writeStaticString("}")
+                line = writer.event("mediator.monitor", rawData: body)
+            }
+            if let line { send(connection, line) }
+        }
+    }
+}
