@@ -18,12 +18,17 @@ extension Broker {
         case "list": outcome = .success(list(now: now))
         case "describe": outcome = describe(params, now: now)
         case "status": outcome = status(params, now: now)
-        case "stop": outcome = stopAction(params, now: now)
-        case "start":
-            // Answered once the component registers: held like a call to it.
-            switch startAction(params, connection, idBytes: idBytes, now: now) {
-            case .some(let immediate): outcome = immediate
-            case .none: return
+        case "start", "stop":
+            if let denial = denied(envelope.action, connection) {
+                outcome = .failure(denial)
+            } else if envelope.action == "stop" {
+                outcome = stopAction(params, now: now)
+            } else {
+                // Answered once the component registers: held like a call to it.
+                switch startAction(params, connection, idBytes: idBytes, now: now) {
+                case .some(let immediate): outcome = immediate
+                case .none: return
+                }
             }
         case "subscribe": outcome = subscribe(params, connection, adding: true)
         case "unsubscribe": outcome = subscribe(params, connection, adding: false)
@@ -68,6 +73,12 @@ extension Broker {
             pendingRegistration = nil
             componentRegistered(target, pid: pid, now: now)
         }
+    }
+
+    /// The policy's word on one of the daemon's own actions that need a grant.
+    func denied(_ action: String, _ connection: ConnectionID) -> MediatorError? {
+        guard let credentials = peers[connection]?.credentials else { return nil }
+        return checkPolicy(.call(target: ProtocolConstants.daemonTarget, action: action), credentials)
     }
 
     func answer(_ idBytes: ByteBuffer?, _ connection: ConnectionID, _ outcome: Result<JSONValue, MediatorError>) {
@@ -136,6 +147,12 @@ extension Broker {
                 return .failure(MediatorError(.badRequest, "\"description\" must be a string"))
             }
             description = text
+        }
+        // A process the daemon started for this target from a manifest (which
+        // the administrator wrote) may register it whatever the policy says.
+        let startedForTarget = components[target]?.processes.contains { $0.pid == peer.credentials.pid } ?? false
+        if !startedForTarget, let denial = checkPolicy(.register(target: target), peer.credentials) {
+            return .failure(denial)
         }
         if !peer.targets.contains(target), let refusal = quotaExceeded(.registrations, credentials: peer.credentials) {
             return .failure(refusal)
@@ -296,6 +313,11 @@ extension Broker {
             }
             patterns.append(pattern)
         }
+        if adding, let credentials = peers[connection]?.credentials {
+            for pattern in patterns {
+                if let denial = checkPolicy(.subscribe(pattern: pattern), credentials) { return .failure(denial) }
+            }
+        }
         if adding {
             let new = Set(patterns).subtracting(peers[connection]?.patterns ?? [])
             if let credentials = peers[connection]?.credentials, !new.isEmpty,
@@ -316,6 +338,11 @@ extension Broker {
         }
         guard !NameRules.isReservedEvent(name) else {
             return .failure(MediatorError(.forbidden, "events named \"mediator.*\" are sent only by the daemon"))
+        }
+        if let credentials = peers[connection]?.credentials,
+            let denial = checkPolicy(.publish(event: name), credentials)
+        {
+            return .failure(denial)
         }
         var data: ByteBuffer?
         if let value = params["data"] {

@@ -3,6 +3,10 @@ import MediatorProtocol
 import MediatorTransport
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The broker's whole state and logic: peers, registry, calls in flight,
 /// subscriptions. It does no I/O: each input returns the effects to carry
 /// out, and time comes in as an argument, so tests drive it without sockets.
@@ -35,6 +39,8 @@ public final class Broker {
 
     // Components started on demand (Broker+Activation.swift).
     var components: [String: ManagedComponent] = [:]
+    /// Who may do what; the default until policy files are loaded.
+    var policy = Policy.defaultPolicy(daemonUID: UInt32(getuid()))
     /// Connections that monitor traffic, with what they want to see.
     var monitors: [ConnectionID: MonitorFilter] = [:]
     /// Each uid's connections, for the per-uid quotas.
@@ -188,6 +194,11 @@ public final class Broker {
         func fail(_ error: MediatorError) {
             if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error)) }
         }
+        if let credentials = peers[connection]?.credentials,
+            let denial = checkPolicy(.call(target: request.target, action: request.action), credentials)
+        {
+            return fail(denial)
+        }
         if holdIfActivating(request, from: connection, now: now) { return }
         guard let entry = registry.target(request.target), let peer = peers[connection] else {
             return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
@@ -289,6 +300,9 @@ public final class Broker {
             return
         }
         let data = envelope.dataRange.map { slice(frame, $0) }
+        if let credentials = peers[connection]?.credentials, checkPolicy(.publish(event: envelope.event), credentials) != nil {
+            return  // a bare event has no answer; the denial is logged
+        }
         _ = publish(envelope.event, data: data)
         monitorEvent(envelope.event, data: data, from: connection, now: now)
     }

@@ -80,6 +80,12 @@ public final class MediatorServer: Service, Sendable {
         logger.info("configuration reloaded", metadata: ["max_connections": "\(configuration.maxConnections)"])
     }
 
+    /// Replaces the access policy (at start and on SIGHUP).
+    public func loadPolicy(_ policy: Policy) async {
+        let host = self.host
+        try? await host.eventLoop.submit { host.broker.loadPolicy(policy) }.get()
+    }
+
     /// Replaces the component manifests (SIGHUP).
     public func reloadManifests(_ manifests: [Manifest]) async {
         let host = self.host

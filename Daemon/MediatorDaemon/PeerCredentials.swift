@@ -9,8 +9,13 @@ public struct PeerCredentials: Sendable, Hashable {
     public var groups: [UInt32]
     /// `/proc/PID/exe` at connect time, when the daemon may read it.
     public var executable: String?
+    /// The uid's name, looked up once at connect (for messages).
+    public var userName: String?
 
-    public init(pid: Int32, uid: UInt32, gid: UInt32, groups: [UInt32] = [], executable: String? = nil) {
+    public init(
+        pid: Int32, uid: UInt32, gid: UInt32, groups: [UInt32] = [], executable: String? = nil, userName: String? = nil
+    ) {
+        self.userName = userName
         self.pid = pid
         self.uid = uid
         self.gid = gid

@@ -31,7 +31,8 @@ enum PeerCredentialsReader {
         return credentials.and(groups.map(Optional.some).recover { _ in nil }).map { credentials, groups in
             PeerCredentials(
                 pid: credentials.pid, uid: credentials.uid, gid: credentials.gid,
-                groups: groups.map(trimmedGroups) ?? [], executable: executable(of: credentials.pid))
+                groups: groups.map(trimmedGroups) ?? [], executable: executable(of: credentials.pid),
+                userName: SystemAccounts().userName(credentials.uid))
         }
     }
 

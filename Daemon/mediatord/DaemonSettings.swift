@@ -12,6 +12,8 @@ struct DaemonSettings: Sendable {
     var testHooks = false
     /// Folders of component manifests (`--components`, else the instance's defaults).
     var componentDirectories: [String] = []
+    /// Folders of access policy files (`--policy`, else the instance's defaults).
+    var policyDirectories: [String] = []
 
     struct Loaded: Sendable {
         var configuration: DaemonConfiguration
@@ -43,6 +45,15 @@ struct DaemonSettings: Sendable {
 }
 
 extension DaemonSettings {
+    /// Reads the policy files; problems are logged, and a broken file is skipped.
+    func loadPolicy(logger: Logger) -> Policy {
+        let (policy, problems) = PolicyLoader(directories: policyDirectories, accounts: SystemAccounts()).load()
+        for problem in problems {
+            logger.error("access policy problem", metadata: ["file": "\(problem.file)", "member": "\(problem.member ?? "")", "reason": "\(problem.reason)"])
+        }
+        return policy
+    }
+
     /// Reads the manifests; a bad one is logged (file, member, reason) and skipped.
     func loadManifests(logger: Logger) -> [Manifest] {
         let (manifests, problems) = ManifestLoader(directories: componentDirectories).load()

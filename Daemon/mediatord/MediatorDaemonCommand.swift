@@ -83,6 +83,11 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         valueName: "dir"))
     var componentDirectories: [String] = []
 
+    @Option(name: .customLong("policy"), help: ArgumentHelp(
+        "A folder of access policy files (repeatable); default /etc/mediator/policy.d, with --user ~/.config/mediator/policy.d. Without any file, the default policy of docs/policy.md applies.",
+        valueName: "dir"))
+    var policyDirectories: [String] = []
+
     @Flag(help: "Send READY=1 only once every at-boot component has registered or failed.")
     var waitForBootComponents = false
 
@@ -106,6 +111,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         settings.componentDirectories = componentDirectories.isEmpty
             ? ManifestLoader.defaultDirectories(userInstance: user, environment: ProcessInfo.processInfo.environment)
             : componentDirectories
+        settings.policyDirectories = policyDirectories.isEmpty
+            ? PolicyLoader.defaultDirectories(userInstance: user, environment: ProcessInfo.processInfo.environment)
+            : policyDirectories
         for case let (key, value?) in flags { settings.flags[key] = value }
         return settings
     }
@@ -158,6 +166,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             onReady: { server in notifier.ready(status: await StatusReporter.summary(server)) },
             onStopping: { notifier.stopping() })
 
+        await server.loadPolicy(settings.loadPolicy(logger: logger))
         let group = ServiceGroup(
             configuration: .init(
                 services: [

@@ -21,6 +21,7 @@ struct ReloadService: Service, CustomStringConvertible {
             do {
                 await server.reload(try settings.load().configuration)
                 await server.reloadManifests(settings.loadManifests(logger: logger))
+                await server.loadPolicy(settings.loadPolicy(logger: logger))
                 notifier.ready(status: await StatusReporter.summary(server))
             } catch {
                 logger.error("reload failed; the running settings stay", metadata: ["error": "\(error)"])

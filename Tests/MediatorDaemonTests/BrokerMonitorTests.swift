@@ -44,8 +44,9 @@ struct BrokerMonitorTests {
         #expect(d.takeJSON(1).compactMap { $0["data"]?["event"]?.stringValue } == ["keep.me"])
     }
 
-    @Test func anOrdinaryUserMayNotMonitor() {
+    @Test func anOrdinaryUserMayNotMonitorUnderTheDefaultPolicy() {
         let d = BrokerDriver()
+        d.broker.loadPolicy(.defaultPolicy(daemonUID: 0))
         d.connect(1)
         let answer = d.daemon("monitor", from: 1)
         #expect(answer?["error"]?["code"] == "forbidden")

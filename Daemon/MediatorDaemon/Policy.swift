@@ -1,0 +1,524 @@
+import MediatorProtocol
+
+/// What a peer asks to do, checked against the policy.
+public enum PolicyRequest: Sendable, Equatable, CustomStringConvertible {
+    /// Registering (or joining the pool of) a target.
+    case register(target: String)
+    /// A call; also used for `open`, as the call the URL reaches.
+    case call(target: String, action: String)
+    /// A subscription, with the pattern asked for (`user.login`, `user.*`, `*`).
+    case subscribe(pattern: String)
+    /// Publishing one event.
+    case publish(event: String)
+    /// Attaching a monitor.
+    case monitor
+
+    /// The request as a denial names it: `register "Notes"`, `call "Notes/add"`,
+    /// `subscribe to "user.*"`, `publish "user.login"`, `monitor`.
+    public var description: String {
+        switch self {
+        case .register(let target): return "register \(Policy.quoted(target))"
+        case .call(let target, let action): return "call \(Policy.quoted(target + "/" + action))"
+        case .subscribe(let pattern): return "subscribe to \(Policy.quoted(pattern))"
+        case .publish(let event): return "publish \(Policy.quoted(event))"
+        case .monitor: return "monitor"
+        }
+    }
+}
+
+/// Who asks: the peer's credentials as the kernel gave them.
+public struct PolicySubject: Sendable, Equatable, CustomStringConvertible {
+    public var uid: UInt32
+    /// The primary group.
+    public var gid: UInt32
+    /// The primary and supplementary groups (SO_PEERGROUPS). The primary
+    /// group counts even when it is missing here.
+    public var groups: [UInt32]
+    /// The user's name, looked up once when the connection was accepted;
+    /// only used in denial messages.
+    public var userName: String?
+
+    public init(uid: UInt32, gid: UInt32, groups: [UInt32], userName: String? = nil) {
+        self.uid = uid
+        self.gid = gid
+        self.groups = groups
+        self.userName = userName
+    }
+
+    /// Whether the subject holds group `gid`, as its primary or a supplementary group.
+    public func isMember(of gid: UInt32) -> Bool {
+        self.gid == gid || groups.contains(gid)
+    }
+
+    /// `uid 1000 (alice)`, or `uid 1000` without a name.
+    public var description: String {
+        if let userName { return "uid \(uid) (\(userName))" }
+        return "uid \(uid)"
+    }
+}
+
+/// Who may do what: rules that grant, read from JSON files (docs/policy.md).
+///
+/// Rules only ever grant, and add up: a request is allowed when any rule
+/// that matches the subject allows it. uid 0 may do anything. Checking is
+/// pure and does no I/O: names were resolved when the policy was read.
+public struct Policy: Sendable, Equatable {
+    /// A name pattern: an exact name, a prefix followed by `.*`, or `*`.
+    ///
+    /// `Net.*` matches any name that starts with `Net.` and has at least one
+    /// more byte (`Net.wifi`, `Net.a.b`, but neither `Net` nor `Network`),
+    /// as subscription patterns do.
+    public enum Pattern: Sendable, Hashable, CustomStringConvertible {
+        /// `*`: every name.
+        case any
+        /// `P.*`, kept as `P.` (the dot included).
+        case prefix(String)
+        /// One name.
+        case exact(String)
+
+        /// Which names a pattern is about, for the rules of its text.
+        public enum Kind: Sendable {
+            case target, action, event
+
+            func isValidName(_ name: String) -> Bool {
+                switch self {
+                case .target: return NameRules.isValidTarget(name)
+                case .action: return NameRules.isValidAction(name)
+                case .event: return NameRules.isValidEvent(name)
+                }
+            }
+        }
+
+        /// Reads `*`, `NAME.*` or `NAME`, where NAME follows the name rules
+        /// of `kind`; nil for anything else (`Net*`, `*.x`, `Net.`).
+        public init?(_ text: String, kind: Kind) {
+            let bytes = text.utf8
+            if bytes.count == 1 && bytes.first == UInt8(ascii: "*") {
+                self = .any
+                return
+            }
+            if bytes.last == UInt8(ascii: "*") {
+                let prefix = bytes.dropLast()
+                guard prefix.last == UInt8(ascii: "."), kind.isValidName(String(decoding: prefix, as: UTF8.self)) else {
+                    return nil
+                }
+                self = .prefix(String(decoding: prefix, as: UTF8.self))
+                return
+            }
+            guard kind.isValidName(text) else { return nil }
+            self = .exact(text)
+        }
+
+        /// Whether `name` is one of the names the pattern selects.
+        public func matches(_ name: String) -> Bool {
+            switch self {
+            case .any: return true
+            case .prefix(let prefix):
+                return name.utf8.count > prefix.utf8.count && name.utf8.starts(with: prefix.utf8)
+            case .exact(let exact): return name.utf8.elementsEqual(exact.utf8)
+            }
+        }
+
+        /// Whether every name `other` selects is also selected by this
+        /// pattern: `*` covers everything; `x.*` covers `x.*`, `x.y.*` and
+        /// any name it matches; a name covers only itself.
+        public func covers(_ other: Pattern) -> Bool {
+            switch (self, other) {
+            case (.any, _): return true
+            case (.prefix, .any): return false
+            case (.prefix(let mine), .prefix(let theirs)): return theirs.utf8.starts(with: mine.utf8)
+            case (.prefix, .exact(let name)): return matches(name)
+            case (.exact(let mine), .exact(let theirs)): return mine.utf8.elementsEqual(theirs.utf8)
+            case (.exact, _): return false
+            }
+        }
+
+        /// The pattern as written: `*`, `Net.*`, `Notes`.
+        public var description: String {
+            switch self {
+            case .any: return "*"
+            case .prefix(let prefix): return prefix + "*"
+            case .exact(let name): return name
+            }
+        }
+    }
+
+    /// A call pattern: `TARGET/ACTION`, each side a ``Pattern``
+    /// (`Notes/*`, `*/ping`, `Net.*/get`, `*/*`).
+    public struct CallPattern: Sendable, Hashable, CustomStringConvertible {
+        public var target: Pattern
+        public var action: Pattern
+
+        public init(target: Pattern, action: Pattern) {
+            self.target = target
+            self.action = action
+        }
+
+        /// Reads `TARGET/ACTION`; nil unless there is exactly one `/` and
+        /// both sides are patterns.
+        public init?(_ text: String) {
+            let sides = text.utf8.split(separator: UInt8(ascii: "/"), maxSplits: 2, omittingEmptySubsequences: false)
+            guard sides.count == 2,
+                let target = Pattern(String(decoding: sides[0], as: UTF8.self), kind: .target),
+                let action = Pattern(String(decoding: sides[1], as: UTF8.self), kind: .action)
+            else { return nil }
+            self.init(target: target, action: action)
+        }
+
+        /// Every call: `*/*`.
+        public static let any = CallPattern(target: .any, action: .any)
+
+        public func matches(target: String, action: String) -> Bool {
+            self.target.matches(target) && self.action.matches(action)
+        }
+
+        public var description: String { "\(target)/\(action)" }
+    }
+
+    /// Whom a rule is about. Every condition given must hold; none means everyone.
+    public struct Match: Sendable, Equatable {
+        /// The subject's uid must be this (from `uid`, or `user` resolved).
+        public var uid: UInt32?
+        /// The subject must hold each of these groups, as its primary or a
+        /// supplementary group (from `gid`, and `group` resolved).
+        public var gids: [UInt32]
+
+        public init(uid: UInt32? = nil, gids: [UInt32] = []) {
+            self.uid = uid
+            self.gids = gids
+        }
+
+        /// `{}`: every subject.
+        public static let everyone = Match()
+
+        public func matches(_ subject: PolicySubject) -> Bool {
+            if let uid, subject.uid != uid { return false }
+            for gid in gids where !subject.isMember(of: gid) { return false }
+            return true
+        }
+    }
+
+    /// What a rule grants.
+    public struct Allow: Sendable, Equatable {
+        /// Targets that may be registered.
+        public var register: [Pattern]
+        /// Calls that may be made (and URLs opened).
+        public var call: [CallPattern]
+        /// Patterns that cover what may be subscribed to.
+        public var subscribe: [Pattern]
+        /// Events that may be published.
+        public var publish: [Pattern]
+        /// Whether a monitor may be attached.
+        public var monitor: Bool
+
+        public init(
+            register: [Pattern] = [], call: [CallPattern] = [], subscribe: [Pattern] = [], publish: [Pattern] = [],
+            monitor: Bool = false
+        ) {
+            self.register = register
+            self.call = call
+            self.subscribe = subscribe
+            self.publish = publish
+            self.monitor = monitor
+        }
+
+        /// Everything: `*` everywhere and `monitor`.
+        public static let everything = Allow(
+            register: [.any], call: [.any], subscribe: [.any], publish: [.any], monitor: true)
+
+        /// Whether this grants `request`.
+        public func grants(_ request: PolicyRequest) -> Bool {
+            switch request {
+            case .register(let target):
+                return register.contains { $0.matches(target) }
+            case .call(let target, let action):
+                return call.contains { $0.matches(target: target, action: action) }
+            case .subscribe(let pattern):
+                // A pattern that is not valid is taken as one literal name:
+                // only `*` covers it.
+                let asked = Pattern(pattern, kind: .event) ?? .exact(pattern)
+                return subscribe.contains { $0.covers(asked) }
+            case .publish(let event):
+                return publish.contains { $0.matches(event) }
+            case .monitor:
+                return monitor
+            }
+        }
+    }
+
+    /// One grant: the subjects it is about and what they may do.
+    public struct Rule: Sendable, Equatable {
+        public var match: Match
+        public var allow: Allow
+
+        public init(match: Match = .everyone, allow: Allow) {
+            self.match = match
+            self.allow = allow
+        }
+    }
+
+    /// The rules, in file order. They add up: the order does not change the outcome.
+    public var rules: [Rule]
+    /// Whether this is the default policy, in force because no policy file
+    /// was found at all. A policy file that is empty, or whose every rule was
+    /// refused, is still a policy: the default does not come back.
+    public var isDefault: Bool
+    /// Rules that were left out while reading, each with why: a user or
+    /// group name that did not resolve. The rest of the file applies.
+    public var skippedRules: [PolicyProblem]
+
+    public init(rules: [Rule], isDefault: Bool = false, skippedRules: [PolicyProblem] = []) {
+        self.rules = rules
+        self.isDefault = isDefault
+        self.skippedRules = skippedRules
+    }
+
+    /// The actions of the daemon's own target that anyone may call whatever
+    /// the policy: they only read, or act on the caller's own calls,
+    /// subscriptions and registrations. `register`, `subscribe`, `publish`
+    /// and `open` are checked as the request they make, not as calls; the
+    /// others (`start`, `stop`, and any added later) are calls like any
+    /// other, `mediator/stop` in a rule.
+    public static let openDaemonActions: Set<String> = [
+        "hello", "ping", "list", "describe", "status", "cancel", "unregister", "unsubscribe",
+    ]
+
+    /// The policy without any policy file: the daemon's own uid (and root)
+    /// may do anything; everyone else may call, subscribe and publish, but
+    /// not register or monitor. (Events under `mediator.` are the daemon's
+    /// own: the broker refuses to let anyone publish them.)
+    public static func defaultPolicy(daemonUID: UInt32) -> Policy {
+        Policy(
+            rules: [
+                Rule(match: Match(uid: daemonUID), allow: .everything),
+                Rule(match: .everyone, allow: Allow(call: [.any], subscribe: [.any], publish: [.any])),
+            ],
+            isDefault: true)
+    }
+
+    /// The rules of several files, one after the other; skipped rules too.
+    /// The result is the default only when every part is (and there is one).
+    public static func merged(_ policies: [Policy]) -> Policy {
+        Policy(
+            rules: policies.flatMap(\.rules),
+            isDefault: !policies.isEmpty && policies.allSatisfy(\.isDefault),
+            skippedRules: policies.flatMap(\.skippedRules))
+    }
+
+    /// Whether `subject` may make `request`: uid 0 always may, as may
+    /// anyone call one of the ``openDaemonActions``; otherwise some rule
+    /// that matches the subject must grant it.
+    public func allows(_ request: PolicyRequest, by subject: PolicySubject) -> Bool {
+        if subject.uid == 0 { return true }
+        if case .call(let target, let action) = request, target == ProtocolConstants.daemonTarget,
+            Self.openDaemonActions.contains(action)
+        {
+            return true
+        }
+        for rule in rules where rule.match.matches(subject) && rule.allow.grants(request) {
+            return true
+        }
+        return false
+    }
+
+    /// nil when allowed, else the denial, naming the subject and what was
+    /// denied: `uid 1000 (alice) may not register "Notes"`.
+    public func check(_ request: PolicyRequest, by subject: PolicySubject) -> String? {
+        allows(request, by: subject) ? nil : "\(subject) may not \(request)"
+    }
+
+    static func quoted(_ text: String) -> String { JSONValue.string(text).jsonText }
+}
+
+// MARK: - Reading the JSON form
+
+extension Policy {
+    /// The members of a policy file, a rule, a match and an allow.
+    public static let fileMembers = ["rules", "description"]
+    public static let ruleMembers = ["match", "allow", "description"]
+    public static let matchMembers = ["user", "group", "uid", "gid"]
+    public static let allowMembers = ["register", "call", "subscribe", "publish", "monitor"]
+
+    /// The largest uid or gid a rule may name; 4294967295 is `(uid_t)-1`, no one.
+    public static let maxID: Int64 = 4_294_967_294
+
+    /// Reads one policy file's JSON. A structural problem (an unknown
+    /// member, a wrong type, a pattern that is not one) is thrown and the
+    /// whole file is refused: a file whose meaning is in doubt grants
+    /// nothing. A rule naming a user or group that does not resolve
+    /// through `accounts` is left out, with the problem in ``skippedRules``.
+    public init(json: JSONValue, file: String, accounts: any AccountDirectory) throws(PolicyProblem) {
+        let reader = Reader(file: file)
+        guard let members = json.objectValue else {
+            throw PolicyProblem(file: file, reason: "a policy must be a JSON object, got \(json.typeName)")
+        }
+        try reader.rejectUnknown(members, known: Self.fileMembers, at: nil)
+        try reader.description(members, at: nil)
+        guard let rulesValue = members["rules"] else { throw reader.problem("rules", "is required") }
+        guard let rawRules = rulesValue.arrayValue else { throw reader.expected("rules", "an array of rules", rulesValue) }
+
+        var rules: [Rule] = []
+        var skipped: [PolicyProblem] = []
+        for (index, raw) in rawRules.enumerated() {
+            let path = "rules[\(index)]"
+            guard let ruleMembers = raw.objectValue else { throw reader.expected(path, "an object", raw) }
+            try reader.rejectUnknown(ruleMembers, known: Self.ruleMembers, at: path)
+            try reader.description(ruleMembers, at: path)
+            guard let matchValue = ruleMembers["match"] else {
+                throw reader.problem(path + ".match", "is required; {} matches everyone")
+            }
+            guard let allowValue = ruleMembers["allow"] else { throw reader.problem(path + ".allow", "is required") }
+            let match = try reader.match(matchValue, at: path + ".match", accounts: accounts)
+            let allow = try reader.allow(allowValue, at: path + ".allow")
+            switch match {
+            case .success(let match): rules.append(Rule(match: match, allow: allow))
+            case .failure(let problem): skipped.append(problem)
+            }
+        }
+        self.init(rules: rules, isDefault: false, skippedRules: skipped)
+    }
+
+    /// Reads members and builds the problems of one file.
+    private struct Reader {
+        var file: String
+
+        func problem(_ member: String?, _ reason: String) -> PolicyProblem {
+            PolicyProblem(file: file, member: member, reason: reason)
+        }
+
+        func expected(_ member: String, _ what: String, _ value: JSONValue) -> PolicyProblem {
+            problem(member, "must be \(what), got \(Manifest.shown(value))")
+        }
+
+        static func join(_ path: String?, _ member: String) -> String {
+            path.map { "\($0).\(member)" } ?? member
+        }
+
+        func rejectUnknown(_ members: [String: JSONValue], known: [String], at path: String?) throws(PolicyProblem) {
+            let unknown = members.keys.filter { !known.contains($0) }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            if let first = unknown.first {
+                throw problem(Self.join(path, first), "unknown member; known members: \(known.joined(separator: ", "))")
+            }
+        }
+
+        func description(_ members: [String: JSONValue], at path: String?) throws(PolicyProblem) {
+            if let value = members["description"], value.stringValue == nil {
+                throw expected(Self.join(path, "description"), "a string", value)
+            }
+        }
+
+        func allow(_ value: JSONValue, at path: String) throws(PolicyProblem) -> Allow {
+            guard let members = value.objectValue else { throw expected(path, "an object", value) }
+            try rejectUnknown(members, known: Policy.allowMembers, at: path)
+            let names = "a name, NAME.* or *"
+            let register = try patterns(members, "register", at: path, "a target pattern: expected \(names)") {
+                Pattern($0, kind: .target)
+            }
+            let call = try patterns(
+                members, "call", at: path,
+                "a call pattern: expected TARGET/ACTION, each side \(names) (such as \"Notes/*\")", CallPattern.init)
+            let subscribe = try patterns(members, "subscribe", at: path, "an event pattern: expected \(names)") {
+                Pattern($0, kind: .event)
+            }
+            let publish = try patterns(members, "publish", at: path, "an event pattern: expected \(names)") {
+                Pattern($0, kind: .event)
+            }
+            var monitor = false
+            if let monitorValue = members["monitor"] {
+                guard let flag = monitorValue.boolValue else { throw expected(path + ".monitor", "true or false", monitorValue) }
+                monitor = flag
+            }
+            return Allow(register: register, call: call, subscribe: subscribe, publish: publish, monitor: monitor)
+        }
+
+        /// An array of pattern strings, each read by `parse`; one it
+        /// refuses is a problem at its item: "TEXT" is not `what`.
+        private func patterns<Parsed>(
+            _ members: [String: JSONValue], _ name: String, at path: String, _ what: String,
+            _ parse: (String) -> Parsed?
+        ) throws(PolicyProblem) -> [Parsed] {
+            let member = path + "." + name
+            guard let value = members[name] else { return [] }
+            guard let items = value.arrayValue else { throw expected(member, "an array of patterns", value) }
+            var parsed: [Parsed] = []
+            for (index, item) in items.enumerated() {
+                let itemPath = "\(member)[\(index)]"
+                guard let text = item.stringValue else { throw expected(itemPath, "a string", item) }
+                guard let pattern = parse(text) else { throw problem(itemPath, "\(Policy.quoted(text)) is not \(what)") }
+                parsed.append(pattern)
+            }
+            return parsed
+        }
+
+        /// The match, or (as a failure, not thrown) why the rule is skipped:
+        /// a name that does not resolve, or a user that is not its `uid`.
+        func match(_ value: JSONValue, at path: String, accounts: any AccountDirectory) throws(PolicyProblem)
+            -> Result<Match, PolicyProblem>
+        {
+            guard let members = value.objectValue else { throw expected(path, "an object ({} matches everyone)", value) }
+            try rejectUnknown(members, known: Policy.matchMembers, at: path)
+            let user = try name(members, "user", at: path)
+            let group = try name(members, "group", at: path)
+            let uid = try id(members, "uid", at: path)
+            let gid = try id(members, "gid", at: path)
+
+            var match = Match(uid: uid, gids: gid.map { [$0] } ?? [])
+            if let user {
+                guard let resolved = accounts.uid(ofUser: user) else {
+                    return .failure(problem(path + ".user", "no user named \(Policy.quoted(user)); the rule is skipped"))
+                }
+                if let uid, uid != resolved {
+                    return .failure(
+                        problem(
+                            path + ".user",
+                            "user \(Policy.quoted(user)) is uid \(resolved), not \(uid) as \"uid\" says; the rule is skipped"))
+                }
+                match.uid = resolved
+            }
+            if let group {
+                guard let resolved = accounts.gid(ofGroup: group) else {
+                    return .failure(problem(path + ".group", "no group named \(Policy.quoted(group)); the rule is skipped"))
+                }
+                if !match.gids.contains(resolved) { match.gids.append(resolved) }
+            }
+            return .success(match)
+        }
+
+        private func name(_ members: [String: JSONValue], _ name: String, at path: String) throws(PolicyProblem) -> String? {
+            guard let value = members[name] else { return nil }
+            guard let text = value.stringValue, SystemAccounts.isLookupName(text) else {
+                throw expected(path + "." + name, "a non-empty \(name) name", value)
+            }
+            return text
+        }
+
+        private func id(_ members: [String: JSONValue], _ name: String, at path: String) throws(PolicyProblem) -> UInt32? {
+            guard let value = members[name] else { return nil }
+            guard let number = value.intValue, number >= 0, number <= Policy.maxID else {
+                throw expected(path + "." + name, "an integer from 0 to \(Policy.maxID)", value)
+            }
+            return UInt32(number)
+        }
+    }
+}
+
+/// Why a policy file, or one of its rules, was not loaded: the file, the
+/// member when one is at fault (a path such as `rules[0].allow.call[1]`),
+/// and the reason.
+public struct PolicyProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    public var file: String
+    public var member: String?
+    public var reason: String
+
+    public init(file: String, member: String? = nil, reason: String) {
+        self.file = file
+        self.member = member
+        self.reason = reason
+    }
+
+    /// `FILE: member "MEMBER": REASON`, or `FILE: REASON`.
+    public var description: String {
+        if let member { return "\(file): member \(Policy.quoted(member)): \(reason)" }
+        return "\(file): \(reason)"
+    }
+}

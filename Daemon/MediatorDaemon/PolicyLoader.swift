@@ -1,0 +1,150 @@
+import Foundation
+import MediatorProtocol
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Reads the policy folders (docs/policy.md).
+///
+/// Loading does file I/O and resolves user and group names through NSS,
+/// which may block: run it at start and on SIGHUP, off the event loop, and
+/// hand the broker the finished ``Policy``.
+public struct PolicyLoader: Sendable {
+    /// The folders, the first winning over the later ones by file name.
+    public var directories: [String]
+    public var accounts: any AccountDirectory
+    /// The uid the default policy trusts; the daemon's own.
+    public var daemonUID: UInt32
+
+    public init(directories: [String], accounts: any AccountDirectory, daemonUID: UInt32 = UInt32(getuid())) {
+        self.directories = directories
+        self.accounts = accounts
+        self.daemonUID = daemonUID
+    }
+
+    /// Reads every `*.json` file of the folders, in order, files sorted by
+    /// name (byte order) within a folder, and adds their rules up.
+    ///
+    /// - No policy file at all (folders missing or holding no `*.json`):
+    ///   ``Policy/defaultPolicy(daemonUID:)``, with no problem.
+    /// - A file that does not load (unreadable, not JSON, a structural
+    ///   problem) is a problem and grants nothing; the other files apply.
+    /// - A rule naming a user or group that does not exist is a problem and
+    ///   is left out; the rest of its file applies.
+    /// - Any policy file found, even empty or refused, means a policy is in
+    ///   force: the default never comes back because a file is broken. A
+    ///   folder that cannot be listed, or is not a folder, counts the same
+    ///   way (fail closed).
+    /// - A file that someone other than root or the daemon's user could
+    ///   change (another owner, or writable by its group or others) is a
+    ///   problem and is not read, as ubusd refuses such ACL files.
+    /// - As with manifests, a later folder's file with the same name as an
+    ///   earlier one's is ignored, and names that start with `.` are ignored.
+    public func load() -> (policy: Policy, problems: [PolicyProblem]) {
+        var policies: [Policy] = []
+        var problems: [PolicyProblem] = []
+        var found = false
+        var seenNames: Set<String> = []
+        let fileManager = FileManager.default
+
+        for directory in directories {
+            var isDirectory: ObjCBool = false
+            guard fileManager.fileExists(atPath: directory, isDirectory: &isDirectory) else { continue }
+            guard isDirectory.boolValue else {
+                found = true
+                problems.append(PolicyProblem(file: directory, reason: "is not a folder; no rules are read from it"))
+                continue
+            }
+            let names: [String]
+            do {
+                names = try fileManager.contentsOfDirectory(atPath: directory)
+            } catch {
+                found = true
+                problems.append(
+                    PolicyProblem(
+                        file: directory,
+                        reason: "cannot list the folder (\((error as NSError).localizedDescription)); no rules are read from it"))
+                continue
+            }
+            let candidates = names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
+                .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            for name in candidates {
+                let path = ManifestLoader.join(directory, name)
+                let kind = ManifestLoader.kind(path)
+                if kind == .other { continue }
+                guard seenNames.insert(name).inserted else { continue }
+                found = true
+                if kind == .mask { continue }
+                if kind == .brokenLink {
+                    problems.append(PolicyProblem(file: path, reason: "is a link to a file that does not exist"))
+                    continue
+                }
+                if let unsafe = Self.unsafeFileReason(path) {
+                    problems.append(PolicyProblem(file: path, reason: unsafe))
+                    continue
+                }
+                switch ManifestLoader.read(path) {
+                case .failure(let problem):
+                    problems.append(PolicyProblem(file: path, member: problem.member, reason: problem.reason))
+                case .success(nil):
+                    continue  // empty: no rules
+                case .success(let json?):
+                    do {
+                        let policy = try Policy(json: json, file: path, accounts: accounts)
+                        problems += policy.skippedRules
+                        policies.append(policy)
+                    } catch {
+                        problems.append(error)
+                    }
+                }
+            }
+        }
+        guard found else { return (Policy.defaultPolicy(daemonUID: daemonUID), problems) }
+        return (Policy.merged(policies), problems)
+    }
+
+    /// Why the file (links followed) may not be trusted, or nil: it must
+    /// belong to root or to the user the daemon runs as, and be writable by
+    /// its owner alone.
+    static func unsafeFileReason(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }  // gone: reading it says so
+        let owner = UInt32(info.st_uid)
+        let me = UInt32(getuid())
+        if owner != 0 && owner != me {
+            return
+                "is owned by uid \(owner); a policy file must belong to root or to the daemon's user (uid \(me)), so it is not read"
+        }
+        let mode = UInt32(info.st_mode) & 0o7777
+        if mode & 0o022 != 0 {
+            let octal = String(mode, radix: 8)
+            let shown = String(repeating: "0", count: max(0, 4 - octal.count)) + octal
+            return "is writable by its group or others (mode \(shown)), so it is not read; chmod go-w it"
+        }
+        return nil
+    }
+
+    /// The policy folder of the system or the user instance.
+    ///
+    /// System: `/etc/mediator/policy.d`. User:
+    /// `$XDG_CONFIG_HOME/mediator/policy.d`, where an unset, empty or
+    /// relative `XDG_CONFIG_HOME` means `$HOME/.config`; usually absent, so
+    /// the user instance runs the default policy.
+    public static func defaultDirectories(userInstance: Bool, environment: [String: String]) -> [String] {
+        guard userInstance else { return systemDirectories }
+        let configHome: String
+        if let value = environment["XDG_CONFIG_HOME"], value.hasPrefix("/") {
+            configHome = value
+        } else {
+            let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? FileManager.default.homeDirectoryForCurrentUser.path
+            configHome = ManifestLoader.join(home, ".config")
+        }
+        return [ManifestLoader.join(configHome, "mediator/policy.d")]
+    }
+
+    public static let systemDirectories = ["/etc/mediator/policy.d"]
+}

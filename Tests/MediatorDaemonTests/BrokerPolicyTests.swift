@@ -1,0 +1,67 @@
+import MediatorProtocol
+import NIOCore
+import Testing
+
+@testable import MediatorDaemon
+
+/// The policy as the broker applies it: each kind of request is checked, and
+/// a denial is `forbidden` naming what was denied.
+@Suite("Broker: access policy")
+struct BrokerPolicyTests {
+    /// uid 1001 (connection 1) may register Notes and call Notes/* and */ping;
+    /// subscribe and publish user.*; nothing else. uid 1002 (connection 2) may
+    /// register Svc only.
+    func driver() -> BrokerDriver {
+        let d = BrokerDriver()
+        d.broker.loadPolicy(Policy(rules: [
+            Policy.Rule(match: .init(uid: 1001), allow: .init(
+                register: [.exact("Notes")],
+                call: [.init(target: .exact("Notes"), action: .any), .init(target: .any, action: .exact("ping"))],
+                subscribe: [.prefix("user.")], publish: [.prefix("user.")])),
+            Policy.Rule(match: .init(uid: 1002), allow: .init(register: [.exact("Svc")])),
+        ]))
+        d.connect(1)
+        d.connect(2)
+        return d
+    }
+
+    func error(_ answer: JSONValue?) -> String? { answer?["error"]?["message"]?.stringValue }
+
+    @Test func registerIsChecked() {
+        let d = driver()
+        #expect(d.daemon("register", #"{"target":"Notes","actions":["add"]}"#, from: 1)?["result"] != nil)
+        #expect(error(d.daemon("register", #"{"target":"Other","actions":["a"]}"#, from: 1)) == #"uid 1001 may not register "Other""#)
+    }
+
+    @Test func callsAndURLsAreChecked() {
+        let d = driver()
+        d.register("Svc", actions: #"["ping","secret"]"#, from: 2)
+        d.send(#"{"id":1,"target":"Svc","action":"ping"}"#, from: 1)
+        #expect(d.takeJSON(2).count == 1, "allowed by */ping")
+        d.send(#"{"id":2,"target":"Svc","action":"secret"}"#, from: 1)
+        #expect(error(d.takeOne(1)) == #"uid 1001 may not call "Svc/secret""#)
+        let opened = d.daemon("open", #"{"url":"app://Svc/secret"}"#, from: 1)
+        #expect(error(opened) == #"uid 1001 may not call "Svc/secret""#, "open is checked as the call it reaches")
+        #expect(d.take(2).isEmpty)
+    }
+
+    @Test func subscribeAndPublishAreChecked() {
+        let d = driver()
+        #expect(d.daemon("subscribe", #"{"events":["user.login"]}"#, from: 1)?["result"] != nil)
+        #expect(error(d.daemon("subscribe", #"{"events":["*"]}"#, from: 1)) == #"uid 1001 may not subscribe to "*""#)
+        #expect(d.daemon("publish", #"{"event":"user.x"}"#, from: 1)?["result"] != nil)
+        #expect(error(d.daemon("publish", #"{"event":"sys.x"}"#, from: 1)) == #"uid 1001 may not publish "sys.x""#)
+        // A bare event that is denied is dropped (it has no answer).
+        _ = d.daemon("subscribe", #"{"events":["user.*"]}"#, from: 1)
+        d.send(#"{"event":"user.hi"}"#, from: 2)
+        #expect(d.take(1).isEmpty)
+    }
+
+    @Test func theDaemonsOpenActionsStayOpenAndStartStopNeedAGrant() {
+        let d = driver()
+        #expect(d.daemon("list", from: 2)?["result"] != nil)
+        #expect(d.daemon("ping", from: 2)?["result"] != nil)
+        #expect(error(d.daemon("stop", #"{"target":"X"}"#, from: 2)) == #"uid 1002 may not call "mediator/stop""#)
+        #expect(error(d.daemon("monitor", from: 2)) == "uid 1002 may not monitor")
+    }
+}
