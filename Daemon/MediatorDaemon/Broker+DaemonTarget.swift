@@ -149,8 +149,12 @@ extension Broker {
             description = text
         }
         // A process the daemon started for this target from a manifest (which
-        // the administrator wrote) may register it whatever the policy says.
-        let startedForTarget = components[target]?.processes.contains { $0.pid == peer.credentials.pid } ?? false
+        // the administrator wrote) may register it whatever the policy says;
+        // so may whoever registers a unit-launched target while the daemon
+        // starts that unit (systemd does not tell it the unit's pid).
+        let component = components[target]
+        var startedForTarget = component?.processes.contains { $0.pid == peer.credentials.pid } ?? false
+        if case .unit? = component?.manifest.launch, component?.state == .starting { startedForTarget = true }
         if !startedForTarget, let denial = checkPolicy(.register(target: target), peer.credentials) {
             return .failure(denial)
         }
