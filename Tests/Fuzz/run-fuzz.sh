@@ -17,7 +17,9 @@
 # status is 1 when a target failed or did not build.
 #
 # Needs only the Swift toolchain (its libFuzzer and ASan runtimes) and coreutils.
-# Environment: FUZZ_JOBS (parallel workers per target, default 1), SWIFTC.
+# Environment: FUZZ_JOBS (parallel workers per target, default 1); FUZZ_OPT
+# (default -O; -Onone is slower but keeps the standard library's bounds checks
+# on unsafe buffers); SWIFTC.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -32,6 +34,7 @@ targets=("$@")
 swiftc=${SWIFTC:-$(command -v swiftc || true)}
 [ -n "$swiftc" ] || { echo "fuzz: swiftc not found (put the Swift toolchain on PATH)" >&2; exit 2; }
 jobs=${FUZZ_JOBS:-1}
+opt=${FUZZ_OPT:--O}
 
 work=.build/fuzz
 crashes=Tests/Fuzz/crashes
@@ -47,12 +50,18 @@ name_of() {  # framing -> Framing, url -> URL
     case "$1" in url) echo URL ;; *) echo "$(echo "${1:0:1}" | tr a-z A-Z)${1:1}" ;; esac
 }
 
+# Readable Swift names in sanitizer stacks.
+demangle=cat
+if "$(dirname "$swiftc")/swift-demangle" --help >/dev/null 2>&1; then
+    demangle="$(dirname "$swiftc")/swift-demangle --simplified"
+fi
+
 sanitizers=fuzzer,address
 build() {  # build TARGET: .build/fuzz/fuzz-TARGET
     local target=$1 source
     source=Tests/Fuzz/Fuzz$(name_of "$target").swift
     [ -f "$source" ] || { echo "fuzz: no $source" >&2; return 1; }
-    local args=(-swift-version 6 -O -parse-as-library -module-name MediatorFuzz -D MEDIATOR_FUZZ
+    local args=(-swift-version 6 "$opt" -g -parse-as-library -module-name MediatorFuzz -D MEDIATOR_FUZZ
         "$source" Tests/MediatorProtocolTests/FuzzRegressionTests.swift Protocol/*.swift
         -o "$work/fuzz-$target")
     if "$swiftc" "${args[@]}" -sanitize="$sanitizers" >"$work/build-$target.log" 2>&1; then return 0; fi
@@ -101,7 +110,11 @@ for target in "${targets[@]}"; do
 
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$target.log" | tail -1)
     speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/$target.log" | tail -1)
-    coverage=$(grep -o 'cov: [0-9]* ft: [0-9]* corp: [0-9]*/[0-9a-zA-Z]*' "$work/$target.log" | tail -1 || true)
+    if [ -z "$runs" ]; then  # -fork prints "#RUNS: cov: ..." lines and no final stats
+        runs=$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$work/$target.log" | tail -1)
+        [ -z "$runs" ] || speed=$((runs / (seconds > 0 ? seconds : 1)))
+    fi
+    coverage=$(grep -a -o 'cov: [0-9]* ft: [0-9]* corp: [0-9]*\(/[0-9a-zA-Z]*\)\?' "$work/$target.log" | tail -1 || true)
     if [ "$status" -eq 0 ] && [ ${#kept[@]} -eq 0 ]; then
         echo "fuzz: $target passed: ${runs:-?} runs, ${speed:-?} exec/s, ${coverage:-no coverage line}"
         passed=$((passed + 1))
@@ -110,8 +123,11 @@ for target in "${targets[@]}"; do
 
     failed=$((failed + 1))
     echo "fuzz: $target FAILED (exit status $status)" >&2
-    # The report: the invariant message or sanitizer error and its stack.
-    grep -v -e '^#[0-9]*[[:space:]]*\(NEW\|REDUCE\|pulse\|INITED\|DONE\|RELOAD\)' "$work/$target.log" | tail -40 >&2
+    # The report: the broken invariant or the sanitizer's error, and its stack.
+    report=$(awk '/Fatal error|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|^==[0-9]+== ERROR/ { p = 1 } p' \
+        "$work/$target.log" | grep -a -v -e '^ *0x[0-9a-f]*: ' -e 'Shadow byte' | head -40)
+    [ -n "$report" ] || report=$(tail -20 "$work/$target.log")
+    printf '%s\n' "$report" | $demangle >&2
     if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
         echo "fuzz: $target did not finish within $((seconds + 120))s and was killed" >&2
     fi
