@@ -204,40 +204,51 @@ enum FuzzInvariants {
             let end = min(index + size, stream.count)
             buffer.append(contentsOf: stream[index..<end])
             index = end
-            decode: while !buffer.isEmpty {
-                let step = withExactCopy(buffer) { framer.next($0) }
-                switch step {
-                case .frame(let start, let length, let consumed):
-                    guard start >= 0, length > 0, length <= limit, start + length <= consumed, consumed <= buffer.count
-                    else {
-                        check.expect(false, "bad \(step) for \(buffer.count) pending bytes, limit \(limit)")
-                        return outputs
+            // One exact-size copy per read: the framer sees the pending bytes
+            // end where the allocation ends (see withExactCopy).
+            let ok = withExactCopy(buffer) { copy -> Bool in
+                var offset = 0
+                while offset < copy.count {
+                    let pending = UnsafeRawBufferPointer(rebasing: copy[offset...])
+                    let step = framer.next(pending)
+                    switch step {
+                    case .frame(let start, let length, let consumed):
+                        guard start >= 0, length > 0, length <= limit, start + length <= consumed,
+                            consumed <= pending.count
+                        else {
+                            check.expect(false, "bad \(step) for \(pending.count) pending bytes, limit \(limit)")
+                            return false
+                        }
+                        let frame = Array(pending[start..<(start + length)])
+                        check.expect(!frame.contains(0x0A), "a frame holds an LF: \(step)")
+                        // What follows the frame is its terminator: LF or CR LF.
+                        let terminator = Array(pending[(start + length)..<consumed])
+                        check.expect(
+                            terminator == [0x0A] || terminator == [0x0D, 0x0A],
+                            "\(step): the frame is followed by \(terminator), not its LF or CR LF")
+                        outputs.append(.frame(frame))
+                        offset += consumed
+                    case .tooLarge(let consumed):
+                        guard consumed > 0, consumed <= pending.count else {
+                            check.expect(false, "bad \(step) for \(pending.count) pending bytes, limit \(limit)")
+                            return false
+                        }
+                        outputs.append(.tooLarge)
+                        offset += consumed
+                    case .needMore(let consumed):
+                        guard consumed >= 0, consumed <= pending.count else {
+                            check.expect(false, "bad \(step) for \(pending.count) pending bytes, limit \(limit)")
+                            return false
+                        }
+                        offset += consumed
+                        buffer.removeFirst(offset)
+                        return true
                     }
-                    let frame = Array(buffer[start..<(start + length)])
-                    check.expect(!frame.contains(0x0A), "a frame holds an LF: \(step)")
-                    // What follows the frame is its terminator: LF or CR LF.
-                    let terminator = Array(buffer[(start + length)..<consumed])
-                    check.expect(
-                        terminator == [0x0A] || terminator == [0x0D, 0x0A],
-                        "\(step): the frame is followed by \(terminator), not its LF or CR LF")
-                    outputs.append(.frame(frame))
-                    buffer.removeFirst(consumed)
-                case .tooLarge(let consumed):
-                    guard consumed > 0, consumed <= buffer.count else {
-                        check.expect(false, "bad \(step) for \(buffer.count) pending bytes, limit \(limit)")
-                        return outputs
-                    }
-                    outputs.append(.tooLarge)
-                    buffer.removeFirst(consumed)
-                case .needMore(let consumed):
-                    guard consumed >= 0, consumed <= buffer.count else {
-                        check.expect(false, "bad \(step) for \(buffer.count) pending bytes, limit \(limit)")
-                        return outputs
-                    }
-                    buffer.removeFirst(consumed)
-                    break decode
                 }
+                buffer.removeFirst(offset)
+                return true
             }
+            if !ok { return outputs }
         }
         // What is left is one unfinished line that may still fit.
         check.expect(!buffer.contains(0x0A), "an LF was left unread in \(buffer.count) pending bytes")
@@ -320,15 +331,6 @@ enum FuzzInvariants {
         check.expect(again.encoded == encoded, "encoding is not stable: \(String(decoding: encoded, as: UTF8.self))")
         if isFinite(value) {
             check.expect(again == value, "parse(encode(v)) != v for \(String(decoding: encoded, as: UTF8.self))")
-        }
-    }
-
-    /// How deeply containers nest in `value` (a scalar is 0, `[]` is 1).
-    static func depth(_ value: JSONValue) -> Int {
-        switch value {
-        case .array(let items): return 1 + (items.map(depth).max() ?? 0)
-        case .object(let members): return 1 + (members.values.map(depth).max() ?? 0)
-        default: return 0
         }
     }
 
