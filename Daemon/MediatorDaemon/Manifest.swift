@@ -299,22 +299,5 @@ public struct Manifest: Sendable, Equatable {
     }
 }
 
-/// Why a manifest file was not loaded: the file, the member when one is at
-/// fault, and the reason.
-public struct ManifestProblem: Error, Sendable, Equatable, CustomStringConvertible {
-    public var file: String
-    public var member: String?
-    public var reason: String
-
-    public init(file: String, member: String? = nil, reason: String) {
-        self.file = file
-        self.member = member
-        self.reason = reason
-    }
-
-    /// `FILE: member "MEMBER": REASON`, or `FILE: REASON`.
-    public var description: String {
-        if let member { return "\(file): member \(Manifest.quoted(member)): \(reason)" }
-        return "\(file): \(reason)"
-    }
-}
+/// Why a manifest file was not loaded.
+public typealias ManifestProblem = ConfigFileProblem

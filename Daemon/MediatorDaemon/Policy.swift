@@ -390,23 +390,5 @@ extension Policy {
     }
 }
 
-/// Why a policy file, or one of its rules, was not loaded: the file, the
-/// member when one is at fault (a path such as `rules[0].allow.call[1]`),
-/// and the reason.
-public struct PolicyProblem: Error, Sendable, Equatable, CustomStringConvertible {
-    public var file: String
-    public var member: String?
-    public var reason: String
-
-    public init(file: String, member: String? = nil, reason: String) {
-        self.file = file
-        self.member = member
-        self.reason = reason
-    }
-
-    /// `FILE: member "MEMBER": REASON`, or `FILE: REASON`.
-    public var description: String {
-        if let member { return "\(file): member \(Policy.quoted(member)): \(reason)" }
-        return "\(file): \(reason)"
-    }
-}
+/// Why a policy file, or one of its rules, was not loaded.
+public typealias PolicyProblem = ConfigFileProblem
