@@ -64,6 +64,7 @@ struct ClientSettings {
     var connections: Int
     var payloadBytes: Int
     var timeLimit: Double
+    var target = EchoComponent.defaultTarget
 }
 
 private func newLatencyHistogram() -> Histogram<UInt64> {
@@ -90,7 +91,7 @@ enum BenchClient {
     /// Shape 1: `warmup` calls, then `calls` timed calls, one at a time.
     static func sequential(_ settings: ClientSettings) throws -> ShapeResult {
         let socket = try open(settings)
-        let request = EchoRequest(payloadBytes: settings.payloadBytes)
+        let request = EchoRequest(payloadBytes: settings.payloadBytes, target: settings.target)
         let out = ByteBuffer()
         var histogram = newLatencyHistogram()
         let begin = monotonicNanos()
@@ -136,7 +137,7 @@ enum BenchClient {
     /// Counts answers for `duration` seconds after `warmup` answers.
     static func pipelined(_ settings: ClientSettings) throws -> ShapeResult {
         let socket = try open(settings)
-        let request = EchoRequest(payloadBytes: settings.payloadBytes)
+        let request = EchoRequest(payloadBytes: settings.payloadBytes, target: settings.target)
         let out = ByteBuffer()
         let begin = monotonicNanos()
         let hardDeadline = begin + UInt64(settings.timeLimit * 1e9)
@@ -161,7 +162,10 @@ enum BenchClient {
             received += answered
             guard measureEnd == nil else { continue }  // draining
             let now = monotonicNanos()
-            if measureStart == nil && received >= settings.warmup { measureStart = (now, received) }
+            if measureStart == nil && received >= settings.warmup {
+                measureStart = (now, received)
+                announceMeasuring()
+            }
             let durationOver = measureStart.map { now >= $0.time + UInt64(settings.duration * 1e9) } ?? false
             if durationOver || now >= hardDeadline {
                 stoppedByTimeLimit = !durationOver
@@ -185,6 +189,13 @@ enum BenchClient {
             latencyMicros: nil, stoppedByTimeLimit: stoppedByTimeLimit)
     }
 
+    /// One line on stdout when the warmup is over, for a parent that starts
+    /// other work only under full load (the flood); the result line follows later.
+    private static func announceMeasuring() {
+        let line = "measuring\n"
+        _ = line.withCString { write(STDOUT_FILENO, $0, strlen($0)) }
+    }
+
     /// Shape 3: `connections` threads, each with its own connection and one
     /// call in flight. All warm up, meet at a barrier, then run `duration` seconds.
     static func manyConnections(_ settings: ClientSettings) throws -> ShapeResult {
@@ -198,7 +209,7 @@ enum BenchClient {
         let hardDeadline = monotonicNanos() + UInt64(settings.timeLimit * 1e9)
         let workers = try (0..<count).map { _ in
             ConnectionWorker(
-                socket: try open(settings), request: EchoRequest(payloadBytes: settings.payloadBytes),
+                socket: try open(settings), request: EchoRequest(payloadBytes: settings.payloadBytes, target: settings.target),
                 warmup: max(settings.warmup / count, 1), duration: settings.duration,
                 hardDeadline: hardDeadline, barrier: barrier)
         }

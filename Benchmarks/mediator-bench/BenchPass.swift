@@ -98,14 +98,11 @@ struct BenchPass {
 
     private func runBrokered() throws -> ([ShapeOutcome], DaemonFigures?, String?) {
         let socketPath = workDirectory + "/" + Self.brokerSocketName
-        let daemon = try Children.spawn(
-            [me, ExecTrampoline.verb, settings.mediatord, "--socket", socketPath, "--log-level", "warning"],
-            name: "mediatord", captureStdout: false)
+        let daemon = try startDaemon(socketPath: socketPath)
         defer {
             Children.stop(daemon, signal: SIGTERM)
             unlink(socketPath)
         }
-        try waitUntilListening(socketPath, daemon: daemon)
         let component = try startComponent(["--connect", socketPath])
         defer { Children.stop(component, signal: SIGKILL) }
 
@@ -118,6 +115,20 @@ struct BenchPass {
             vmRSSKiB: ProcStats.statusKB(daemon.pid, "VmRSS"), vmHWMKiB: ProcStats.statusKB(daemon.pid, "VmHWM"),
             cpuSeconds: cpu, calls: calls, cpuMicrosPerCall: calls > 0 ? cpu / Double(calls) * 1e6 : nil)
         return (shapes, figures, nil)
+    }
+
+    /// Starts mediatord on `socketPath` and waits until it accepts connections.
+    func startDaemon(socketPath: String) throws -> ChildProcess {
+        let daemon = try Children.spawn(
+            [me, ExecTrampoline.verb, settings.mediatord, "--socket", socketPath, "--log-level", "warning"],
+            name: "mediatord", captureStdout: false)
+        do {
+            try waitUntilListening(socketPath, daemon: daemon)
+        } catch {
+            Children.stop(daemon, signal: SIGKILL)
+            throw error
+        }
+        return daemon
     }
 
     private func waitUntilListening(_ socketPath: String, daemon: ChildProcess) throws {
@@ -134,7 +145,7 @@ struct BenchPass {
     }
 
     /// Starts the echo component and waits for its "ready" line.
-    private func startComponent(_ arguments: [String]) throws -> ChildProcess {
+    func startComponent(_ arguments: [String]) throws -> ChildProcess {
         let component = try Children.spawn([me, "component"] + arguments, name: "component", captureStdout: true)
         do {
             let line = try Children.read(component, until: monotonicNanos() + UInt64(startupTimeout * 1e9), untilNewline: true)
@@ -148,10 +159,22 @@ struct BenchPass {
 
     // MARK: one shape = one client process
 
-    private func runShape(_ shape: Shape, socketPath: String, daemon: ChildProcess?) -> ShapeOutcome {
+    /// The argv prefix that runs a program as `uid` (its gid the same, no
+    /// supplementary groups), or nothing.
+    static func asUser(_ uid: UInt32?) -> [String] {
+        guard let uid else { return [] }
+        return ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--"]
+    }
+
+    /// Runs one shape's client to its end. `user` runs it under another
+    /// uid/gid (through setpriv), `target` picks the echo target.
+    func runShape(
+        _ shape: Shape, socketPath: String, daemon: ChildProcess?, target: String = EchoComponent.defaultTarget,
+        user: UInt32? = nil
+    ) -> ShapeOutcome {
         let cpuBefore = daemon.flatMap { ProcStats.cpuSeconds($0.pid) }
-        let arguments = [
-            me, "client", "--socket", socketPath, "--shape", shape.rawValue,
+        let arguments = Self.asUser(user) + [
+            me, "client", "--socket", socketPath, "--shape", shape.rawValue, "--target", target,
             "--calls", "\(settings.calls)", "--warmup", "\(settings.warmup)",
             "--duration", "\(settings.duration)", "--in-flight", "\(settings.inFlight)",
             "--connections", "\(settings.connections)", "--payload", "\(settings.payloadBytes)",

@@ -7,6 +7,7 @@ import Glibc
 /// Direct: listens itself and serves each client connection on a thread.
 enum EchoComponent {
     static let registerID = "bench-register"
+    static let defaultTarget = "Bench"
 
     /// Serves one connection until it closes: one blocking read, every
     /// complete line answered, all answers in one write.
@@ -37,9 +38,9 @@ enum EchoComponent {
         }
     }
 
-    static func runBrokered(socketPath: String) throws {
+    static func runBrokered(socketPath: String, target: String = defaultTarget) throws {
         let connection = RawLineSocket(fd: try UnixSocket.connect(path: socketPath))
-        let register = #"{"id":"\#(registerID)","target":"mediator","action":"register","params":{"target":"Bench","actions":["echo"],"description":"mediator-bench echo"}}"# + "\n"
+        let register = #"{"id":"\#(registerID)","target":"mediator","action":"register","params":{"target":"\#(target)","actions":["echo"],"description":"mediator-bench echo"}}"# + "\n"
         try connection.writeAll(Array(register.utf8))
         while true {
             guard let line = try connection.readLine() else { throw BenchError("mediatord closed the connection") }

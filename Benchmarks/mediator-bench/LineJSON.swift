@@ -132,19 +132,19 @@ enum LineJSON {
     }
 }
 
-/// The call every benchmark client makes: target `Bench`, action `echo`,
-/// params `{"s":"<payload>"}`, with a fresh integer id.
+/// The call every benchmark client makes: target `Bench` (or another echo
+/// target), action `echo`, params `{"s":"<payload>"}`, with a fresh integer id.
 struct EchoRequest {
     static let prefix: [UInt8] = Array(#"{"id":"#.utf8)
     let suffix: [UInt8]
     /// The exact bytes the echoed `result` must have: the params object.
     let params: [UInt8]
 
-    init(payloadBytes: Int) {
+    init(payloadBytes: Int, target: String = EchoComponent.defaultTarget) {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
         let payload = (0..<max(payloadBytes, 1)).map { alphabet[$0 % alphabet.count] }
         params = Array(#"{"s":""#.utf8) + payload + Array(#""}"#.utf8)
-        suffix = Array(#","target":"Bench","action":"echo","params":"#.utf8) + params + Array("}\n".utf8)
+        suffix = Array(#","target":""#.utf8) + Array(target.utf8) + Array(#"","action":"echo","params":"#.utf8) + params + Array("}\n".utf8)
     }
 
     func append(id: Int, to out: ByteBuffer) {

@@ -17,7 +17,7 @@ struct MediatorBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mediator-bench",
         abstract: "Measures mediatord: brokered calls versus a direct Unix-socket ping-pong.",
-        subcommands: [Run.self, Component.self, Client.self],
+        subcommands: [Run.self, Flood.self, Component.self, Client.self],
         defaultSubcommand: Run.self)
 }
 
@@ -116,8 +116,11 @@ struct Component: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Role: the echo component (started by `run`).", shouldDisplay: false)
 
-    @Option(help: "Connect to mediatord here and register the target Bench.")
+    @Option(help: "Connect to mediatord here and register --target.")
     var connect: String?
+
+    @Option(help: "The target to register with mediatord.")
+    var target = EchoComponent.defaultTarget
 
     @Option(help: "Listen here and answer clients directly (no broker).")
     var listen: String?
@@ -127,7 +130,7 @@ struct Component: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         do {
             if let connect {
-                try EchoComponent.runBrokered(socketPath: connect)
+                try EchoComponent.runBrokered(socketPath: connect, target: target)
             } else if let listen {
                 try EchoComponent.runDirect(socketPath: listen)
             } else {
@@ -153,6 +156,7 @@ struct Client: ParsableCommand {
     @Option var connections = 16
     @Option var payload = 100
     @Option var timeLimit = 20.0
+    @Option var target = EchoComponent.defaultTarget
 
     func run() throws {
         LinuxExtras.dieWithParent()
@@ -160,7 +164,8 @@ struct Client: ParsableCommand {
         guard let shape = Shape(rawValue: shape) else { throw ValidationError("unknown shape \(self.shape)") }
         let settings = ClientSettings(
             socketPath: socket, shape: shape, calls: calls, warmup: warmup, duration: duration,
-            inFlight: inFlight, connections: connections, payloadBytes: payload, timeLimit: timeLimit)
+            inFlight: inFlight, connections: connections, payloadBytes: payload, timeLimit: timeLimit,
+            target: target)
         do {
             let result = try BenchClient.run(settings)
             let data = try JSONEncoder().encode(result)

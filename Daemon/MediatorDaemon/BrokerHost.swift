@@ -29,6 +29,20 @@ final class BrokerHost: @unchecked Sendable {
     }
     private(set) var stopping = false
 
+    /// Lines read and not yet handled, and the dispatch task that handles them.
+    private var inbound = InboundQueues()
+    private var dispatchScheduled = false
+    /// Connections not read from until their queue shrinks.
+    private var pausedReading: Set<ConnectionID> = []
+    static let pauseReadingAt = 256
+    static let resumeReadingAt = 64
+    /// Dispatch time slices: short while several uids wait, long for one alone.
+    static let sharedSlice = TimeAmount.microseconds(20)
+    static let soloSlice = TimeAmount.microseconds(500)
+    static let yieldToReads = TimeAmount.microseconds(2)
+    static let contentionMemory = TimeAmount.milliseconds(50)
+    private var contendedUntil = NIODeadline.uptimeNanoseconds(0)
+
     /// Starts and watches component processes.
     var supervisor: ProcessSupervisor?
     var units: UnitControl?
@@ -40,6 +54,7 @@ final class BrokerHost: @unchecked Sendable {
         self.eventLoop = eventLoop
         self.broker = broker
         self.logger = logger
+        eventLoop.execute { TimerSlack.setMinimalForCurrentThread() }
     }
 
     /// Completes once every at-boot component registered or failed.
@@ -75,9 +90,54 @@ final class BrokerHost: @unchecked Sendable {
         return id
     }
 
-    func received(_ line: InboundLine, from connection: ConnectionID) {
+    /// Queues a line read from a peer; the dispatch task handles it once
+    /// this loop iteration's reads are done.
+    func received(_ line: InboundLine, from connection: ConnectionID, uid: UInt32) {
         eventLoop.preconditionInEventLoop()
-        apply(broker.receive(line, from: connection, now: .now()))
+        let waiting = inbound.append(line, from: connection, uid: uid)
+        // A peer far ahead of the daemon waits in its socket, not in memory.
+        if waiting >= Self.pauseReadingAt, pausedReading.insert(connection).inserted {
+            try? channels[connection]?.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+        }
+        scheduleDispatch()
+    }
+
+    private func scheduleDispatch() {
+        guard !dispatchScheduled else { return }
+        dispatchScheduled = true
+        eventLoop.execute { [self] in dispatch() }
+    }
+
+    /// Handles queued lines in ``InboundQueues``' fair order for one time
+    /// slice, flushes, and yields to the loop (so new lines are read) before
+    /// the next slice. The slice is short while several uids wait, so one
+    /// uid's flood delays another's line by a slice at most, not by its backlog.
+    private func dispatch() {
+        dispatchScheduled = false
+        let start = NIODeadline.now()
+        // Several uids were busy lately: slice finely until they have been quiet a while.
+        if inbound.uidsWaiting > 1 { contendedUntil = start + Self.contentionMemory }
+        let slice = start < contendedUntil ? Self.sharedSlice : Self.soloSlice
+        var now = start
+        while let (connection, line, left) = inbound.next() {
+            apply(broker.receive(line, from: connection, now: now))
+            if left <= Self.resumeReadingAt, pausedReading.remove(connection) != nil {
+                try? channels[connection]?.syncOptions?.setOption(ChannelOptions.autoRead, value: true)
+            }
+            now = .now()
+            if now - start >= slice { break }
+        }
+        flush()
+        guard !inbound.isEmpty else { return }
+        if slice == Self.soloSlice {
+            scheduleDispatch()
+        } else {
+            // NIO runs tasks queued by a task in the same tick, before any
+            // read; a timer lets this tick end, so other peers' lines are
+            // read (and get their turn) before the next slice.
+            dispatchScheduled = true
+            eventLoop.scheduleTask(in: Self.yieldToReads) { [self] in dispatch() }
+        }
     }
 
     /// The end of one read cycle: every connection written to gets one flush.
@@ -92,6 +152,11 @@ final class BrokerHost: @unchecked Sendable {
     func closed(_ connection: ConnectionID) {
         eventLoop.preconditionInEventLoop()
         guard channels.removeValue(forKey: connection) != nil else { return }
+        // Lines that arrived before the close still count (a oneway call, a publish).
+        pausedReading.remove(connection)
+        for line in inbound.removeAll(from: connection) {
+            apply(broker.receive(line, from: connection, now: .now()))
+        }
         apply(broker.disconnect(connection, now: .now()))
         flush()
     }

@@ -4,7 +4,7 @@ import MediatorTransport
 import NIOCore
 
 /// The per-connection channel handler: hands each inbound line to the host
-/// and tells it when a read cycle ends or the connection goes.
+/// (which queues it for fair dispatch) and tells it when the connection goes.
 final class PeerHandler: ChannelInboundHandler {
     typealias InboundIn = InboundLine
 
@@ -36,11 +36,7 @@ final class PeerHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let connection else { return }
-        host.received(unwrapInboundIn(data), from: connection)
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        host.flush()
+        host.received(unwrapInboundIn(data), from: connection, uid: credentials.uid)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
