@@ -2,7 +2,8 @@ import Logging
 import MediatorProtocol
 
 /// Per-uid quotas: connections, calls in flight (held ones included),
-/// subscriptions, registrations. An overrun answers `overloaded` naming the
+/// subscriptions, registrations, bytes queued toward the uid (its own file,
+/// Broker+QueuedBytes.swift). An overrun answers `overloaded` naming the
 /// quota and its value, and the log names the culprit (uid, pid, executable),
 /// which dbus-broker's users miss in its logs.
 extension Broker {
@@ -11,6 +12,7 @@ extension Broker {
         case callsInFlight = "max_calls_in_flight_per_uid"
         case subscriptions = "max_subscriptions_per_uid"
         case registrations = "max_registrations_per_uid"
+        case queuedBytes = "max_queued_bytes_per_uid"
     }
 
     func limit(_ quota: Quota) -> Int {
@@ -19,6 +21,7 @@ extension Broker {
         case .callsInFlight: return configuration.maxCallsInFlightPerUID
         case .subscriptions: return configuration.maxSubscriptionsPerUID
         case .registrations: return configuration.maxRegistrationsPerUID
+        case .queuedBytes: return configuration.maxQueuedBytesPerUID
         }
     }
 
@@ -30,6 +33,7 @@ extension Broker {
         case .callsInFlight: return connections.reduce(0) { $0 + callsInFlight(of: $1) }
         case .subscriptions: return connections.reduce(0) { $0 + (peers[$1]?.patterns.count ?? 0) }
         case .registrations: return connections.reduce(0) { $0 + (peers[$1]?.targets.count ?? 0) }
+        case .queuedBytes: return queuedByUID[uid] ?? 0
         }
     }
 

@@ -21,6 +21,8 @@ public final class Broker {
         var targets: Set<String> = []
         var patterns: Set<String> = []
         var consecutiveBadFrames = 0
+        /// Bytes queued toward this peer that its socket has not taken, as the host last measured.
+        var queuedBytes = 0
     }
 
     /// Replaced on reload (SIGHUP); read on every use, never cached.
@@ -45,6 +47,11 @@ public final class Broker {
     var monitors: [ConnectionID: MonitorFilter] = [:]
     /// Each uid's connections, for the per-uid quotas.
     var connectionsByUID: [UInt32: Set<ConnectionID>] = [:]
+    /// Bytes queued toward each uid's connections, only the nonzero sums and
+    /// never uid 0, so that routing pays one emptiness check when no one is backlogged.
+    var queuedByUID: [UInt32: Int] = [:]
+    /// The uids past their queued-bytes quota, with what it cost them (Broker+QueuedBytes.swift).
+    var queueQuotaEpisodes: [UInt32: QueueQuotaEpisode] = [:]
     /// Calls each connection has waiting for a component to start; they count
     /// against its calls-in-flight limit.
     var heldCounts: [ConnectionID: Int] = [:]
@@ -107,6 +114,7 @@ public final class Broker {
         monitors[connection] = nil
         connectionsByUID[peer.credentials.uid]?.remove(connection)
         if connectionsByUID[peer.credentials.uid]?.isEmpty == true { connectionsByUID[peer.credentials.uid] = nil }
+        forgetQueued(peer, connection)
         for call in pending.calls(toCallee: connection) {
             finish(call.daemonID)
             if call.caller != connection {
@@ -213,6 +221,7 @@ public final class Broker {
         guard let instance = registry.pickInstance(of: request.target) else {
             return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
         }
+        if let refusal = queueQuotaRefusal(toward: instance.connection, target: request.target) { return fail(refusal) }
         let timeoutMs = request.timeoutMs ?? configuration.defaultTimeoutMs
         var daemonID: Int64?
         if let id = request.id, let idBytes = request.idBytes {
@@ -320,6 +329,7 @@ public final class Broker {
         var delivered = 0
         for (connection, peer) in peers where !peer.patterns.isEmpty {
             guard peer.patterns.contains(where: { NameRules.eventPattern($0, matches: name) }) else { continue }
+            if skipsEvent(toward: peer.credentials.uid) { continue }
             if line == nil { line = writer.event(name, rawData: data) }
             if let line { send(connection, line) }
             delivered += 1

@@ -20,6 +20,13 @@ final class BrokerHost: @unchecked Sendable {
     private var channels: [ConnectionID: any Channel] = [:]
     private var dirty: [ConnectionID] = []
     private var wakeUpTask: Scheduled<Void>?
+    /// Bytes each connection's socket has not taken, as last told to the
+    /// broker; only nonzero entries, re-measured on a timer while any exists.
+    private var backlogs: [ConnectionID: Int] = [:]
+    private var backlogCheck: Scheduled<Void>?
+    /// How often backlogs are re-measured while there are any, so that the
+    /// figures fall as peers read.
+    static let backlogCheckInterval: TimeAmount = .milliseconds(50)
     private var nextConnectionID: ConnectionID = 1
     /// Why a connection was refused (a per-uid quota), for the one line it gets.
     private var refusals: [ObjectIdentifier: MediatorError] = [:]
@@ -146,12 +153,49 @@ final class BrokerHost: @unchecked Sendable {
         guard !dirty.isEmpty else { return }
         let touched = dirty
         dirty.removeAll(keepingCapacity: true)
-        for connection in touched { channels[connection]?.flush() }
+        for connection in touched {
+            guard let channel = channels[connection] else { continue }
+            channel.flush()
+            measureBacklog(connection, channel)
+        }
+    }
+
+    /// Tells the broker when what `connection`'s socket has not taken changes.
+    /// NIO writes to the socket within `flush()`, so what it still holds
+    /// after one is a real backlog; with none anywhere this costs an option read.
+    private func measureBacklog(_ connection: ConnectionID, _ channel: any Channel) {
+        let bytes = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+        if bytes == 0 && backlogs.isEmpty { return }
+        guard bytes != backlogs[connection, default: 0] else { return }
+        backlogs[connection] = bytes == 0 ? nil : bytes
+        apply(broker.queued(connection, bytes: bytes))
+        scheduleBacklogCheck()
+    }
+
+    /// Re-measures one connection now (it became writable again).
+    func recheckBacklog(_ connection: ConnectionID) {
+        eventLoop.preconditionInEventLoop()
+        guard backlogs[connection] != nil, let channel = channels[connection] else { return }
+        measureBacklog(connection, channel)
+        flush()
+    }
+
+    private func scheduleBacklogCheck() {
+        guard backlogCheck == nil, !backlogs.isEmpty else { return }
+        backlogCheck = eventLoop.scheduleTask(in: Self.backlogCheckInterval) { [self] in
+            backlogCheck = nil
+            for connection in Array(backlogs.keys) {
+                if let channel = channels[connection] { measureBacklog(connection, channel) } else { backlogs[connection] = nil }
+            }
+            flush()
+            scheduleBacklogCheck()
+        }
     }
 
     func closed(_ connection: ConnectionID) {
         eventLoop.preconditionInEventLoop()
         guard channels.removeValue(forKey: connection) != nil else { return }
+        backlogs[connection] = nil
         // Lines that arrived before the close still count (a oneway call, a publish).
         pausedReading.remove(connection)
         for line in inbound.removeAll(from: connection) {
@@ -167,7 +211,7 @@ final class BrokerHost: @unchecked Sendable {
             case .send(let connection, let buffer):
                 guard let channel = channels[connection] else { continue }
                 channel.write(buffer, promise: nil)
-                dirty.append(connection)
+                if dirty.last != connection { dirty.append(connection) }
             case .close(let connection):
                 channels[connection]?.flush()
                 channels[connection]?.close(promise: nil)
@@ -212,9 +256,15 @@ final class BrokerHost: @unchecked Sendable {
     /// A peer that stopped reading: its queue passed the limit.
     func outboundLimitReached(_ connection: ConnectionID) {
         guard let channel = channels[connection] else { return }
-        logger.warning(
-            "disconnecting a peer that does not read its messages",
-            metadata: ["connection": "\(connection)", "limit_bytes": "\(broker.configuration.maxOutboundBytes)"])
+        var metadata: Logger.Metadata = [
+            "connection": "\(connection)", "limit_bytes": "\(broker.configuration.maxOutboundBytes)",
+        ]
+        if let credentials = broker.peers[connection]?.credentials {
+            metadata["uid"] = "\(credentials.uid)"
+            metadata["pid"] = "\(credentials.pid)"
+            metadata["exe"] = "\(credentials.executable ?? "unknown")"
+        }
+        logger.warning("disconnecting a peer that does not read its messages", metadata: metadata)
         channel.close(promise: nil)
     }
 

@@ -24,6 +24,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var maxCallsInFlightPerUID = 8192
     public var maxSubscriptionsPerUID = 4096
     public var maxRegistrationsPerUID = 512
+    /// Bytes queued toward all of a uid's connections together: past it, calls
+    /// to its components are refused and events to it skipped; at twice it,
+    /// its connection with the largest backlog is disconnected.
+    public var maxQueuedBytesPerUID = 64 << 20
     /// How long a component has, after `mediator.stop`, before it gets SIGTERM.
     public var componentStopGraceMs: Int64 = 3000
 
@@ -37,6 +41,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         "max_frame_bytes", "max_connections", "max_calls_in_flight", "default_timeout_ms",
         "max_outbound_bytes", "max_consecutive_bad_frames", "shutdown_grace_ms", "component_stop_grace_ms",
         "max_connections_per_uid", "max_calls_in_flight_per_uid", "max_subscriptions_per_uid", "max_registrations_per_uid",
+        "max_queued_bytes_per_uid",
     ]
 
     /// Applies the members of a JSON config object; unknown members are an error
@@ -74,6 +79,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case "max_calls_in_flight_per_uid": maxCallsInFlightPerUID = Int(number)
         case "max_subscriptions_per_uid": maxSubscriptionsPerUID = Int(number)
         case "max_registrations_per_uid": maxRegistrationsPerUID = Int(number)
+        case "max_queued_bytes_per_uid": maxQueuedBytesPerUID = Int(number)
         default: throw MediatorError(.badRequest, "unknown config member \"\(key)\"")
         }
     }

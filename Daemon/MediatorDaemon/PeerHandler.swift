@@ -40,7 +40,8 @@ final class PeerHandler: ChannelInboundHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if !context.channel.isWritable, let connection { host.outboundLimitReached(connection) }
+        guard let connection else { return }
+        if context.channel.isWritable { host.recheckBacklog(connection) } else { host.outboundLimitReached(connection) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -66,6 +66,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
     @Option(help: "Targets registered per uid (default 512).")
     var maxRegistrationsPerUid: Int?
 
+    @Option(help: "Bytes queued toward all of a uid's connections before calls to it are refused (default 67108864).")
+    var maxQueuedBytesPerUid: Int?
+
     @Option(help: "Milliseconds a component has after mediator.stop before it gets SIGTERM (default 3000).")
     var componentStopGraceMs: Int?
 
@@ -106,6 +109,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             ("shutdown_grace_ms", shutdownGraceMs), ("component_stop_grace_ms", componentStopGraceMs),
             ("max_connections_per_uid", maxConnectionsPerUid), ("max_calls_in_flight_per_uid", maxCallsInFlightPerUid),
             ("max_subscriptions_per_uid", maxSubscriptionsPerUid), ("max_registrations_per_uid", maxRegistrationsPerUid),
+            ("max_queued_bytes_per_uid", maxQueuedBytesPerUid),
         ]
         var settings = DaemonSettings(configFile: config, testHooks: testHooks)
         settings.componentDirectories = componentDirectories.isEmpty
