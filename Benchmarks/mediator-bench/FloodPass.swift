@@ -6,7 +6,9 @@ import Glibc
 // A victim uid makes sequential calls to its own echo target, first alone,
 // then while a flooding uid keeps `--flood-clients × --flood-in-flight`
 // pipelined calls going to another echo target. The figure is the victim's
-// loaded p50 over its unloaded p50 (issue: within 2×). Clients run under real
+// loaded p50 over its unloaded p50 (issue: within 2×); a control run on a
+// second mediatord during the same flood shows what sharing the CPUs with the
+// flood costs by itself, which no broker can remove. Clients run under real
 // other uids through setpriv, so per-uid accounting is what is measured: this
 // needs root.
 
@@ -26,8 +28,8 @@ struct Flood: ParsableCommand {
     @Option(help: "Calls each flooding connection keeps in flight.")
     var floodInFlight = 64
 
-    @Option(help: "Seconds each flooding client runs after its warmup; must outlast the loaded measurement.")
-    var floodSeconds = 8.0
+    @Option(help: "Seconds each flooding client runs after its warmup; must outlast both loaded measurements.")
+    var floodSeconds = 10.0
 
     @Option(help: "The flooding uid (and gid).")
     var floodUID: UInt32 = 4101
@@ -104,12 +106,26 @@ struct Flood: ParsableCommand {
         let alone = pass.runShape(.latency, socketPath: socketPath, daemon: daemon, target: victimTarget, user: victimUID)
         guard let aloneResult = alone.result else { throw BenchError("victim alone: \(alone.error ?? "no result")") }
 
+        // The control: a second mediatord with its own echo component, which
+        // the flood never reaches. The victim's latency there under the same
+        // flood is what sharing the machine's CPUs alone costs.
+        let controlSocket = socketPath + ".control"
+        let controlDaemon = try pass.startDaemon(socketPath: controlSocket)
+        defer {
+            Children.stop(controlDaemon, signal: SIGTERM)
+            unlink(controlSocket)
+        }
+        let controlComponent = try pass.startComponent(["--connect", controlSocket, "--target", victimTarget])
+        defer { Children.stop(controlComponent, signal: SIGKILL) }
+
         let floods = try startFlood(pass: pass, socketPath: socketPath, target: floodTarget)
         defer { for flood in floods { Children.stop(flood, signal: SIGKILL) } }
         let cpuBefore = ProcStats.cpuSeconds(daemon.pid) ?? 0
         let loaded = pass.runShape(.latency, socketPath: socketPath, daemon: daemon, target: victimTarget, user: victimUID)
         let cpuDuring = (ProcStats.cpuSeconds(daemon.pid) ?? cpuBefore) - cpuBefore
         guard let loadedResult = loaded.result else { throw BenchError("victim under flood: \(loaded.error ?? "no result")") }
+        let control = pass.runShape(.latency, socketPath: controlSocket, daemon: nil, target: victimTarget, user: victimUID)
+        guard let controlResult = control.result else { throw BenchError("victim on the control daemon: \(control.error ?? "no result")") }
         // The loaded figure counts only if the flood was still on when it ended.
         guard floods.allSatisfy(Children.isRunning) else {
             throw BenchError("a flooding client ended before the victim's measurement; raise --flood-seconds")
@@ -117,7 +133,7 @@ struct Flood: ParsableCommand {
         let floodRate = try finishFlood(floods)
         return FloodResult(
             victimUID: victimUID, floodUID: floodUID, floodConnections: floodClients, floodInFlight: floodInFlight,
-            alone: aloneResult, loaded: loadedResult, floodCallsPerSecond: floodRate,
+            alone: aloneResult, loaded: loadedResult, control: controlResult, floodCallsPerSecond: floodRate,
             daemonCPUShareDuringLoad: loadedResult.seconds > 0 ? cpuDuring / loadedResult.seconds : nil,
             daemonRSSKiB: ProcStats.statusKB(daemon.pid, "VmRSS"))
     }
@@ -169,6 +185,8 @@ struct FloodResult: Codable {
     var floodInFlight: Int
     var alone: ShapeResult
     var loaded: ShapeResult
+    /// The victim on a second mediatord that the flood does not reach, during the flood.
+    var control: ShapeResult
     var floodCallsPerSecond: Double
     /// mediatord's CPU time over wall time while the victim measured under load (1.0 = one core busy).
     var daemonCPUShareDuringLoad: Double?
@@ -182,6 +200,7 @@ struct FloodResult: Codable {
     var table: String {
         func micros(_ value: Double?) -> String { value.map { String(format: "%.1f µs", $0) } ?? "-" }
         let ratio = p50Ratio.map { String(format: "%.2f×", $0) } ?? "-"
+        let controlRatio = alone.latencyMicros.flatMap { a in control.latencyMicros.map { String(format: "%.2f×", $0.p50 / a.p50) } } ?? "-"
         let verdict = p50Ratio.map { $0 <= 2.0 ? "met" : "NOT met" } ?? "-"
         return """
             mediator-bench flood: uid \(victimUID) makes sequential calls while uid \(floodUID) keeps \
@@ -191,8 +210,10 @@ struct FloodResult: Codable {
             | --- | --- | --- | --- |
             | alone | \(micros(alone.latencyMicros?.p50)) | \(micros(alone.latencyMicros?.p99)) | \(Int(alone.callsPerSecond)) |
             | under flood | \(micros(loaded.latencyMicros?.p50)) | \(micros(loaded.latencyMicros?.p99)) | \(Int(loaded.callsPerSecond)) |
+            | control: own mediatord, same flood elsewhere | \(micros(control.latencyMicros?.p50)) | \(micros(control.latencyMicros?.p99)) | \(Int(control.callsPerSecond)) |
 
-            p50 under flood / alone: \(ratio) (target ≤ 2×: \(verdict))
+            p50 under flood / alone: \(ratio) (target ≤ 2×: \(verdict)); \
+            the control's p50 / alone: \(controlRatio) (the cost of sharing the CPUs with the flood at all)
             flood: \(Int(floodCallsPerSecond)) calls/s; mediatord CPU during the loaded run: \
             \(daemonCPUShareDuringLoad.map { String(format: "%.0f%% of a core", $0 * 100) } ?? "-"); \
             RSS \(daemonRSSKiB.map { "\($0 / 1024) MiB" } ?? "-")

@@ -44,10 +44,15 @@ final class BrokerHost: @unchecked Sendable {
     static let pauseReadingAt = 256
     static let resumeReadingAt = 64
     /// Dispatch time slices: short while several uids wait, long for one alone.
-    static let sharedSlice = TimeAmount.microseconds(20)
+    static let sharedSlice = TimeAmount.microseconds(8)
     static let soloSlice = TimeAmount.microseconds(500)
     static let yieldToReads = TimeAmount.microseconds(2)
     static let contentionMemory = TimeAmount.milliseconds(50)
+    /// Lines of one uid handled at once (not queued) per window.
+    static let atOnceLinesPerWindow = 8
+    static let atOnceWindow = TimeAmount.microseconds(50)
+    private var atOnceTurns: [UInt32: Int] = [:]
+    private var atOnceWindowStart = NIODeadline.uptimeNanoseconds(0)
     private var contendedUntil = NIODeadline.uptimeNanoseconds(0)
 
     /// Starts and watches component processes.
@@ -97,16 +102,38 @@ final class BrokerHost: @unchecked Sendable {
         return id
     }
 
-    /// Queues a line read from a peer; the dispatch task handles it once
-    /// this loop iteration's reads are done.
+    /// A line read from a peer. A light peer's line (nothing of its
+    /// connection waiting, and its uid under a few lines this instant) is
+    /// handled at once, as it is read; others queue for the dispatch task,
+    /// which runs once this loop iteration's reads are done.
     func received(_ line: InboundLine, from connection: ConnectionID, uid: UInt32) {
         eventLoop.preconditionInEventLoop()
+        if inbound.waiting(connection) == 0 {
+            let now = NIODeadline.now()
+            if takeTurnAtOnce(uid, now: now) {
+                apply(broker.receive(line, from: connection, now: now))
+                return
+            }
+        }
         let waiting = inbound.append(line, from: connection, uid: uid)
         // A peer far ahead of the daemon waits in its socket, not in memory.
         if waiting >= Self.pauseReadingAt, pausedReading.insert(connection).inserted {
             try? channels[connection]?.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
         }
         scheduleDispatch()
+    }
+
+    /// Counts a line handled at once against its uid's few per window, so a
+    /// uid spreading a flood over many connections queues like any other.
+    private func takeTurnAtOnce(_ uid: UInt32, now: NIODeadline) -> Bool {
+        if now - atOnceWindowStart >= Self.atOnceWindow {
+            atOnceTurns.removeAll(keepingCapacity: true)
+            atOnceWindowStart = now
+        }
+        let used = atOnceTurns[uid, default: 0]
+        guard used < Self.atOnceLinesPerWindow else { return false }
+        atOnceTurns[uid] = used + 1
+        return true
     }
 
     private func scheduleDispatch() {

@@ -4,7 +4,8 @@ import MediatorTransport
 import NIOCore
 
 /// The per-connection channel handler: hands each inbound line to the host
-/// (which queues it for fair dispatch) and tells it when the connection goes.
+/// (which handles it or queues it for fair dispatch), and tells it when a read
+/// cycle ends (the time to flush) or the connection goes.
 final class PeerHandler: ChannelInboundHandler {
     typealias InboundIn = InboundLine
 
@@ -37,6 +38,10 @@ final class PeerHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let connection else { return }
         host.received(unwrapInboundIn(data), from: connection, uid: credentials.uid)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        host.flush()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
