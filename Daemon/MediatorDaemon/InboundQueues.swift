@@ -31,9 +31,6 @@ struct InboundQueues {
     /// How many uids have lines waiting.
     var uidsWaiting: Int { readyUIDs.count }
 
-    /// Whether any connection of `uid` has lines waiting.
-    func hasWaiting(uid: UInt32) -> Bool { uids[uid] != nil }
-
     /// Lines waiting from `connection`.
     func waiting(_ connection: ConnectionID) -> Int { connections[connection]?.lines.count ?? 0 }
 
