@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Merges mediator-bench's --json output and dbus-bench's JSON lines into the
+side-by-side markdown table that Benchmarks/run prints.
+
+Usage: table.py MEDIATOR_BENCH_OUTPUT DBUS_BENCH_JSONL [--about TEXT]
+
+Columns: mediatord driven by the raw client and component (mediator-bench's
+"brokered"), any further mediator-bench column (a pass member that is a list
+of shape outcomes, such as one driven through the Swift library), dbus-broker
+and dbus-daemon (sd-bus client and service), and the direct Unix-socket
+ping-pong; then mediatord (raw) / dbus-broker and the issue's target.
+"""
+import json
+import sys
+
+SHAPES = ["latency", "pipelined", "connections"]
+KNOWN_MEDIATOR_COLUMNS = {"brokered": "mediatord (raw)", "direct": "direct"}
+
+
+def load_mediator_bench(path):
+    """The JSON object that mediator-bench --json prints after its table."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    for index, line in enumerate(lines):
+        if line == "{":
+            try:
+                return json.loads("\n".join(lines[index:]))
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def load_dbus_bench(path):
+    records = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                line = line.strip()
+                if line.startswith("{"):
+                    try:
+                        records.append(json.loads(line))
+                    except json.JSONDecodeError:
+                        pass
+    except OSError:
+        pass
+    return records
+
+
+def extra_mediator_columns(report):
+    """Pass members other than brokered/direct that hold shape outcomes."""
+    keys = []
+    for run in (report or {}).get("passes", []):
+        for key, value in run.items():
+            if key in KNOWN_MEDIATOR_COLUMNS or key in keys:
+                continue
+            if isinstance(value, list) and value and all(isinstance(v, dict) and "shape" in v for v in value):
+                keys.append(key)
+    return keys
+
+
+def column_label(key):
+    if key in ("dbus-broker", "dbus-daemon"):
+        return key
+    if key in KNOWN_MEDIATOR_COLUMNS:
+        return KNOWN_MEDIATOR_COLUMNS[key]
+    lowered = key.lower()
+    if "library" in lowered or "swift" in lowered or "client" in lowered:
+        return "mediatord (Swift library)"
+    return "mediatord (%s)" % key
+
+
+def metric(result, row):
+    """A row's figure from a ShapeResult (mediator-bench's field names)."""
+    if not result:
+        return None
+    if row == "p50":
+        return (result.get("latencyMicros") or {}).get("p50")
+    if row == "p99":
+        return (result.get("latencyMicros") or {}).get("p99")
+    return result.get("callsPerSecond")
+
+
+def fmt(value, row):
+    if value is None:
+        return "n/a"
+    if row in ("p50", "p99"):
+        return "%.1f µs" % value
+    if value >= 1e6:
+        return "%.2fM/s" % (value / 1e6)
+    return "%.0fk/s" % (value / 1e3)
+
+
+def fmt_kib(kib):
+    return "n/a" if kib is None else "%.1f MiB" % (kib / 1024)
+
+
+def fmt_bytes(value):
+    return "n/a" if value is None else "%.1f KiB" % (value / 1024)
+
+
+# row key, shape, issue target on mediatord (raw) / dbus-broker
+def rows_for(in_flight, connections):
+    return [
+        ("p50", "latency", "sequential p50", ("<=", 1.0)),
+        ("p99", "latency", "sequential p99", None),
+        ("tput", "pipelined", "%d pipelined, 1 connection" % in_flight, (">=", 2.0)),
+        ("tput", "connections", "%d connections, 1 in flight each" % connections, (">=", 1.5)),
+    ]
+
+
+def target_text(target):
+    if not target:
+        return "", ""
+    op, bound = target
+    return ("≤ %.1f×" if op == "<=" else "≥ %.1f×") % bound, op
+
+
+def met(ratio, target):
+    if ratio is None or not target:
+        return ""
+    op, bound = target
+    return "yes" if (ratio <= bound if op == "<=" else ratio >= bound) else "**no**"
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    about = argv[argv.index("--about") + 1] if "--about" in argv else ""
+    report = load_mediator_bench(argv[1])
+    records = load_dbus_bench(argv[2])
+
+    in_flight = (report or {}).get("inFlight", 64)
+    connections = (report or {}).get("connections", 16)
+    extras = extra_mediator_columns(report)
+    buses = ["dbus-broker", "dbus-daemon"]
+    columns = ["brokered"] + extras + buses + ["direct"]
+
+    # Passes: mediator-bench's, matched with dbus-bench's by the pinned CPU.
+    passes = []
+    for run in (report or {}).get("passes", []):
+        passes.append((run.get("name", "?"), run.get("pinnedCPU"), run))
+    for record in records:
+        if record.get("record") == "shape" and record.get("pinnedCPU") not in [p[1] for p in passes]:
+            passes.append((record.get("pass", "?"), record.get("pinnedCPU"), {}))
+
+    def dbus_result(bus, pinned, shape):
+        for record in records:
+            if (record.get("record") == "shape" and record.get("bus") == bus
+                    and record.get("pinnedCPU") == pinned and record.get("shape") == shape):
+                return record.get("result")
+        return None
+
+    def mediator_result(run, key, shape):
+        for outcome in run.get(key) or []:
+            if outcome.get("shape") == shape:
+                return outcome.get("result")
+        return None
+
+    out = []
+    if about:
+        out.append(about)
+        out.append("")
+    header = ["shape"] + [column_label(c) for c in columns] + ["mediatord/dbus-broker", "target", "met"]
+    out.append("| " + " | ".join(header) + " |")
+    out.append("|" + "|".join([" --- "] * len(header)) + "|")
+    for name, pinned, run in passes:
+        label = "pinned" if pinned is not None else "unpinned"
+        for row, shape, title, target in rows_for(in_flight, connections):
+            values = {}
+            for column in columns:
+                if column in buses:
+                    values[column] = metric(dbus_result(column, pinned, shape), row)
+                else:
+                    values[column] = metric(mediator_result(run, column, shape), row)
+            mediator, broker = values.get("brokered"), values.get("dbus-broker")
+            ratio = mediator / broker if mediator is not None and broker else None
+            cells = ["%s, %s" % (title, label)] + [fmt(values[c], row) for c in columns]
+            cells += ["n/a" if ratio is None else "%.2f×" % ratio, target_text(target)[0], met(ratio, target)]
+            out.append("| " + " | ".join(cells) + " |")
+
+    # Resources: idle connections, RSS under load, CPU per call.
+    idle = {r.get("bus"): r for r in records if r.get("record") == "idle"}
+    if idle or passes:
+        out.append("")
+        header = ["resource", "mediatord", "dbus-broker", "dbus-daemon", "mediatord/dbus-broker", "target", "met"]
+        out.append("| " + " | ".join(header) + " |")
+        out.append("|" + "|".join([" --- "] * len(header)) + "|")
+        if idle:
+            count = next(iter(idle.values())).get("connections", 0)
+            per = {bus: idle.get(bus, {}).get("bytesPerConnection") for bus in ["mediatord"] + buses}
+            ratio = per["mediatord"] / per["dbus-broker"] if per["mediatord"] is not None and per["dbus-broker"] else None
+            ok = "" if per["mediatord"] is None else ("yes" if per["mediatord"] <= 16 * 1024 else "**no**")
+            out.append("| memory per idle connection, %s held (RSS delta / count) | %s | %s | %s | %s | ≤ 16 KiB | %s |" % (
+                "{:,}".format(count), fmt_bytes(per["mediatord"]), fmt_bytes(per["dbus-broker"]),
+                fmt_bytes(per["dbus-daemon"]), "n/a" if ratio is None else "%.2f×" % ratio, ok))
+
+        def bus_figures(bus, pinned):
+            for record in records:
+                if record.get("record") == "bus" and record.get("bus") == bus and record.get("pinnedCPU") == pinned:
+                    return record
+            return {}
+
+        for name, pinned, run in passes:
+            label = "pinned" if pinned is not None else "unpinned"
+            daemon = run.get("daemon") or {}
+            rss = {"mediatord": daemon.get("vmRSSKiB")}
+            cpu = {"mediatord": daemon.get("cpuMicrosPerCall")}
+            for bus in buses:
+                figures = bus_figures(bus, pinned)
+                rss[bus] = figures.get("vmRSSKiB")
+                cpu[bus] = figures.get("cpuMicrosPerCall")
+            r_rss = rss["mediatord"] / rss["dbus-broker"] if rss["mediatord"] and rss["dbus-broker"] else None
+            r_cpu = cpu["mediatord"] / cpu["dbus-broker"] if cpu["mediatord"] and cpu["dbus-broker"] else None
+            out.append("| RSS after the call shapes, %s | %s | %s | %s | %s | | |" % (
+                label, fmt_kib(rss["mediatord"]), fmt_kib(rss["dbus-broker"]), fmt_kib(rss["dbus-daemon"]),
+                "n/a" if r_rss is None else "%.2f×" % r_rss))
+            out.append("| bus CPU per call (utime+stime / calls), %s | %s | %s | %s | %s | | |" % (
+                label, *["n/a" if cpu[b] is None else "%.1f µs" % cpu[b] for b in ["mediatord"] + buses],
+                "n/a" if r_cpu is None else "%.2f×" % r_cpu))
+
+    problems = []
+    for record in records:
+        if record.get("error"):
+            problems.append("dbus-bench %s %s %s: %s" % (
+                record.get("pass", ""), record.get("bus"), record.get("shape", record.get("record")), record["error"]))
+    if report is None:
+        problems.append("mediator-bench printed no JSON (see its output)")
+    for run in (report or {}).get("passes", []):
+        for key in ["brokered", "direct"] + extras:
+            for outcome in run.get(key) or []:
+                if outcome.get("error"):
+                    problems.append("mediator-bench %s %s %s: %s" % (run.get("name"), key, outcome.get("shape"), outcome["error"]))
+    if problems:
+        out.append("")
+        out.extend("- error: " + p for p in problems)
+    print("\n".join(out))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
