@@ -318,7 +318,12 @@ extension Broker {
             patterns.append(pattern)
         }
         if adding, let credentials = peers[connection]?.credentials {
-            for pattern in patterns {
+            // `mediator.monitor` exactly is exempt: no event of that name is
+            // ever published, and monitor records reach only connections the
+            // policy let monitor; clients (mediatorctl monitor) subscribe to
+            // it to route the records, so checking it would refuse a peer the
+            // policy grants `monitor` unless it also granted the subscription.
+            for pattern in patterns where pattern != Self.monitorRecordEvent {
                 if let denial = checkPolicy(.subscribe(pattern: pattern), credentials) { return .failure(denial) }
             }
         }

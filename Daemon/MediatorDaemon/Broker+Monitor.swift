@@ -11,6 +11,9 @@ import Glibc
 /// both peers and the time. With no monitor attached, routing pays one
 /// emptiness check.
 extension Broker {
+    /// The event name of monitor records.
+    static let monitorRecordEvent = "mediator.monitor"
+
     struct MonitorFilter {
         var targets: [String]
         var events: [String]
@@ -82,7 +85,7 @@ extension Broker {
                 }
                 body.writeImmutableBuffer(trimmed)
                 body.writeStaticString("}")
-                line = writer.event("mediator.monitor", rawData: body)
+                line = writer.event(Self.monitorRecordEvent, rawData: body)
             }
             if let line { send(connection, line) }
         }

@@ -129,7 +129,18 @@ public final class MediatorServer: Service, Sendable {
         switch listener {
         case .path(let path):
             try SocketFile.prepare(path)
-            server = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
+            // Created with its mode rather than chmod-ed after: NIO accepts as
+            // soon as the file exists, so a chmod after bind leaves a window in
+            // which peers meet the umask's mode (other uids refused, or let in
+            // past a stricter --socket-mode).
+            let previousMask = SocketFile.restrictCreation(to: socketMode)
+            do {
+                server = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
+            } catch {
+                SocketFile.restoreCreationMask(previousMask)
+                throw error
+            }
+            SocketFile.restoreCreationMask(previousMask)
             SocketFile.setMode(path, socketMode)
             boundPath = path
         case .adopted(let handle, _):

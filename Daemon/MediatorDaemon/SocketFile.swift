@@ -46,6 +46,17 @@ public enum SocketFile {
     public static func setMode(_ path: String, _ mode: mode_t) {
         chmod(path, mode)
     }
+
+    /// Sets the process's umask so that a file created now gets at most
+    /// `mode`; returns the mask to restore. The umask is process-wide: only
+    /// for the bind at start, before anything else creates files.
+    public static func restrictCreation(to mode: mode_t) -> mode_t {
+        umask(~mode & 0o777)
+    }
+
+    public static func restoreCreationMask(_ mask: mode_t) {
+        umask(mask)
+    }
 }
 
 extension SocketFile {

@@ -139,6 +139,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         let settings = self.settings
         let loaded: DaemonSettings.Loaded
         do { loaded = try settings.load() } catch { throw ValidationError("\(error)") }
+        OpenFileLimit.raise(forConnections: loaded.configuration.maxConnections, logger: logger)
 
         let listener: MediatorServer.Listener
         do {

@@ -15,15 +15,17 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// Starts the daemon and waits until it answers `mediator/ping`
     /// (bounded); see `start(ready:)`.
+    ///
+    /// `launcher` runs first and execs the daemon (e.g. `prlimit --nofile=1024:`),
+    /// so the pid is still the daemon's.
     init(
         directory: TestDirectory, socketPath: String? = nil, arguments: [String] = [],
-        waitUntilReady: Bool = true
+        waitUntilReady: Bool = true, launcher: [String] = []
     ) throws {
         self.directory = directory
         self.socketPath = socketPath ?? directory.socket()
-        process = try ChildProcess(
-            Paths.mediatord, ["--socket", self.socketPath, "--log-level", "debug"] + arguments,
-            label: "mediatord", directory: directory.path)
+        let command = launcher + [Paths.mediatord, "--socket", self.socketPath, "--log-level", "debug"] + arguments
+        process = try ChildProcess(command[0], Array(command.dropFirst()), label: "mediatord", directory: directory.path)
         if waitUntilReady {
             do {
                 try self.waitUntilReady()

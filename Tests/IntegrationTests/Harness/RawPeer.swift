@@ -48,6 +48,14 @@ final class RawPeer: @unchecked Sendable {
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 
+    /// Takes over a connected socket that another process opened (one made
+    /// as another uid, see ``OtherUser/connections(_:count:)``).
+    init(adopting fd: Int32, path: String) {
+        self.path = path
+        self.fd = fd
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
     /// Connects, retrying every 20 ms until `bound` passes.
     static func connect(_ path: String, within bound: Duration = .seconds(10)) throws -> RawPeer {
         var peer: RawPeer?

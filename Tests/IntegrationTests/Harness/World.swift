@@ -30,11 +30,12 @@ final class World: @unchecked Sendable {
     /// Starts a daemon on a fresh socket (or `socketPath`) and waits for it
     /// to answer ping.
     func daemon(
-        _ arguments: [String] = [], socketPath: String? = nil, waitUntilReady: Bool = true
+        _ arguments: [String] = [], socketPath: String? = nil, waitUntilReady: Bool = true, launcher: [String] = []
     ) throws -> DaemonProcess {
         // Kept before waiting, so that cleanup kills it even if waiting fails.
         let daemon = try DaemonProcess(
-            directory: directory, socketPath: socketPath, arguments: arguments, waitUntilReady: false)
+            directory: directory, socketPath: socketPath, arguments: arguments, waitUntilReady: false,
+            launcher: launcher)
         _ = keep(daemon) { daemons.append($0) }
         if waitUntilReady { try daemon.waitUntilReady() }
         return daemon
