@@ -44,6 +44,18 @@ struct BrokerMonitorTests {
         #expect(d.takeJSON(1).compactMap { $0["data"]?["event"]?.stringValue } == ["keep.me"])
     }
 
+    /// mediatorctl subscribes to `mediator.monitor` to receive the records; a
+    /// policy that grants `monitor` alone must not refuse that subscription,
+    /// while other subscriptions stay checked.
+    @Test func subscribingToTheRecordsNeedsOnlyTheMonitorGrant() {
+        let d = BrokerDriver()
+        d.broker.loadPolicy(Policy(rules: [Policy.Rule(allow: .init(monitor: true))]))
+        d.connect(1)
+        #expect(d.daemon("subscribe", #"{"events":["mediator.monitor"]}"#, from: 1)?["result"] != nil)
+        #expect(d.daemon("monitor", from: 1)?["result"] != nil)
+        #expect(d.daemon("subscribe", #"{"events":["mediator.*"]}"#, from: 1)?["error"]?["code"] == "forbidden")
+    }
+
     @Test func anOrdinaryUserMayNotMonitorUnderTheDefaultPolicy() {
         let d = BrokerDriver()
         d.broker.loadPolicy(.defaultPolicy(daemonUID: 0))
