@@ -75,8 +75,8 @@ enum Report {
             let library = pass.library.first { $0.shape == shape }
             let direct = pass.direct.first { $0.shape == shape }
             let label = "\(index + 1) " + shape.label(inFlight: report.inFlight, connections: report.connections)
-            let cpu = [broker, library].compactMap { $0?.daemonCPUMicrosPerCall.map { format($0, 1) } }
-                .joined(separator: " / ") + " µs/call"
+            let cpuFigures = [broker, library].compactMap { $0?.daemonCPUMicrosPerCall.map { format($0, 1) } }
+            let cpu = cpuFigures.isEmpty ? "" : cpuFigures.joined(separator: " / ") + " µs/call"
             var metrics: [(String, (ShapeResult) -> Double?, Bool)] = []
             switch shape {
             case .latency:
