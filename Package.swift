@@ -95,8 +95,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "mediator-bench",
-            // Raw POSIX sockets on purpose: no library cost in the figures.
+            // The raw roles use POSIX sockets on purpose (no library cost in
+            // their figures); the library roles use MediatorClient.
             dependencies: [
+                "MediatorClient",
+                "MediatorProtocol",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -6,9 +6,12 @@ Usage: table.py MEDIATOR_BENCH_OUTPUT DBUS_BENCH_JSONL [--about TEXT]
 
 Columns: mediatord driven by the raw client and component (mediator-bench's
 "brokered"), any further mediator-bench column (a pass member that is a list
-of shape outcomes, such as one driven through the Swift library), dbus-broker
-and dbus-daemon (sd-bus client and service), and the direct Unix-socket
-ping-pong; then mediatord (raw) / dbus-broker and the issue's target.
+of shape outcomes, such as "library", driven through the Swift library),
+dbus-broker and dbus-daemon (sd-bus client and service), and the direct
+Unix-socket ping-pong; then mediatord (raw) / dbus-broker and the issue's
+target. A second table has the buses' resources (a further column's daemon
+figures are the pass member KEY + "Daemon"), and a third mediator-bench's
+target-scaling run (its "targets" member), if any.
 """
 import json
 import sys
@@ -101,6 +104,45 @@ def fmt_bytes(value):
     return "n/a" if value is None else "%.1f KiB" % (value / 1024)
 
 
+# "The cost must stay flat": mediatord's CPU per call with N registered
+# targets over that with one. Calls/s is shown too, but on this shared VM it
+# swings by tens of percent between runs of the same N; CPU per call moves by
+# a few percent.
+FLAT_BOUND = 1.1
+
+
+def targets_table(scaling):
+    """mediator-bench's target-scaling run as markdown lines."""
+    steps = scaling.get("steps") or []
+    if not steps:
+        return []
+    pinned = scaling.get("pinnedCPU")
+    where = "pinned" if pinned is not None else "unpinned"
+    out = ["", "| registered targets (%d pipelined, each call to one at random, %s; best of %d runs) | calls/s "
+           "| vs 1 target | mediatord CPU per call | vs 1 target | mediatord RSS | time to register them | target | met |"
+           % (scaling.get("inFlight", 64), where, max(len(s.get("callsPerSecondRuns") or []) for s in steps))]
+    out.append("|" + "|".join([" --- "] * 9) + "|")
+    base_step = next((s for s in steps if s.get("targets") == 1), {})
+    base = (base_step.get("result") or {}).get("callsPerSecond")
+    base_cpu = base_step.get("daemonCPUMicrosPerCall")
+    for step in steps:
+        rate = (step.get("result") or {}).get("callsPerSecond")
+        ratio = rate / base if rate is not None and base else None
+        cpu = step.get("daemonCPUMicrosPerCall")
+        cpu_ratio = cpu / base_cpu if cpu is not None and base_cpu else None
+        seconds = step.get("registerSeconds")
+        is_base = step.get("targets") == 1
+        out.append("| {:,} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            step.get("targets", 0), "n/a" if rate is None else "%.0fk/s" % (rate / 1e3),
+            "n/a" if ratio is None else "%.2f×" % ratio,
+            "n/a" if cpu is None else "%.1f µs" % cpu, "n/a" if cpu_ratio is None else "%.2f×" % cpu_ratio,
+            fmt_kib(step.get("daemonRSSKiB")),
+            "n/a" if seconds is None else "%.2f s" % seconds,
+            "" if is_base else "CPU ≤ %.1f×" % FLAT_BOUND,
+            "" if is_base or cpu_ratio is None else ("yes" if cpu_ratio <= FLAT_BOUND else "**no**")))
+    return out
+
+
 # row key, shape, issue target on mediatord (raw) / dbus-broker
 def rows_for(in_flight, connections):
     return [
@@ -183,20 +225,27 @@ def main(argv):
             out.append("| " + " | ".join(cells) + " |")
 
     # Resources: idle connections, RSS under load, CPU per call.
+    # Resources: idle connections, RSS under load, CPU per call. mediatord
+    # (raw) is the "brokered" pass member's daemon; each further column's is
+    # KEY + "Daemon" (the library column's: "libraryDaemon").
     idle = {r.get("bus"): r for r in records if r.get("record") == "idle"}
     if idle or passes:
         out.append("")
-        header = ["resource", "mediatord", "dbus-broker", "dbus-daemon", "mediatord/dbus-broker", "target", "met"]
+        header = (["resource", column_label("brokered")] + [column_label(c) for c in extras]
+                  + buses + ["mediatord (raw)/dbus-broker", "target", "met"])
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "|".join([" --- "] * len(header)) + "|")
+        # Idle connections are held with raw sockets: one figure for mediatord.
+        no_extra = ["–"] * len(extras)
         if idle:
             count = next(iter(idle.values())).get("connections", 0)
             per = {bus: idle.get(bus, {}).get("bytesPerConnection") for bus in ["mediatord"] + buses}
             ratio = per["mediatord"] / per["dbus-broker"] if per["mediatord"] is not None and per["dbus-broker"] else None
             ok = "" if per["mediatord"] is None else ("yes" if per["mediatord"] <= 16 * 1024 else "**no**")
-            out.append("| memory per idle connection, %s held (RSS delta / count) | %s | %s | %s | %s | ≤ 16 KiB | %s |" % (
-                "{:,}".format(count), fmt_bytes(per["mediatord"]), fmt_bytes(per["dbus-broker"]),
-                fmt_bytes(per["dbus-daemon"]), "n/a" if ratio is None else "%.2f×" % ratio, ok))
+            cells = (["memory per idle connection, {:,} held (RSS delta / count)".format(count), fmt_bytes(per["mediatord"])]
+                     + no_extra + [fmt_bytes(per[b]) for b in buses]
+                     + ["n/a" if ratio is None else "%.2f×" % ratio, "≤ 16 KiB", ok])
+            out.append("| " + " | ".join(cells) + " |")
 
         def bus_figures(bus, pinned):
             for record in records:
@@ -206,21 +255,27 @@ def main(argv):
 
         for name, pinned, run in passes:
             label = "pinned" if pinned is not None else "unpinned"
-            daemon = run.get("daemon") or {}
-            rss = {"mediatord": daemon.get("vmRSSKiB")}
-            cpu = {"mediatord": daemon.get("cpuMicrosPerCall")}
+            owners = ["brokered"] + extras
+            rss, cpu = {}, {}
+            for key in owners:
+                daemon = run.get("daemon" if key == "brokered" else key + "Daemon") or {}
+                rss[key] = daemon.get("vmRSSKiB")
+                cpu[key] = daemon.get("cpuMicrosPerCall")
             for bus in buses:
                 figures = bus_figures(bus, pinned)
                 rss[bus] = figures.get("vmRSSKiB")
                 cpu[bus] = figures.get("cpuMicrosPerCall")
-            r_rss = rss["mediatord"] / rss["dbus-broker"] if rss["mediatord"] and rss["dbus-broker"] else None
-            r_cpu = cpu["mediatord"] / cpu["dbus-broker"] if cpu["mediatord"] and cpu["dbus-broker"] else None
-            out.append("| RSS after the call shapes, %s | %s | %s | %s | %s | | |" % (
-                label, fmt_kib(rss["mediatord"]), fmt_kib(rss["dbus-broker"]), fmt_kib(rss["dbus-daemon"]),
-                "n/a" if r_rss is None else "%.2f×" % r_rss))
-            out.append("| bus CPU per call (utime+stime / calls), %s | %s | %s | %s | %s | | |" % (
-                label, *["n/a" if cpu[b] is None else "%.1f µs" % cpu[b] for b in ["mediatord"] + buses],
-                "n/a" if r_cpu is None else "%.2f×" % r_cpu))
+            r_rss = rss["brokered"] / rss["dbus-broker"] if rss["brokered"] and rss["dbus-broker"] else None
+            r_cpu = cpu["brokered"] / cpu["dbus-broker"] if cpu["brokered"] and cpu["dbus-broker"] else None
+            cells = (["RSS after the call shapes, %s" % label] + [fmt_kib(rss[k]) for k in owners + buses]
+                     + ["n/a" if r_rss is None else "%.2f×" % r_rss, "", ""])
+            out.append("| " + " | ".join(cells) + " |")
+            cells = (["bus CPU per call (utime+stime / calls), %s" % label]
+                     + ["n/a" if cpu[k] is None else "%.1f µs" % cpu[k] for k in owners + buses]
+                     + ["n/a" if r_cpu is None else "%.2f×" % r_cpu, "", ""])
+            out.append("| " + " | ".join(cells) + " |")
+
+    out.extend(targets_table((report or {}).get("targets") or {}))
 
     problems = []
     for record in records:
@@ -234,6 +289,9 @@ def main(argv):
             for outcome in run.get(key) or []:
                 if outcome.get("error"):
                     problems.append("mediator-bench %s %s %s: %s" % (run.get("name"), key, outcome.get("shape"), outcome["error"]))
+    for step in ((report or {}).get("targets") or {}).get("steps") or []:
+        if step.get("error"):
+            problems.append("mediator-bench %s targets: %s" % ("{:,}".format(step.get("targets", 0)), step["error"]))
     if problems:
         out.append("")
         out.extend("- error: " + p for p in problems)

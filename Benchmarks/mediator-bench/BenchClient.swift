@@ -65,9 +65,34 @@ struct ClientSettings {
     var payloadBytes: Int
     var timeLimit: Double
     var target = EchoComponent.defaultTarget
+    /// Pipelined only: when positive, each call goes to `target` followed by
+    /// a number in 0 ..< targetCount, picked at random.
+    var targetCount = 0
+
+    /// The requests to pick from: one per target.
+    var requests: [EchoRequest] {
+        guard targetCount > 0 else { return [EchoRequest(payloadBytes: payloadBytes, target: target)] }
+        return (0..<targetCount).map { EchoRequest(payloadBytes: payloadBytes, target: target + String($0)) }
+    }
 }
 
-private func newLatencyHistogram() -> Histogram<UInt64> {
+/// xorshift64*: cheap, and the same sequence in every run.
+struct TargetPicker {
+    private var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    let count: Int
+
+    init(count: Int) { self.count = max(count, 1) }
+
+    mutating func next() -> Int {
+        guard count > 1 else { return 0 }
+        state ^= state >> 12
+        state ^= state << 25
+        state ^= state >> 27
+        return Int((state &* 0x2545_F491_4F6C_DD1D) >> 33) % count
+    }
+}
+
+func newLatencyHistogram() -> Histogram<UInt64> {
     Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000_000, numberOfSignificantValueDigits: .three)
 }
 
@@ -135,9 +160,13 @@ enum BenchClient {
     /// Shape 2: keeps `inFlight` calls outstanding on one connection; each
     /// read's answers are replaced by as many new calls in one write.
     /// Counts answers for `duration` seconds after `warmup` answers.
+    /// With `targetCount`, each call goes to a target picked at random.
     static func pipelined(_ settings: ClientSettings) throws -> ShapeResult {
         let socket = try open(settings)
-        let request = EchoRequest(payloadBytes: settings.payloadBytes, target: settings.target)
+        let requests = settings.requests
+        var picker = TargetPicker(count: requests.count)
+        // Every target echoes the same params, so any request checks any answer.
+        let request = requests[0]
         let out = ByteBuffer()
         let begin = monotonicNanos()
         let hardDeadline = begin + UInt64(settings.timeLimit * 1e9)
@@ -149,7 +178,7 @@ enum BenchClient {
 
         for _ in 0..<max(settings.inFlight, 1) {
             sent += 1
-            request.append(id: sent, to: out)
+            requests[picker.next()].append(id: sent, to: out)
         }
         try socket.writeAll(out)
         while received < sent {
@@ -175,7 +204,7 @@ enum BenchClient {
             out.removeAll()
             for _ in 0..<answered {
                 sent += 1
-                request.append(id: sent, to: out)
+                requests[picker.next()].append(id: sent, to: out)
             }
             try socket.writeAll(out)
         }

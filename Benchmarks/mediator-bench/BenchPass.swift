@@ -2,8 +2,9 @@ import Foundation
 import Glibc
 
 // One pass: the three shapes against an echo component reached directly,
-// then the same through a mediatord started for the pass. Every process is
-// a fresh child; every phase has a time limit.
+// then the same through a mediatord started for the pass with the raw client
+// and component, then through another new mediatord with the Swift
+// library's. Every process is a fresh child; every phase has a time limit.
 
 struct BenchSettings {
     var calls: Int
@@ -39,9 +40,14 @@ struct PassResult: Codable {
     var name: String
     var pinnedCPU: Int?
     var direct: [ShapeOutcome]
+    /// Through mediatord with the raw client and component.
     var brokered: [ShapeOutcome]
     var daemon: DaemonFigures?
     var brokeredSetupError: String?
+    /// Through mediatord with MediatorClient and Component (empty when skipped).
+    var library: [ShapeOutcome]
+    var libraryDaemon: DaemonFigures?
+    var librarySetupError: String?
     var wallSeconds: Double
 }
 
@@ -52,13 +58,16 @@ struct BenchPass {
     let settings: BenchSettings
     let workDirectory: String
     let pinnedCPU: Int?
+    /// Whether the pass also runs the shapes through the Swift library.
+    let library: Bool
     private let me = Children.selfExecutable()
     private let startupTimeout = 10.0
 
-    init(settings: BenchSettings, workDirectory: String, pinnedCPU: Int?) {
+    init(settings: BenchSettings, workDirectory: String, pinnedCPU: Int?, library: Bool = false) {
         self.settings = settings
         self.workDirectory = workDirectory
         self.pinnedCPU = pinnedCPU
+        self.library = library
     }
 
     func run() -> PassResult {
@@ -68,16 +77,13 @@ struct BenchPass {
         defer { LinuxExtras.setAffinity(nil) }
 
         let direct = runDirect()
-        var brokeredOutcome: (shapes: [ShapeOutcome], daemon: DaemonFigures?, error: String?)
-        do {
-            brokeredOutcome = try runBrokered()
-        } catch {
-            brokeredOutcome = (Shape.allCases.map { ShapeOutcome(shape: $0, error: "\(error)") }, nil, "\(error)")
-        }
+        let raw = brokeredOrFailure(library: false)
+        let viaLibrary = library ? brokeredOrFailure(library: true) : BrokeredOutcome(shapes: [])
         return PassResult(
             name: pinnedCPU.map { "pinned: every process on CPU \($0)" } ?? "unpinned",
-            pinnedCPU: pinnedCPU, direct: direct, brokered: brokeredOutcome.shapes,
-            daemon: brokeredOutcome.daemon, brokeredSetupError: brokeredOutcome.error,
+            pinnedCPU: pinnedCPU, direct: direct, brokered: raw.shapes,
+            daemon: raw.daemon, brokeredSetupError: raw.error,
+            library: viaLibrary.shapes, libraryDaemon: viaLibrary.daemon, librarySetupError: viaLibrary.error,
             wallSeconds: Double(monotonicNanos() - begin) / 1e9)
     }
 
@@ -96,25 +102,45 @@ struct BenchPass {
 
     // MARK: brokered: client <-> mediatord <-> echo component
 
-    private func runBrokered() throws -> ([ShapeOutcome], DaemonFigures?, String?) {
+    struct BrokeredOutcome {
+        var shapes: [ShapeOutcome]
+        var daemon: DaemonFigures?
+        var error: String?
+    }
+
+    private func brokeredOrFailure(library: Bool) -> BrokeredOutcome {
+        do {
+            return try runBrokered(library: library)
+        } catch {
+            return BrokeredOutcome(shapes: Shape.allCases.map { ShapeOutcome(shape: $0, error: "\(error)") }, error: "\(error)")
+        }
+    }
+
+    /// The three shapes on a new mediatord, raw or through the Swift library
+    /// (client and component alike), with the daemon's figures over them.
+    private func runBrokered(library: Bool) throws -> BrokeredOutcome {
         let socketPath = workDirectory + "/" + Self.brokerSocketName
         let daemon = try startDaemon(socketPath: socketPath)
         defer {
             Children.stop(daemon, signal: SIGTERM)
             unlink(socketPath)
         }
-        let component = try startComponent(["--connect", socketPath])
+        let component = try startComponent(["--connect", socketPath] + (library ? ["--library"] : []))
         defer { Children.stop(component, signal: SIGKILL) }
 
         let cpuBefore = ProcStats.cpuSeconds(daemon.pid) ?? 0
-        let shapes = Shape.allCases.map { runShape($0, socketPath: socketPath, daemon: daemon) }
+        let shapes = Shape.allCases.map { runShape($0, socketPath: socketPath, daemon: daemon, library: library) }
+        return BrokeredOutcome(shapes: shapes, daemon: Self.figures(daemon, cpuBefore: cpuBefore, shapes: shapes))
+    }
+
+    /// The daemon's RSS now, and its CPU per call since `cpuBefore`.
+    static func figures(_ daemon: ChildProcess, cpuBefore: Double, shapes: [ShapeOutcome]) -> DaemonFigures {
         let cpu = (ProcStats.cpuSeconds(daemon.pid) ?? cpuBefore) - cpuBefore
         let calls = shapes.reduce(0) { $0 + ($1.result?.totalCalls ?? 0) }
-        let figures = DaemonFigures(
+        return DaemonFigures(
             pid: daemon.pid,
             vmRSSKiB: ProcStats.statusKB(daemon.pid, "VmRSS"), vmHWMKiB: ProcStats.statusKB(daemon.pid, "VmHWM"),
             cpuSeconds: cpu, calls: calls, cpuMicrosPerCall: calls > 0 ? cpu / Double(calls) * 1e6 : nil)
-        return (shapes, figures, nil)
     }
 
     /// Starts mediatord on `socketPath` and waits until it accepts connections.
@@ -167,10 +193,11 @@ struct BenchPass {
     }
 
     /// Runs one shape's client to its end. `user` runs it under another
-    /// uid/gid (through setpriv), `target` picks the echo target.
+    /// uid/gid (through setpriv), `target` picks the echo target, `library`
+    /// calls through MediatorClient, `extraArguments` go to the client role.
     func runShape(
         _ shape: Shape, socketPath: String, daemon: ChildProcess?, target: String = EchoComponent.defaultTarget,
-        user: UInt32? = nil
+        user: UInt32? = nil, library: Bool = false, extraArguments: [String] = []
     ) -> ShapeOutcome {
         let cpuBefore = daemon.flatMap { ProcStats.cpuSeconds($0.pid) }
         let arguments = Self.asUser(user) + [
@@ -179,7 +206,7 @@ struct BenchPass {
             "--duration", "\(settings.duration)", "--in-flight", "\(settings.inFlight)",
             "--connections", "\(settings.connections)", "--payload", "\(settings.payloadBytes)",
             "--time-limit", "\(settings.phaseTimeout)",
-        ]
+        ] + (library ? ["--library"] : []) + extraArguments
         let client: ChildProcess
         do {
             client = try Children.spawn(arguments, name: "client (\(shape.rawValue))", captureStdout: true)

@@ -3,7 +3,8 @@ import Glibc
 
 /// The `Bench` component: answers every request that has an `id` with
 /// `{"id":<id>,"result":<params>}`, spliced from the request's bytes.
-/// Brokered: one connection to mediatord, registered as `Bench`.
+/// Brokered: one connection to mediatord, registered as `Bench` (or as
+/// many targets as the target-scaling run asks for, all on that connection).
 /// Direct: listens itself and serves each client connection on a thread.
 enum EchoComponent {
     static let registerID = "bench-register"
@@ -38,16 +39,32 @@ enum EchoComponent {
         }
     }
 
-    static func runBrokered(socketPath: String, target: String = defaultTarget) throws {
+    /// Registers every one of `targets` on one connection, then serves it.
+    /// Registrations go out in batches of 256, each answered before the next
+    /// is sent, so that 10,000 of them fill no buffer on either side.
+    static func runBrokered(socketPath: String, targets: [String] = [defaultTarget]) throws {
         let connection = RawLineSocket(fd: try UnixSocket.connect(path: socketPath))
-        let register = #"{"id":"\#(registerID)","target":"mediator","action":"register","params":{"target":"\#(target)","actions":["echo"],"description":"mediator-bench echo"}}"# + "\n"
-        try connection.writeAll(Array(register.utf8))
-        while true {
-            guard let line = try connection.readLine() else { throw BenchError("mediatord closed the connection") }
-            guard let members = LineJSON.scan(line), let id = members.id,
-                  LineJSON.text(line, id) == "\"\(registerID)\"" else { continue }
-            guard members.result != nil else { throw BenchError("register failed: \(LineJSON.text(line))") }
-            break
+        let batchSize = 256
+        let out = ByteBuffer()
+        var next = 0
+        while next < targets.count {
+            let batch = next..<min(next + batchSize, targets.count)
+            out.removeAll()
+            for index in batch {
+                out.append(Array(#"{"id":"\#(registerID)-\#(index)","target":"mediator","action":"register","params":{"target":"\#(targets[index])","actions":["echo"],"description":"mediator-bench echo"}}"#.utf8))
+                out.append([0x0A])
+            }
+            try connection.writeAll(out)
+            var answered = 0
+            while answered < batch.count {
+                guard let line = try connection.readLine() else { throw BenchError("mediatord closed the connection") }
+                // Only our register answers have a string id that starts with registerID.
+                guard let members = LineJSON.scan(line), let id = members.id,
+                      LineJSON.text(line, id).hasPrefix("\"\(registerID)-") else { continue }
+                guard members.result != nil else { throw BenchError("register failed: \(LineJSON.text(line))") }
+                answered += 1
+            }
+            next = batch.upperBound
         }
         announceReady()
         try serve(connection)
@@ -68,7 +85,7 @@ enum EchoComponent {
     }
 
     /// Tells the parent process (which reads our stdout) that calls can start.
-    private static func announceReady() {
+    static func announceReady() {
         let line = "ready\n"
         _ = line.withCString { write(STDOUT_FILENO, $0, strlen($0)) }
     }

@@ -140,9 +140,14 @@ struct EchoRequest {
     /// The exact bytes the echoed `result` must have: the params object.
     let params: [UInt8]
 
-    init(payloadBytes: Int, target: String = EchoComponent.defaultTarget) {
+    /// The string in params: `bytes` letters and digits (nothing to escape).
+    static func payload(bytes: Int) -> [UInt8] {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
-        let payload = (0..<max(payloadBytes, 1)).map { alphabet[$0 % alphabet.count] }
+        return (0..<max(bytes, 1)).map { alphabet[$0 % alphabet.count] }
+    }
+
+    init(payloadBytes: Int, target: String = EchoComponent.defaultTarget) {
+        let payload = Self.payload(bytes: payloadBytes)
         params = Array(#"{"s":""#.utf8) + payload + Array(#""}"#.utf8)
         suffix = Array(#","target":""#.utf8) + Array(target.utf8) + Array(#"","action":"echo","params":"#.utf8) + params + Array("}\n".utf8)
     }

@@ -4,21 +4,41 @@ import Glibc
 
 // mediator-bench: brokered (client -> mediatord -> component) versus direct
 // (client -> component) calls over Unix sockets, three load shapes, one table.
+// Brokered runs twice: with the raw-socket client and component (the broker's
+// own cost) and with the Swift library's MediatorClient and Component (what
+// an application gets). Then calls/s as registered targets grow.
 // The same executable plays every role: `run` (default) starts mediatord, the
 // component and one client process per shape; `component` and `client` are
-// those roles.
+// those roles (`--library` for the Swift library's).
 
 if CommandLine.arguments.count >= 3 && CommandLine.arguments[1] == ExecTrampoline.verb {
     ExecTrampoline.run(Array(CommandLine.arguments.dropFirst(2)))
 }
-MediatorBench.main()
+// Async so that the library roles can await; the raw roles stay synchronous.
+await MediatorBench.runAsRoot()
 
-struct MediatorBench: ParsableCommand {
+struct MediatorBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mediator-bench",
         abstract: "Measures mediatord: brokered calls versus a direct Unix-socket ping-pong.",
-        subcommands: [Run.self, Flood.self, Component.self, Client.self],
+        subcommands: [Run.self, Flood.self, ComponentRole.self, ClientRole.self],
         defaultSubcommand: Run.self)
+
+    /// `main()` spelled out: in top-level code both `main()` and `run()`
+    /// resolve to ParsableCommand's synchronous ones, which do not run async
+    /// commands; inside an async function the async ones win.
+    static func runAsRoot() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 struct Run: ParsableCommand {
@@ -29,7 +49,10 @@ struct Run: ParsableCommand {
             2) throughput with --in-flight pipelined calls on one connection; \
             3) throughput with --connections connections, one thread each in one client process, \
             one call in flight each. Each shape runs in a new client process; the component and \
-            mediatord are separate processes too. Every phase stops at --phase-timeout.
+            mediatord are separate processes too. Brokered runs with the raw client and component, \
+            then (unless --no-library) with MediatorClient and Component, each on its own mediatord. \
+            Last, --target-counts: pipelined calls/s with N targets registered, each call to one \
+            at random, on a new mediatord per N. Every phase stops at --phase-timeout.
             """)
 
     @Option(help: "Timed calls for the sequential-latency shape.")
@@ -65,12 +88,31 @@ struct Run: ParsableCommand {
     @Option(help: "The mediatord binary (default: next to this executable).")
     var mediatord: String?
 
+    @Flag(help: "Skip the column driven through the Swift library (MediatorClient and Component).")
+    var noLibrary = false
+
+    @Option(help: "Registered-target counts for the target-scaling run, comma-separated; \"\" skips it. Runs pinned to --cpu when --pin or --pin-only.")
+    var targetCounts = "1,10,100,1000,10000"
+
+    @Option(help: "Runs per target count (up the list, then down, and so on); the best counts.")
+    var targetRounds = 2
+
     @Flag(help: "Also print the results as JSON after the table.")
     var json = false
 
+    /// --target-counts as numbers.
+    var parsedTargetCounts: [Int] {
+        targetCounts.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
     func validate() throws {
-        guard calls > 0, warmup >= 0, duration > 0, inFlight > 0, connections > 0, payload > 0, phaseTimeout > 0 else {
+        guard calls > 0, warmup >= 0, duration > 0, inFlight > 0, connections > 0, payload > 0, phaseTimeout > 0,
+              targetRounds > 0 else {
             throw ValidationError("counts and durations must be positive")
+        }
+        let counts = targetCounts.split(separator: ",")
+        guard parsedTargetCounts.count == counts.count, parsedTargetCounts.allSatisfy({ $0 > 0 }) else {
+            throw ValidationError("--target-counts: positive integers separated by commas")
         }
     }
 
@@ -97,24 +139,35 @@ struct Run: ParsableCommand {
 
         var passes: [PassResult] = []
         for pinned in pinnings {
-            passes.append(BenchPass(settings: settings, workDirectory: workDirectory, pinnedCPU: pinned).run())
+            passes.append(
+                BenchPass(settings: settings, workDirectory: workDirectory, pinnedCPU: pinned, library: !noLibrary).run())
+        }
+        var targets: TargetScalingResult?
+        if !parsedTargetCounts.isEmpty {
+            // Pinned when pinning at all: the stable figure on this VM.
+            targets = TargetScalingPass(
+                settings: settings, workDirectory: workDirectory, pinnedCPU: pinnings.last ?? nil,
+                counts: parsedTargetCounts, rounds: targetRounds
+            ).run()
         }
         ChildTable.killAll()
 
         let report = BenchReport(
             mediatord: daemonPath, cpus: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), payloadBytes: payload,
             calls: calls, warmup: warmup, durationSeconds: duration, inFlight: inFlight,
-            connections: connections, passes: passes)
+            connections: connections, passes: passes, targets: targets)
         print(Report.table(report))
         if json { print(Report.json(report)) }
-        let failed = passes.contains { pass in (pass.brokered + pass.direct).contains { $0.result == nil } }
+        let failed = passes.contains { pass in (pass.brokered + pass.direct + pass.library).contains { $0.result == nil } }
+            || (targets?.steps.contains { $0.result == nil } ?? false)
         if failed { throw ExitCode(1) }
     }
 }
 
-struct Component: ParsableCommand {
+// Not `Component`/`Client`: those names are the Swift library's.
+struct ComponentRole: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Role: the echo component (started by `run`).", shouldDisplay: false)
+        commandName: "component", abstract: "Role: the echo component (started by `run`).", shouldDisplay: false)
 
     @Option(help: "Connect to mediatord here and register --target.")
     var connect: String?
@@ -122,15 +175,25 @@ struct Component: ParsableCommand {
     @Option(help: "The target to register with mediatord.")
     var target = EchoComponent.defaultTarget
 
+    @Option(help: "Register --targets targets named --target followed by 0, 1, ... instead of --target alone (raw only).")
+    var targets = 0
+
     @Option(help: "Listen here and answer clients directly (no broker).")
     var listen: String?
 
-    func run() throws {
+    @Flag(help: "Serve through the Swift library's Component instead of a raw socket (with --connect).")
+    var library = false
+
+    func run() async throws {
         LinuxExtras.dieWithParent()
         signal(SIGPIPE, SIG_IGN)
         do {
-            if let connect {
-                try EchoComponent.runBrokered(socketPath: connect, target: target)
+            if library {
+                guard let connect, targets == 0 else { throw ValidationError("--library needs --connect and no --targets") }
+                try await LibraryEcho.serve(socketPath: connect, target: target)
+            } else if let connect {
+                let names = targets > 0 ? (0..<targets).map { target + String($0) } : [target]
+                try EchoComponent.runBrokered(socketPath: connect, targets: names)
             } else if let listen {
                 try EchoComponent.runDirect(socketPath: listen)
             } else {
@@ -143,9 +206,10 @@ struct Component: ParsableCommand {
     }
 }
 
-struct Client: ParsableCommand {
+struct ClientRole: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Role: one shape's client (started by `run`); prints one JSON result.", shouldDisplay: false)
+        commandName: "client", abstract: "Role: one shape's client (started by `run`); prints one JSON result.",
+        shouldDisplay: false)
 
     @Option var socket: String
     @Option var shape: String
@@ -157,17 +221,24 @@ struct Client: ParsableCommand {
     @Option var payload = 100
     @Option var timeLimit = 20.0
     @Option var target = EchoComponent.defaultTarget
+    @Option(help: "Pipelined only: spread calls at random over --target followed by 0 ..< N.")
+    var targets = 0
+    @Flag(help: "Call through the Swift library's MediatorClient instead of a raw socket.")
+    var library = false
 
-    func run() throws {
+    func run() async throws {
         LinuxExtras.dieWithParent()
         signal(SIGPIPE, SIG_IGN)
         guard let shape = Shape(rawValue: shape) else { throw ValidationError("unknown shape \(self.shape)") }
+        guard targets == 0 || (shape == .pipelined && !library) else {
+            throw ValidationError("--targets is for the raw pipelined shape")
+        }
         let settings = ClientSettings(
             socketPath: socket, shape: shape, calls: calls, warmup: warmup, duration: duration,
             inFlight: inFlight, connections: connections, payloadBytes: payload, timeLimit: timeLimit,
-            target: target)
+            target: target, targetCount: targets)
         do {
-            let result = try BenchClient.run(settings)
+            let result = library ? try await LibraryBenchClient.run(settings) : try BenchClient.run(settings)
             let data = try JSONEncoder().encode(result)
             print(String(decoding: data, as: UTF8.self))
         } catch let error as BenchError {

@@ -1,0 +1,245 @@
+import Foundation
+import Glibc
+import Histogram
+import MediatorClient
+import MediatorProtocol
+import Synchronization
+
+// The roles driven through the Swift library: what an application written
+// against MediatorClient and Component gets, library cost included. Same
+// call, same shapes and the same ShapeResult fields as the raw roles, so the
+// two columns compare line for line.
+
+/// The echo component as an application would write it: a `Component` whose
+/// `echo` handler returns the params it got.
+enum LibraryEcho {
+    static func serve(socketPath: String, target: String) async throws {
+        var component = Component(target: target, description: "mediator-bench echo (Swift library)")
+        component.action("echo") { context in context.params }
+        do {
+            try await component.run(socketPath: socketPath, name: "mediator-bench", onRegistered: {
+                EchoComponent.announceReady()
+            })
+        } catch {
+            throw BenchError("\(error)")
+        }
+    }
+}
+
+/// The three shapes through `MediatorClient`: one connection per client,
+/// calls pipelined on it by concurrent tasks.
+enum LibraryBenchClient {
+    static func run(_ settings: ClientSettings) async throws -> ShapeResult {
+        switch settings.shape {
+        case .latency: return try await sequential(settings)
+        case .pipelined: return try await pipelined(settings)
+        case .connections: return try await manyConnections(settings)
+        }
+    }
+
+    /// The params every call sends; every answer must equal them.
+    private static func echoParams(_ settings: ClientSettings) -> JSONValue {
+        .object(["s": .string(String(decoding: EchoRequest.payload(bytes: settings.payloadBytes), as: UTF8.self))])
+    }
+
+    private static func connect(_ settings: ClientSettings) async throws -> MediatorClient {
+        do {
+            return try await MediatorClient.connect(socketPath: settings.socketPath, name: "mediator-bench")
+        } catch {
+            throw BenchError("connect \(settings.socketPath): \(error)")
+        }
+    }
+
+    /// One call and its check; the round trip in nanoseconds.
+    private static func call(_ client: MediatorClient, _ target: String, _ params: JSONValue) async throws -> UInt64 {
+        let t0 = monotonicNanos()
+        let result: JSONValue
+        do {
+            result = try await client.call(target, "echo", params: params)
+        } catch {
+            throw BenchError("call failed: \(error)")
+        }
+        let t1 = monotonicNanos()
+        guard result == params else { throw BenchError("echo mismatch: \(result)") }
+        return t1 - t0
+    }
+
+    /// Shape 1: `warmup` calls, then `calls` timed calls, one at a time.
+    static func sequential(_ settings: ClientSettings) async throws -> ShapeResult {
+        let client = try await connect(settings)
+        let params = echoParams(settings)
+        var histogram = newLatencyHistogram()
+        let hardDeadline = monotonicNanos() + UInt64(settings.timeLimit * 1e9)
+        var made = 0
+        var stoppedByTimeLimit = false
+
+        while made < settings.warmup {
+            _ = try await call(client, settings.target, params)
+            made += 1
+            if made & 255 == 0 && monotonicNanos() >= hardDeadline { stoppedByTimeLimit = true; break }
+        }
+        let start = monotonicNanos()
+        var measured = 0
+        while !stoppedByTimeLimit && measured < settings.calls {
+            histogram.record(try await call(client, settings.target, params))
+            measured += 1
+            if measured & 255 == 0 && monotonicNanos() >= hardDeadline { stoppedByTimeLimit = true }
+        }
+        let seconds = Double(monotonicNanos() - start) / 1e9
+        await client.close()
+        return ShapeResult(
+            shape: .latency, connections: 1, inFlightPerConnection: 1, measuredCalls: measured,
+            totalCalls: made + measured, seconds: seconds, callsPerSecond: seconds > 0 ? Double(measured) / seconds : 0,
+            latencyMicros: measured > 0 ? LatencySummary(histogram) : nil, stoppedByTimeLimit: stoppedByTimeLimit)
+    }
+
+    /// Shape 2: `inFlight` tasks share one client, each with one call
+    /// outstanding, so that `inFlight` calls are pipelined on its
+    /// connection. Counts answers for `duration` seconds after `warmup` answers.
+    static func pipelined(_ settings: ClientSettings) async throws -> ShapeResult {
+        let client = try await connect(settings)
+        let params = echoParams(settings)
+        let target = settings.target
+        let begin = monotonicNanos()
+        let meter = PipelineMeter(
+            warmup: settings.warmup, duration: UInt64(settings.duration * 1e9),
+            hardDeadline: begin + UInt64(settings.timeLimit * 1e9))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<max(settings.inFlight, 1) {
+                group.addTask {
+                    repeat {
+                        _ = try await call(client, target, params)
+                    } while meter.answered(at: monotonicNanos())
+                }
+            }
+            try await group.waitForAll()
+        }
+        await client.close()
+        return meter.result(begin: begin, inFlight: settings.inFlight)
+    }
+
+    /// Shape 3: `connections` clients, one task each with one call in
+    /// flight. All warm up, then all run `duration` seconds: the two task
+    /// groups are the barrier.
+    static func manyConnections(_ settings: ClientSettings) async throws -> ShapeResult {
+        let count = max(settings.connections, 1)
+        let params = echoParams(settings)
+        let target = settings.target
+        let hardDeadline = monotonicNanos() + UInt64(settings.timeLimit * 1e9)
+        let duration = UInt64(settings.duration * 1e9)
+        let warmupEach = max(settings.warmup / count, 1)
+        var clients: [MediatorClient] = []
+        for _ in 0..<count { clients.append(try await connect(settings)) }
+
+        let warmupCalls = try await withThrowingTaskGroup(of: Int.self) { group in
+            for client in clients {
+                group.addTask {
+                    var made = 0
+                    while made < warmupEach && monotonicNanos() < hardDeadline {
+                        _ = try await call(client, target, params)
+                        made += 1
+                    }
+                    return made
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        let lanes = try await withThrowingTaskGroup(of: Lane.self) { group in
+            for client in clients {
+                group.addTask {
+                    var lane = Lane(start: monotonicNanos())
+                    let stop = min(lane.start + duration, hardDeadline)
+                    lane.stoppedByTimeLimit = stop == hardDeadline
+                    var now = lane.start
+                    while now < stop {
+                        lane.histogram.record(try await call(client, target, params))
+                        lane.measured += 1
+                        now = monotonicNanos()
+                    }
+                    lane.end = now
+                    return lane
+                }
+            }
+            var lanes: [Lane] = []
+            for try await lane in group { lanes.append(lane) }
+            return lanes
+        }
+        for client in clients { await client.close() }
+
+        var histogram = newLatencyHistogram()
+        for lane in lanes { histogram.add(lane.histogram) }
+        let start = lanes.map(\.start).min() ?? 0
+        let end = lanes.map(\.end).max() ?? 0
+        let measured = lanes.reduce(0) { $0 + $1.measured }
+        let seconds = Double(end &- start) / 1e9
+        return ShapeResult(
+            shape: .connections, connections: count, inFlightPerConnection: 1, measuredCalls: measured,
+            totalCalls: warmupCalls + measured, seconds: seconds,
+            callsPerSecond: seconds > 0 ? Double(measured) / seconds : 0,
+            latencyMicros: measured > 0 ? LatencySummary(histogram) : nil,
+            stoppedByTimeLimit: lanes.contains { $0.stoppedByTimeLimit })
+    }
+
+    /// One connection's measured stretch in shape 3.
+    private struct Lane: Sendable {
+        var start: UInt64
+        var end: UInt64 = 0
+        var measured = 0
+        var histogram = newLatencyHistogram()
+        var stoppedByTimeLimit = false
+    }
+}
+
+/// Counts the answers of shape 2's tasks and marks where measuring starts
+/// (after `warmup` answers) and ends (`duration` later, or at the hard
+/// deadline), as the raw client does between reads.
+final class PipelineMeter: Sendable {
+    private struct State: Sendable {
+        var received = 0
+        var start: (time: UInt64, received: Int)?
+        var end: (time: UInt64, received: Int)?
+        var stoppedByTimeLimit = false
+    }
+
+    private let warmup: Int
+    private let duration: UInt64
+    private let hardDeadline: UInt64
+    private let state = Mutex(State())
+
+    init(warmup: Int, duration: UInt64, hardDeadline: UInt64) {
+        self.warmup = warmup
+        self.duration = duration
+        self.hardDeadline = hardDeadline
+    }
+
+    /// Counts one answer; false once measuring is over, and the task that
+    /// got it then makes no more calls (the others' calls drain).
+    func answered(at now: UInt64) -> Bool {
+        state.withLock { state in
+            state.received += 1
+            guard state.end == nil else { return false }
+            if state.start == nil && state.received >= warmup { state.start = (now, state.received) }
+            let durationOver = state.start.map { now >= $0.time + duration } ?? false
+            if durationOver || now >= hardDeadline {
+                state.stoppedByTimeLimit = !durationOver
+                state.end = (now, state.received)
+                return false
+            }
+            return true
+        }
+    }
+
+    func result(begin: UInt64, inFlight: Int) -> ShapeResult {
+        state.withLock { state in
+            let from = state.start ?? (begin, 0)
+            let to = state.end ?? (monotonicNanos(), state.received)
+            let seconds = Double(to.time &- from.time) / 1e9
+            let measured = to.received - from.received
+            return ShapeResult(
+                shape: .pipelined, connections: 1, inFlightPerConnection: inFlight, measuredCalls: measured,
+                totalCalls: state.received, seconds: seconds,
+                callsPerSecond: seconds > 0 ? Double(measured) / seconds : 0,
+                latencyMicros: nil, stoppedByTimeLimit: state.stoppedByTimeLimit)
+        }
+    }
+}
