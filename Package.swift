@@ -105,6 +105,18 @@ let package = Package(
             ],
             path: "Benchmarks/mediator-bench"
         ),
+        // The chaos run of issue 5: kills components at random under load and
+        // checks every call got exactly one answer. Run by run-tests.
+        .executableTarget(
+            name: "mediator-chaos",
+            dependencies: [
+                "MediatorClient",
+                "MediatorProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/Chaos",
+            exclude: ["README.md"]
+        ),
 
         .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
         .testTarget(

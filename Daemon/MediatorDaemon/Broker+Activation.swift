@@ -180,6 +180,8 @@ extension Broker {
         guard let component = components[target] else { return }
         components[target]?.state = .stopping
         components[target]?.termAt = now + .milliseconds(configuration.componentStopGraceMs)
+        // A crashed instance waiting for its backoff is not replaced after a stop.
+        components[target]?.restartAt = nil
         for instance in registry.target(target)?.instances ?? [] {
             send(instance.connection, writer.event("mediator.stop", data: ["target": .string(target), "reason": .string(reason)]))
         }

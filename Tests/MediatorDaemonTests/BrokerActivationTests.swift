@@ -156,6 +156,31 @@ struct BrokerActivationTests {
         #expect(status?["result"]?["state"] == "running")
     }
 
+    /// Found while writing the chaos run (Tests/Chaos), which stops pools
+    /// mid-restart: a stop while a crashed instance waited for its backoff
+    /// let that restart happen after the stop.
+    @Test func aStopCancelsARestartThatIsWaitingForItsBackoff() {
+        let d = driver([Self.manifest("Pool", instances: 2)])
+        d.connect(1, credentials: PeerCredentials(pid: 4101, uid: 0, gid: 0))
+        d.send(#"{"id":1,"target":"Pool","action":"add"}"#, from: 1)
+        for (index, connection) in [10, 11].enumerated() {
+            started(d, spawn: index, as: connection)
+            d.register("Pool", actions: #"["add","list"]"#, mode: "pool", from: connection)
+        }
+        d.disconnect(11)
+        d.apply(d.broker.processExited(spawnID: d.spawns[1].spawnID, end: .signaled(9), now: d.now))
+        _ = d.take(1)
+        #expect(d.daemon("stop", #"{"target":"Pool"}"#, from: 1)?["result"]?["state"] == "stopping")
+        d.disconnect(10)
+        d.apply(d.broker.processExited(spawnID: d.spawns[0].spawnID, end: .exited(0), now: d.now))
+        _ = d.take(1)
+        #expect(d.daemon("status", #"{"target":"Pool"}"#, from: 1)?["result"]?["state"] == "activatable")
+        d.advance(ms: 10_000)
+        d.expire()
+        #expect(d.spawns.count == 2, "a stopped component is not restarted")
+        #expect(d.daemon("status", #"{"target":"Pool"}"#, from: 1)?["result"]?["state"] == "activatable")
+    }
+
     @Test func afterTheRestartLimitTheComponentIsFailedUntilStartedByHand() {
         let d = driver([Self.manifest(restartLimit: 1)])
         d.connect(1)
