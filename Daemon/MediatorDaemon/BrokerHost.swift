@@ -39,21 +39,16 @@ final class BrokerHost: @unchecked Sendable {
     /// Lines read and not yet handled, and the dispatch task that handles them.
     private var inbound = InboundQueues()
     private var dispatchScheduled = false
+    /// How a dispatch slice yields to reads (see ``LoopWakePipe``); nil falls back to a timer.
+    var wakePipe: LoopWakePipe?
     /// Connections not read from until their queue shrinks.
     private var pausedReading: Set<ConnectionID> = []
     static let pauseReadingAt = 256
     static let resumeReadingAt = 64
-    /// Dispatch time slices: short while several uids wait, long for one alone.
-    static let sharedSlice = TimeAmount.microseconds(8)
-    static let soloSlice = TimeAmount.microseconds(500)
+    /// What is handled at once and how long a dispatch slice runs.
+    private var policy = DispatchPolicy()
+    /// Without a wake-up pipe, a slice yields to reads with this timer.
     static let yieldToReads = TimeAmount.microseconds(2)
-    static let contentionMemory = TimeAmount.milliseconds(50)
-    /// Lines of one uid handled at once (not queued) per window.
-    static let atOnceLinesPerWindow = 8
-    static let atOnceWindow = TimeAmount.microseconds(50)
-    private var atOnceTurns: [UInt32: Int] = [:]
-    private var atOnceWindowStart = NIODeadline.uptimeNanoseconds(0)
-    private var contendedUntil = NIODeadline.uptimeNanoseconds(0)
 
     /// Starts and watches component processes.
     var supervisor: ProcessSupervisor?
@@ -102,19 +97,17 @@ final class BrokerHost: @unchecked Sendable {
         return id
     }
 
-    /// A line read from a peer. A light peer's line (nothing of its
-    /// connection waiting, and its uid under a few lines this instant) is
-    /// handled at once, as it is read; others queue for the dispatch task,
+    /// A line read from a peer: handled at once when its connection is
+    /// light (``DispatchPolicy``), otherwise queued for the dispatch task,
     /// which runs once this loop iteration's reads are done.
     func received(_ line: InboundLine, from connection: ConnectionID, uid: UInt32) {
         eventLoop.preconditionInEventLoop()
-        if inbound.waiting(connection) == 0 {
-            let now = NIODeadline.now()
-            if takeTurnAtOnce(uid, now: now) {
-                apply(broker.receive(line, from: connection, now: now))
-                return
-            }
+        let now = NIODeadline.now()
+        if policy.handlesAtOnce(connection, uid: uid, nothingQueued: inbound.waiting(connection) == 0, now: now) {
+            apply(broker.receive(line, from: connection, now: now))
+            return
         }
+        policy.queued(connection, now: now)
         let waiting = inbound.append(line, from: connection, uid: uid)
         // A peer far ahead of the daemon waits in its socket, not in memory.
         if waiting >= Self.pauseReadingAt, pausedReading.insert(connection).inserted {
@@ -123,17 +116,11 @@ final class BrokerHost: @unchecked Sendable {
         scheduleDispatch()
     }
 
-    /// Counts a line handled at once against its uid's few per window, so a
-    /// uid spreading a flood over many connections queues like any other.
-    private func takeTurnAtOnce(_ uid: UInt32, now: NIODeadline) -> Bool {
-        if now - atOnceWindowStart >= Self.atOnceWindow {
-            atOnceTurns.removeAll(keepingCapacity: true)
-            atOnceWindowStart = now
-        }
-        let used = atOnceTurns[uid, default: 0]
-        guard used < Self.atOnceLinesPerWindow else { return false }
-        atOnceTurns[uid] = used + 1
-        return true
+    /// The wake-up pipe's byte was read: the slice it stood for runs once this round's reads are done.
+    func wokenUp() {
+        eventLoop.preconditionInEventLoop()
+        dispatchScheduled = false
+        scheduleDispatch()
     }
 
     private func scheduleDispatch() {
@@ -143,15 +130,13 @@ final class BrokerHost: @unchecked Sendable {
     }
 
     /// Handles queued lines in ``InboundQueues``' fair order for one time
-    /// slice, flushes, and yields to the loop (so new lines are read) before
-    /// the next slice. The slice is short while several uids wait, so one
-    /// uid's flood delays another's line by a slice at most, not by its backlog.
+    /// slice and flushes. While a light uid is active beside backlogged ones,
+    /// slices are short and the loop yields to reads between them, so a
+    /// flood delays the light uid's lines by about a slice, not by its backlog.
     private func dispatch() {
         dispatchScheduled = false
         let start = NIODeadline.now()
-        // Several uids were busy lately: slice finely until they have been quiet a while.
-        if inbound.uidsWaiting > 1 { contendedUntil = start + Self.contentionMemory }
-        let slice = start < contendedUntil ? Self.sharedSlice : Self.soloSlice
+        let slice = policy.slice(at: start)
         var now = start
         while let (connection, line, left) = inbound.next() {
             apply(broker.receive(line, from: connection, now: now))
@@ -163,13 +148,14 @@ final class BrokerHost: @unchecked Sendable {
         }
         flush()
         guard !inbound.isEmpty else { return }
-        if slice == Self.soloSlice {
-            scheduleDispatch()
+        // NIO runs tasks queued by a task in the same tick, before any read:
+        // the wake-up pipe (or, without one, a timer) lets this tick end, so
+        // other peers' lines are read (and the light ones handled) before
+        // the next slice.
+        dispatchScheduled = true
+        if let wakePipe {
+            wakePipe.wake()
         } else {
-            // NIO runs tasks queued by a task in the same tick, before any
-            // read; a timer lets this tick end, so other peers' lines are
-            // read (and get their turn) before the next slice.
-            dispatchScheduled = true
             eventLoop.scheduleTask(in: Self.yieldToReads) { [self] in dispatch() }
         }
     }
@@ -223,6 +209,7 @@ final class BrokerHost: @unchecked Sendable {
         eventLoop.preconditionInEventLoop()
         guard channels.removeValue(forKey: connection) != nil else { return }
         backlogs[connection] = nil
+        policy.forget(connection)
         // Lines that arrived before the close still count (a oneway call, a publish).
         pausedReading.remove(connection)
         for line in inbound.removeAll(from: connection) {

@@ -154,6 +154,12 @@ public final class MediatorServer: Service, Sendable {
         case .adopted(let handle, _): advertised = SocketFile.localPath(of: handle) ?? ProtocolConstants.systemSocketPath
         }
         let manifests = self.manifests
+        do {
+            let wakePipe = try await LoopWakePipe.open(on: eventLoop) { host.wokenUp() }.get()
+            try await eventLoop.submit { host.wakePipe = wakePipe }.get()
+        } catch {
+            logger.warning("no wake-up pipe; dispatch yields with a timer", metadata: ["error": "\(error)"])
+        }
         try await eventLoop.submit {
             host.supervisor = ProcessSupervisor(logger: host.logger, socketPath: advertised)
             host.apply(host.broker.loadManifests(manifests, now: .now()))
@@ -184,6 +190,10 @@ public final class MediatorServer: Service, Sendable {
             }
         }
         beating?.cancel()
+        try? await eventLoop.submit {
+            host.wakePipe?.close()
+            host.wakePipe = nil
+        }.get()
         if let boundPath { SocketFile.remove(boundPath) }
         logger.info("stopped", metadata: ["calls_routed": "\(host.broker.callsRouted)"])
         try await group.shutdownGracefully()
