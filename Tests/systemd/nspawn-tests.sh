@@ -45,6 +45,9 @@
 #   MEDIATOR_NSPAWN_BUDGET    seconds for the whole run (default 150)
 #   MEDIATOR_NSPAWN_KEEP=1    keep the work folder (logs, rendered units)
 set -uo pipefail
+# Like `grep -q`, but reads to the end: `grep -q` exits at the first match,
+# and under pipefail the writer's SIGPIPE would then fail the whole pipeline.
+has() { grep "$@" >/dev/null; }
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$REPO" || exit 1
@@ -103,7 +106,7 @@ find_binaries() {
     fi
     BIN=$(cd "$BIN" && pwd -P)
     say "binaries: $BIN"
-    if "$BIN/mediatord" --help 2>&1 | grep -q -- '--log-target'; then
+    if "$BIN/mediatord" --help 2>&1 | has -- '--log-target'; then
         say "mediatord has --log-target (systemd integration present)"
     else
         say "mediatord has no --log-target: systemd integration not built in yet; expect failures"
@@ -146,7 +149,7 @@ RemoveOnStop=yes
 WantedBy=sockets.target
 EOF
         local type=simple extra=
-        if "$BIN/mediatord" --help 2>&1 | grep -q -- '--log-target'; then
+        if "$BIN/mediatord" --help 2>&1 | has -- '--log-target'; then
             type=notify extra=" --log-target journal"
         fi
         cat >"$out/mediatord.service" <<EOF
@@ -451,7 +454,7 @@ s3_reload() {
     cx_bg "$W/listen.out" "$W/listen.err" mediatorctl listen 'test.*'
     local listen_bg=$BG
     delivered_to_listener() {
-        cx mediatorctl --json emit test.probe 2>/dev/null | grep -q '"delivered":[1-9]'
+        cx mediatorctl --json emit test.probe 2>/dev/null | has '"delivered":[1-9]'
     }
     wait_for 10 delivered_to_listener || { why "mediatorctl listen did not subscribe within 10 s"; return 1; }
 
@@ -487,12 +490,12 @@ s3_reload() {
         { why "the subscriber connected before the reload missed an event sent after it"; return 1; }
     # The daemon handled SIGHUP: it re-read its settings and said so (it
     # sends RELOADING=1 before and READY=1 after).
-    reload_logged() { journal_since "$cursor" | grep -q 'configuration reloaded'; }
+    reload_logged() { journal_since "$cursor" | has 'configuration reloaded'; }
     wait_for 5 reload_logged || { why "no 'configuration reloaded' from the daemon after the reload"; journal_tail; return 1; }
-    if journal_since "$cursor" | grep -q 'reload failed'; then
+    if journal_since "$cursor" | has 'reload failed'; then
         why "the daemon logged 'reload failed'"; journal_tail; return 1
     fi
-    journal_since "$cursor" | grep -q "Reloaded" || { why "systemd did not log 'Reloaded' for $UNIT"; journal_tail; return 1; }
+    journal_since "$cursor" | has "Reloaded" || { why "systemd did not log 'Reloaded' for $UNIT"; journal_tail; return 1; }
     say "Notes instance $after kept, MainPID $pid_after kept, status '$(prop StatusText)'"
     return 0
 }
@@ -672,7 +675,7 @@ s8_unit_activation() {
     local libexec=/opt/mediator/libexec   # LIBEXECDIR for the template, in the container
     local unit=mediator-component@UnitNotes.service
     local manifests=/etc/mediator/components.d
-    "$BIN/mediatord" --help 2>&1 | grep -q -- '--components' ||
+    "$BIN/mediatord" --help 2>&1 | has -- '--components' ||
         { why "mediatord has no --components option: manifests (issue 4) are not built in"; return 1; }
     cx test -x /usr/bin/dbus-daemon -o -x /usr/bin/dbus-broker-launch ||
         { why "no D-Bus system bus in the container's /usr (apt-get install -y dbus)"; return 1; }
@@ -736,7 +739,7 @@ s8_unit_activation() {
         { why "UnitNotes answers from pid '$who_pid', the unit's MainPID is $main_pid"; return 1; }
     uid=$(cx sed -n 's/^Uid:[[:space:]]*\([0-9]*\).*/\1/p' /proc/"$main_pid"/status 2>/dev/null)
     [ -n "$uid" ] && [ "$uid" != 0 ] || { why "the component runs as uid '$uid'"; return 1; }
-    cx journalctl -u $unit --no-pager -o cat 2>/dev/null | grep -q '^Started ' ||
+    cx journalctl -u $unit --no-pager -o cat 2>/dev/null | has '^Started ' ||
         { why "no 'Started' line in the journal of $unit"; return 1; }
     say "$unit active, MainPID $main_pid (uid $uid) answers whoami"
 
