@@ -124,6 +124,26 @@ public final class MediatorServer: Service, Sendable {
             }
         }
 
+        // Everything a first call may need is in place before the socket
+        // accepts: with socket activation that call is already waiting.
+        // Components are told where to connect: the path bound, or the one the passed socket has.
+        let advertised: String
+        switch listener {
+        case .path(let path): advertised = path
+        case .adopted(let handle, _): advertised = SocketFile.localPath(of: handle) ?? ProtocolConstants.systemSocketPath
+        }
+        do {
+            let wakePipe = try await LoopWakePipe.open(on: eventLoop) { host.wokenUp() }.get()
+            try await eventLoop.submit { host.wakePipe = wakePipe }.get()
+        } catch {
+            logger.warning("no wake-up pipe; dispatch yields with a timer", metadata: ["error": "\(error)"])
+        }
+        let manifests = self.manifests
+        try await eventLoop.submit {
+            host.supervisor = ProcessSupervisor(logger: host.logger, socketPath: advertised)
+            host.apply(host.broker.loadManifests(manifests, now: .now()))
+        }.get()
+
         let server: NIOAsyncChannel<any Channel, Never>
         var boundPath: String?
         switch listener {
@@ -147,22 +167,8 @@ public final class MediatorServer: Service, Sendable {
             server = try await bootstrap.bind(handle, childChannelInitializer: initializer)
         }
         logger.info("listening", metadata: ["socket": "\(listenerDescription)"])
-        // Components are told where to connect: the path bound, or the one the passed socket has.
-        let advertised: String
-        switch listener {
-        case .path(let path): advertised = path
-        case .adopted(let handle, _): advertised = SocketFile.localPath(of: handle) ?? ProtocolConstants.systemSocketPath
-        }
-        let manifests = self.manifests
-        do {
-            let wakePipe = try await LoopWakePipe.open(on: eventLoop) { host.wokenUp() }.get()
-            try await eventLoop.submit { host.wakePipe = wakePipe }.get()
-        } catch {
-            logger.warning("no wake-up pipe; dispatch yields with a timer", metadata: ["error": "\(error)"])
-        }
+        // Components need the socket to connect to, so they start only now.
         try await eventLoop.submit {
-            host.supervisor = ProcessSupervisor(logger: host.logger, socketPath: advertised)
-            host.apply(host.broker.loadManifests(manifests, now: .now()))
             host.apply(host.broker.startBootComponents(now: .now()))
             host.flush()
         }.get()
