@@ -93,11 +93,20 @@ let package = Package(
             dependencies: ["MediatorClient"],
             path: "Examples/SwiftComponent"
         ),
+        // Starting, tending and measuring child processes, and the roles of
+        // a tool that starts itself again: what mediator-bench and
+        // mediator-chaos share.
+        .target(
+            name: "ChildProcesses",
+            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tests/Support/ChildProcesses"
+        ),
         .executableTarget(
             name: "mediator-bench",
             // The raw roles use POSIX sockets on purpose (no library cost in
             // their figures); the library roles use MediatorClient.
             dependencies: [
+                "ChildProcesses",
                 "MediatorClient",
                 "MediatorProtocol",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -110,6 +119,7 @@ let package = Package(
         .executableTarget(
             name: "mediator-chaos",
             dependencies: [
+                "ChildProcesses",
                 "MediatorClient",
                 "MediatorProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

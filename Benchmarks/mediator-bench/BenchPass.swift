@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Glibc
 
@@ -147,7 +148,7 @@ struct BenchPass {
     func startDaemon(socketPath: String) throws -> ChildProcess {
         let daemon = try Children.spawn(
             [me, ExecTrampoline.verb, settings.mediatord, "--socket", socketPath, "--log-level", "warning"],
-            name: "mediatord", captureStdout: false)
+            name: "mediatord")
         do {
             try waitUntilListening(socketPath, daemon: daemon)
         } catch {
@@ -172,7 +173,7 @@ struct BenchPass {
 
     /// Starts the echo component and waits for its "ready" line.
     func startComponent(_ arguments: [String]) throws -> ChildProcess {
-        let component = try Children.spawn([me, "component"] + arguments, name: "component", captureStdout: true)
+        let component = try Children.spawn([me, "component"] + arguments, name: "component", output: .pipe)
         do {
             let line = try Children.read(component, until: monotonicNanos() + UInt64(startupTimeout * 1e9), untilNewline: true)
             guard line.hasPrefix("ready") else { throw BenchError("component failed to start") }
@@ -209,7 +210,7 @@ struct BenchPass {
         ] + (library ? ["--library"] : []) + extraArguments
         let client: ChildProcess
         do {
-            client = try Children.spawn(arguments, name: "client (\(shape.rawValue))", captureStdout: true)
+            client = try Children.spawn(arguments, name: "client (\(shape.rawValue))", output: .pipe)
         } catch {
             return ShapeOutcome(shape: shape, error: "\(error)")
         }
@@ -224,7 +225,7 @@ struct BenchPass {
         }
         let status = Children.wait(client, timeout: 5)
         if status == nil { kill(client.pid, SIGKILL); _ = Children.wait(client, timeout: 5) }
-        close(client.stdoutFD)
+        if let fd = client.stdoutFD { close(fd) }
         guard let status, status == 0 else {
             return ShapeOutcome(shape: shape, error: "client failed (\(status.map(Children.describe) ?? "did not exit"))")
         }

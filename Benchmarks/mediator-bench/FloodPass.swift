@@ -1,4 +1,5 @@
 import ArgumentParser
+import ChildProcesses
 import Foundation
 import Glibc
 
@@ -61,35 +62,26 @@ struct Flood: ParsableCommand {
     func run() throws {
         guard getuid() == 0 else { throw BenchError("flood runs clients as other uids through setpriv: run it as root") }
         guard access("/usr/bin/setpriv", X_OK) == 0 else { throw BenchError("needs /usr/bin/setpriv (util-linux)") }
-        signal(SIGPIPE, SIG_IGN)
-        ChildTable.installSignalHandlers()
-        let daemonPath = mediatord
-            ?? URL(fileURLWithPath: Children.selfExecutable()).deletingLastPathComponent().appendingPathComponent("mediatord").path
-        guard access(daemonPath, X_OK) == 0 else {
-            throw BenchError("no executable mediatord at \(daemonPath); build it or pass --mediatord PATH")
-        }
-        var template = Array("/tmp/mediator-flood.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw BenchError.sys("mkdtemp") }
-        let workDirectory = String(cString: made)
-        // The other uids must reach the socket inside.
-        chmod(workDirectory, 0o755)
-        defer { try? FileManager.default.removeItem(atPath: workDirectory) }
-        let socketPath = workDirectory + "/" + BenchPass.brokerSocketName
-        ChildTable.removeOnSignal([socketPath, workDirectory])
-
-        let result = try measure(daemonPath: daemonPath, socketPath: socketPath)
-        ChildTable.killAll()
+        // The other uids must reach the sockets inside.
+        let result = try BenchWorkspace.run(
+            prefix: "mediator-flood", mediatord: mediatord,
+            sockets: [BenchPass.brokerSocketName, BenchPass.brokerSocketName + Self.controlSuffix], openToOtherUsers: true
+        ) { try measure(in: $0) }
         print(result.table)
         if json, let data = try? JSONEncoder().encode(result), let text = String(data: data, encoding: .utf8) {
             print(text)
         }
     }
 
-    private func measure(daemonPath: String, socketPath: String) throws -> FloodResult {
+    /// The control daemon's socket: the flood's, with this after it.
+    private static let controlSuffix = ".control"
+
+    private func measure(in workspace: BenchWorkspace) throws -> FloodResult {
         let settings = BenchSettings(
             calls: calls, warmup: warmup, duration: floodSeconds, inFlight: floodInFlight, connections: 1,
-            payloadBytes: payload, phaseTimeout: phaseTimeout, mediatord: daemonPath)
-        let pass = BenchPass(settings: settings, workDirectory: URL(fileURLWithPath: socketPath).deletingLastPathComponent().path, pinnedCPU: nil)
+            payloadBytes: payload, phaseTimeout: phaseTimeout, mediatord: workspace.mediatord)
+        let socketPath = workspace.directory + "/" + BenchPass.brokerSocketName
+        let pass = BenchPass(settings: settings, workDirectory: workspace.directory, pinnedCPU: nil)
         let daemon = try pass.startDaemon(socketPath: socketPath)
         defer {
             Children.stop(daemon, signal: SIGTERM)
@@ -109,7 +101,7 @@ struct Flood: ParsableCommand {
         // The control: a second mediatord with its own echo component, which
         // the flood never reaches. The victim's latency there under the same
         // flood is what sharing the machine's CPUs alone costs.
-        let controlSocket = socketPath + ".control"
+        let controlSocket = socketPath + Self.controlSuffix
         let controlDaemon = try pass.startDaemon(socketPath: controlSocket)
         defer {
             Children.stop(controlDaemon, signal: SIGTERM)
@@ -148,7 +140,7 @@ struct Flood: ParsableCommand {
                     "--target", target, "--in-flight", "\(floodInFlight)", "--warmup", "\(floodInFlight * 4)",
                     "--duration", "\(floodSeconds)", "--payload", "\(payload)", "--time-limit", "\(floodSeconds + phaseTimeout)",
                 ]
-                floods.append(try Children.spawn(argv, name: "flood \(index)", captureStdout: true))
+                floods.append(try Children.spawn(argv, name: "flood \(index)", output: .pipe))
             }
             let deadline = monotonicNanos() + UInt64(phaseTimeout * 1e9)
             for flood in floods {

@@ -12,14 +12,6 @@ struct BenchError: Error, CustomStringConvertible {
     }
 }
 
-/// Nanoseconds on the monotonic clock.
-@inline(__always)
-func monotonicNanos() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-}
-
 enum UnixSocket {
     private static func withAddress<R>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) throws -> R {
         var address = sockaddr_un()

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ChildProcesses
 import Foundation
 import Glibc
 
@@ -11,11 +12,9 @@ import Glibc
 // component and one client process per shape; `component` and `client` are
 // those roles (`--library` for the Swift library's).
 
-if CommandLine.arguments.count >= 3 && CommandLine.arguments[1] == ExecTrampoline.verb {
-    ExecTrampoline.run(Array(CommandLine.arguments.dropFirst(2)))
-}
+ExecTrampoline.runIfRequested()
 // Async so that the library roles can await; the raw roles stay synchronous.
-await MediatorBench.runAsRoot()
+await MediatorBench.runChosenRole()
 
 struct MediatorBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,22 +22,6 @@ struct MediatorBench: AsyncParsableCommand {
         abstract: "Measures mediatord: brokered calls versus a direct Unix-socket ping-pong.",
         subcommands: [Run.self, Flood.self, ComponentRole.self, ClientRole.self],
         defaultSubcommand: Run.self)
-
-    /// `main()` spelled out: in top-level code both `main()` and `run()`
-    /// resolve to ParsableCommand's synchronous ones, which do not run async
-    /// commands; inside an async function the async ones win.
-    static func runAsRoot() async {
-        do {
-            var command = try parseAsRoot()
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            exit(withError: error)
-        }
-    }
 }
 
 struct Run: ParsableCommand {
@@ -117,49 +100,39 @@ struct Run: ParsableCommand {
     }
 
     func run() throws {
-        signal(SIGPIPE, SIG_IGN)
-        ChildTable.installSignalHandlers()
-        let daemonPath = mediatord
-            ?? URL(fileURLWithPath: Children.selfExecutable()).deletingLastPathComponent().appendingPathComponent("mediatord").path
-        guard access(daemonPath, X_OK) == 0 else {
-            throw BenchError("no executable mediatord at \(daemonPath); build it or pass --mediatord PATH")
+        let report = try BenchWorkspace.run(
+            prefix: "mediator-bench", mediatord: mediatord,
+            sockets: [BenchPass.brokerSocketName, BenchPass.directSocketName]
+        ) { workspace in
+            let settings = BenchSettings(
+                calls: calls, warmup: warmup, duration: duration, inFlight: inFlight, connections: connections,
+                payloadBytes: payload, phaseTimeout: phaseTimeout, mediatord: workspace.mediatord)
+            let pinnings: [Int?] = pinOnly ? [cpu] : (pin ? [nil, cpu] : [nil])
+
+            var passes: [PassResult] = []
+            for pinned in pinnings {
+                passes.append(
+                    BenchPass(settings: settings, workDirectory: workspace.directory, pinnedCPU: pinned, library: !noLibrary)
+                        .run())
+            }
+            var targets: TargetScalingResult?
+            if !parsedTargetCounts.isEmpty {
+                // Pinned when pinning at all: the stable figure on this VM.
+                targets = TargetScalingPass(
+                    settings: settings, workDirectory: workspace.directory, pinnedCPU: pinnings.last ?? nil,
+                    counts: parsedTargetCounts, rounds: targetRounds
+                ).run()
+            }
+            return BenchReport(
+                mediatord: workspace.mediatord, cpus: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), payloadBytes: payload,
+                calls: calls, warmup: warmup, durationSeconds: duration, inFlight: inFlight,
+                connections: connections, passes: passes, targets: targets)
         }
-
-        var template = Array("/tmp/mediator-bench.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw BenchError.sys("mkdtemp") }
-        let workDirectory = String(cString: made)
-        defer { try? FileManager.default.removeItem(atPath: workDirectory) }
-        ChildTable.removeOnSignal(
-            [BenchPass.brokerSocketName, BenchPass.directSocketName].map { workDirectory + "/" + $0 } + [workDirectory])
-
-        let settings = BenchSettings(
-            calls: calls, warmup: warmup, duration: duration, inFlight: inFlight, connections: connections,
-            payloadBytes: payload, phaseTimeout: phaseTimeout, mediatord: daemonPath)
-        let pinnings: [Int?] = pinOnly ? [cpu] : (pin ? [nil, cpu] : [nil])
-
-        var passes: [PassResult] = []
-        for pinned in pinnings {
-            passes.append(
-                BenchPass(settings: settings, workDirectory: workDirectory, pinnedCPU: pinned, library: !noLibrary).run())
-        }
-        var targets: TargetScalingResult?
-        if !parsedTargetCounts.isEmpty {
-            // Pinned when pinning at all: the stable figure on this VM.
-            targets = TargetScalingPass(
-                settings: settings, workDirectory: workDirectory, pinnedCPU: pinnings.last ?? nil,
-                counts: parsedTargetCounts, rounds: targetRounds
-            ).run()
-        }
-        ChildTable.killAll()
-
-        let report = BenchReport(
-            mediatord: daemonPath, cpus: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), payloadBytes: payload,
-            calls: calls, warmup: warmup, durationSeconds: duration, inFlight: inFlight,
-            connections: connections, passes: passes, targets: targets)
         print(Report.table(report))
         if json { print(Report.json(report)) }
-        let failed = passes.contains { pass in (pass.brokered + pass.direct + pass.library).contains { $0.result == nil } }
-            || (targets?.steps.contains { $0.result == nil } ?? false)
+        let failed = report.passes.contains { pass in
+            (pass.brokered + pass.direct + pass.library).contains { $0.result == nil }
+        } || (report.targets?.steps.contains { $0.result == nil } ?? false)
         if failed { throw ExitCode(1) }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ChildProcesses
 import Foundation
 import Glibc
 import MediatorProtocol
@@ -55,7 +56,10 @@ struct ChaosRun: ParsableCommand {
 
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        ChildTable.installSignalHandlers()
+        // The work folder is not removed on a signal: its logs say what hung.
+        ChildTable.installSignalHandlers(
+            slots: 256, interruptedMessage: "mediator-chaos: interrupted\n",
+            watchdogMessage: "mediator-chaos: FAIL: the run did not finish within its overall bound (something hangs)\n")
         // Nothing may hang: the whole run has a bound, after which the
         // watchdog kills everything and fails.
         alarm(UInt32(warmup + seconds) + 240)
@@ -64,9 +68,7 @@ struct ChaosRun: ParsableCommand {
         print("mediator-chaos: seed \(chosenSeed) (replay the choices with --seed \(chosenSeed))")
         let paths = try resolvePaths()
 
-        var template = Array("/tmp/mediator-chaos.XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw ChaosFailure.sys("mkdtemp") }
-        let work = String(cString: made)
+        let work = try makeTemporaryDirectory(prefix: "mediator-chaos")
         let outcome: Int32
         do {
             let session = try ChaosSession(
@@ -92,7 +94,7 @@ struct ChaosRun: ParsableCommand {
     private func resolvePaths() throws -> ChaosSession.Paths {
         let chaosBinary = Children.selfExecutable()
         let binFolder = URL(fileURLWithPath: chaosBinary).deletingLastPathComponent()
-        let daemon = mediatord ?? binFolder.appendingPathComponent("mediatord").path
+        let daemon = mediatord ?? Children.nextToSelf("mediatord")
         guard access(daemon, X_OK) == 0 else {
             throw ChaosFailure("no executable mediatord at \(daemon); build it (swift build) or pass --mediatord PATH")
         }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Glibc
 import MediatorProtocol
@@ -40,7 +41,8 @@ final class ChaosSession {
     let violations = Violations()
     private var rng: SeededGenerator
     private let mix = CallMix()
-    private var daemonPID: pid_t = 0
+    private var daemon: ChildProcess?
+    private var daemonPID: pid_t { daemon?.pid ?? 0 }
     private var daemonEnded: Int32?
     private var fleet: Fleet?
     private var clients: [LoadClient] = []
@@ -154,11 +156,12 @@ final class ChaosSession {
             "--components", components, "--policy", policy,
             "--default-timeout-ms", String(CallMix.daemonDefaultTimeoutMs), "--log-level", "info",
         ]
-        daemonPID = try Children.spawn(argv, logPath: "\(work)/mediatord.log")
+        let daemon = try Children.spawn(argv, name: "mediatord", output: .appendTo("\(work)/mediatord.log"))
+        self.daemon = daemon
         // Ready when it answers ping; bounded, and failing at once if it exits.
         let deadline = monotonicNanos() + 15_000_000_000
         while true {
-            if let status = Children.reap(daemonPID) {
+            if let status = Children.reap(daemon) {
                 daemonEnded = status
                 throw ChaosFailure("mediatord ended (\(Children.describe(status: status))) before answering ping; see \(work)/mediatord.log")
             }
@@ -173,7 +176,7 @@ final class ChaosSession {
     }
 
     private func checkDaemonAlive() throws {
-        guard daemonEnded == nil, let status = Children.reap(daemonPID) else { return }
+        guard daemonEnded == nil, let daemon, let status = Children.reap(daemon) else { return }
         daemonEnded = status
         throw ChaosFailure("mediatord ended during the run (\(Children.describe(status: status))); see \(work)/mediatord.log")
     }
@@ -336,8 +339,8 @@ final class ChaosSession {
     /// SIGTERM to the daemon (it stops the components it started); its wait
     /// status, or nil if it had to be killed.
     private func stopDaemon() -> Int32? {
-        guard daemonPID > 0, daemonEnded == nil else { return daemonEnded }
-        let status = Children.stop(daemonPID, signal: SIGTERM, grace: 10)
+        guard let daemon, daemonEnded == nil else { return daemonEnded }
+        let status = Children.stop(daemon, signal: SIGTERM, grace: 10)
         daemonEnded = status ?? -1
         return status
     }

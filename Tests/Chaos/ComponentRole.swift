@@ -1,4 +1,5 @@
 import ArgumentParser
+import ChildProcesses
 import Dispatch
 import Foundation
 import Glibc

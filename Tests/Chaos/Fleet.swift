@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Glibc
 import MediatorProtocol
@@ -7,7 +8,8 @@ final class OwnedProcess {
     let target: String
     let label: String
     let argv: [String]
-    var pid: pid_t?
+    var child: ChildProcess?
+    var pid: pid_t? { child?.pid }
     /// When to start it again (monotonic ns), once it is down.
     var restartAt: UInt64?
     /// Set when the run signalled it, so that its end is expected.
@@ -136,7 +138,7 @@ final class Fleet {
 
     func start(_ process: OwnedProcess) {
         do {
-            process.pid = try Children.spawn(process.argv, logPath: logPath)
+            process.child = try Children.spawn(process.argv, name: process.label, output: .appendTo(logPath))
             process.killedByUs = false
             process.restartAt = nil
         } catch {
@@ -153,11 +155,11 @@ final class Fleet {
     /// (it could not register, say) is started again shortly.
     func reap(now: UInt64) {
         for process in owned {
-            guard let pid = process.pid, let status = Children.reap(pid) else { continue }
-            process.pid = nil
+            guard let child = process.child, let status = Children.reap(child) else { continue }
+            process.child = nil
             if !process.killedByUs {
                 counters.ownedUnexpectedExits += 1
-                note("mediator-chaos: \(process.label) (pid \(pid)) ended by itself (\(Children.describe(status: status))); starting it again")
+                note("mediator-chaos: \(process.label) (pid \(child.pid)) ended by itself (\(Children.describe(status: status))); starting it again")
                 process.restartAt = now + 200_000_000
             }
         }
@@ -289,10 +291,10 @@ final class Fleet {
     func stopAll() {
         closeAbandoned(now: nil)
         for process in owned {
-            guard let pid = process.pid else { continue }
+            guard let child = process.child else { continue }
             process.killedByUs = true
-            Children.stop(pid, grace: 3)
-            process.pid = nil
+            Children.stop(child, grace: 3)
+            process.child = nil
         }
         control.close()
     }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Glibc
 import MediatorProtocol
 

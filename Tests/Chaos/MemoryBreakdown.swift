@@ -1,3 +1,4 @@
+import ChildProcesses
 import Glibc
 
 /// Where a process's resident memory is, from /proc/PID/smaps: enough to

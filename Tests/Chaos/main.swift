@@ -1,4 +1,5 @@
 import ArgumentParser
+import ChildProcesses
 
 // mediator-chaos: the chaos run of issue 5. Under steady load from 20
 // clients, components are killed and restarted at random; afterwards every
@@ -10,10 +11,8 @@ import ArgumentParser
 // starts from a manifest; `__exec` is a trampoline that makes a program we
 // do not own (mediatord, python3) die with this process.
 
-if CommandLine.arguments.count >= 3 && CommandLine.arguments[1] == ExecTrampoline.verb {
-    ExecTrampoline.run(Array(CommandLine.arguments.dropFirst(2)))
-}
-await MediatorChaos.start()
+ExecTrampoline.runIfRequested()
+await MediatorChaos.runChosenRole()
 
 struct MediatorChaos: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -21,19 +20,4 @@ struct MediatorChaos: AsyncParsableCommand {
         abstract: "Kills and restarts components at random under load, then checks every call got exactly one answer.",
         subcommands: [ChaosRun.self, ComponentRole.self],
         defaultSubcommand: ChaosRun.self)
-
-    /// Parses and runs the chosen role, sync or async (`main()` here would
-    /// pick the synchronous overload from top-level code).
-    static func start() async {
-        do {
-            var command = try parseAsRoot()
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            exit(withError: error)
-        }
-    }
 }

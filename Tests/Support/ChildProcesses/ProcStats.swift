@@ -1,0 +1,45 @@
+import Glibc
+
+/// Figures from /proc for one process.
+public enum ProcStats {
+    /// The whole of a /proc file, read to its end (they report a size of 0,
+    /// and large ones such as smaps come in several reads).
+    public static func read(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                bytes.append(contentsOf: chunk[0..<n])
+            } else if n == 0 {
+                return String(decoding: bytes, as: UTF8.self)
+            } else if errno != EINTR {
+                return nil
+            }
+        }
+    }
+
+    /// A `kB` figure from /proc/PID/status, such as VmRSS or VmHWM.
+    public static func statusKB(_ pid: pid_t, _ key: String) -> Int? {
+        guard let status = read("/proc/\(pid)/status") else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix(key + ":") {
+            return Int(line.dropFirst(key.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+        }
+        return nil
+    }
+
+    /// utime + stime of every thread, in seconds (clock-tick resolution).
+    public static func cpuSeconds(_ pid: pid_t) -> Double? {
+        guard let stat = read("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+        // Fields after "comm)": state is field 3, so utime (14) and stime (15) are at 11 and 12.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
+        return (utime + stime) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Threads of the process.
+    public static func threads(_ pid: pid_t) -> Int? { statusKB(pid, "Threads") }
+}
