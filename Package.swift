@@ -111,6 +111,7 @@ let package = Package(
                 "MediatorProtocol",
                 "MediatorTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             path: "Tests/MediatorDaemonTests"
         ),

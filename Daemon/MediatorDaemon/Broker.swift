@@ -87,7 +87,14 @@ public final class Broker {
     }
 
     public func receive(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
-        guard peers[connection] != nil else { return [] }
+        handle(line, from: connection, now: now)
+        return takeEffects()
+    }
+
+    /// ``receive(_:from:now:)`` leaving the effects in ``effects``, for a
+    /// host that takes them with ``takeEffects(reusing:)``.
+    func handle(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) {
+        guard peers[connection] != nil else { return }
         switch line {
         case .tooLarge:
             badFrame(from: connection, idBytes: nil, MediatorError(.frameTooLarge, "frame longer than \(configuration.maxFrameBytes) bytes"))
@@ -98,7 +105,8 @@ public final class Broker {
                 let oneway = failure.id == nil && isOnewayRequest(frame)
                 badFrame(from: connection, idBytes: failure.id.map(encodedID), failure.error, answer: !oneway)
             case .success(let envelope):
-                peers[connection]?.consecutiveBadFrames = 0
+                // Written only when set: a write goes through the dictionary's modify path.
+                if peers[connection]?.consecutiveBadFrames != 0 { peers[connection]?.consecutiveBadFrames = 0 }
                 switch envelope.kind {
                 case .request: handleRequest(envelope, frame, from: connection, now: now)
                 case .response: handleResponse(envelope, frame, from: connection, now: now)
@@ -106,7 +114,6 @@ public final class Broker {
                 }
             }
         }
-        return takeEffects()
     }
 
     public func disconnect(_ connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
@@ -258,7 +265,10 @@ public final class Broker {
     /// The action a call reaches among a target's specs (or `notFound`), with
     /// the params to forward; checks the URL guard and the params schema.
     func resolveAction(_ request: RouteRequest, specs: [String: ActionSpec]) -> Result<(String, ByteBuffer?), MediatorError> {
-        let forbiddenByURL = MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL")
+        // Built only when it is the answer: its message is an interpolation.
+        var forbiddenByURL: MediatorError {
+            MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL")
+        }
         if let spec = specs[request.action] {
             if request.viaURL, !spec.reachableByURL { return .failure(forbiddenByURL) }
             if let schema = spec.params {
@@ -348,7 +358,7 @@ public final class Broker {
     func finish(_ daemonID: Int64, now: NIODeadline? = nil) {
         guard let call = pending.remove(daemonID) else { return }
         registry.adjustInFlight(target: call.target, instance: call.instance, by: -1)
-        if let now, components[call.target] != nil {
+        if let now, !components.isEmpty, components[call.target] != nil {
             noteActivity(call.target, now: now)
             scheduleComponentWakeUp(now: now)
         }
@@ -389,6 +399,15 @@ public final class Broker {
     func takeEffects() -> [BrokerEffect] {
         defer { effects.removeAll(keepingCapacity: true) }
         return effects
+    }
+
+    /// The effects so far, leaving `spare` (emptied, its storage kept) in
+    /// their place: a host that hands the array back each time allocates none.
+    func takeEffects(reusing spare: inout [BrokerEffect]) -> [BrokerEffect] {
+        spare.removeAll(keepingCapacity: true)
+        swap(&effects, &spare)
+        defer { spare = [] }
+        return spare
     }
 
     func slice(_ frame: ByteBuffer, _ range: Range<Int>) -> ByteBuffer {

@@ -17,8 +17,18 @@ final class BrokerHost: @unchecked Sendable {
     let eventLoop: any EventLoop
     let broker: Broker
     let logger: Logger
-    private var channels: [ConnectionID: any Channel] = [:]
+    /// Each open connection's channel, with its options kept so that the
+    /// backlog read after every flush does not box them anew.
+    private struct Open {
+        let channel: any Channel
+        let options: (any NIOSynchronousChannelOptions)?
+    }
+    private var channels: [ConnectionID: Open] = [:]
+    /// Connections written to since the last flush, and a spare array to swap with.
     private var dirty: [ConnectionID] = []
+    private var flushing: [ConnectionID] = []
+    /// The storage each line's effects come back in, reused.
+    private var spareEffects: [BrokerEffect] = []
     private var wakeUpTask: Scheduled<Void>?
     /// Bytes each connection's socket has not taken, as last told to the
     /// broker; only nonzero entries, re-measured on a timer while any exists.
@@ -98,7 +108,7 @@ final class BrokerHost: @unchecked Sendable {
             refusals[ObjectIdentifier(channel)] = refusal
             return nil
         }
-        channels[id] = channel
+        channels[id] = Open(channel: channel, options: channel.syncOptions)
         return id
     }
 
@@ -111,16 +121,25 @@ final class BrokerHost: @unchecked Sendable {
         if inbound.waiting(connection) == 0 {
             let now = NIODeadline.now()
             if takeTurnAtOnce(uid, now: now) {
-                apply(broker.receive(line, from: connection, now: now))
+                handle(line, from: connection, now: now)
                 return
             }
         }
         let waiting = inbound.append(line, from: connection, uid: uid)
         // A peer far ahead of the daemon waits in its socket, not in memory.
         if waiting >= Self.pauseReadingAt, pausedReading.insert(connection).inserted {
-            try? channels[connection]?.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
+            try? channels[connection]?.options?.setOption(ChannelOptions.autoRead, value: false)
         }
         scheduleDispatch()
+    }
+
+    /// Has the broker handle one line and carries out its effects, in
+    /// storage reused from line to line.
+    private func handle(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) {
+        broker.handle(line, from: connection, now: now)
+        let effects = broker.takeEffects(reusing: &spareEffects)
+        apply(effects)
+        spareEffects = effects
     }
 
     /// Counts a line handled at once against its uid's few per window, so a
@@ -154,9 +173,9 @@ final class BrokerHost: @unchecked Sendable {
         let slice = start < contendedUntil ? Self.sharedSlice : Self.soloSlice
         var now = start
         while let (connection, line, left) = inbound.next() {
-            apply(broker.receive(line, from: connection, now: now))
+            handle(line, from: connection, now: now)
             if left <= Self.resumeReadingAt, pausedReading.remove(connection) != nil {
-                try? channels[connection]?.syncOptions?.setOption(ChannelOptions.autoRead, value: true)
+                try? channels[connection]?.options?.setOption(ChannelOptions.autoRead, value: true)
             }
             now = .now()
             if now - start >= slice { break }
@@ -178,20 +197,25 @@ final class BrokerHost: @unchecked Sendable {
     func flush() {
         eventLoop.preconditionInEventLoop()
         guard !dirty.isEmpty else { return }
-        let touched = dirty
-        dirty.removeAll(keepingCapacity: true)
+        // The list is swapped with a spare, not copied; a flush within this
+        // one (a close's effects) finds no spare and uses a new array.
+        var touched = flushing
+        flushing = []
+        swap(&dirty, &touched)
         for connection in touched {
-            guard let channel = channels[connection] else { continue }
-            channel.flush()
-            measureBacklog(connection, channel)
+            guard let open = channels[connection] else { continue }
+            open.channel.flush()
+            measureBacklog(connection, open)
         }
+        touched.removeAll(keepingCapacity: true)
+        flushing = touched
     }
 
     /// Tells the broker when what `connection`'s socket has not taken changes.
     /// NIO writes to the socket within `flush()`, so what it still holds
     /// after one is a real backlog; with none anywhere this costs an option read.
-    private func measureBacklog(_ connection: ConnectionID, _ channel: any Channel) {
-        let bytes = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+    private func measureBacklog(_ connection: ConnectionID, _ open: Open) {
+        let bytes = (try? open.options?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
         if bytes == 0 && backlogs.isEmpty { return }
         guard bytes != backlogs[connection, default: 0] else { return }
         backlogs[connection] = bytes == 0 ? nil : bytes
@@ -202,8 +226,8 @@ final class BrokerHost: @unchecked Sendable {
     /// Re-measures one connection now (it became writable again).
     func recheckBacklog(_ connection: ConnectionID) {
         eventLoop.preconditionInEventLoop()
-        guard backlogs[connection] != nil, let channel = channels[connection] else { return }
-        measureBacklog(connection, channel)
+        guard backlogs[connection] != nil, let open = channels[connection] else { return }
+        measureBacklog(connection, open)
         flush()
     }
 
@@ -212,7 +236,7 @@ final class BrokerHost: @unchecked Sendable {
         backlogCheck = eventLoop.scheduleTask(in: Self.backlogCheckInterval) { [self] in
             backlogCheck = nil
             for connection in Array(backlogs.keys) {
-                if let channel = channels[connection] { measureBacklog(connection, channel) } else { backlogs[connection] = nil }
+                if let open = channels[connection] { measureBacklog(connection, open) } else { backlogs[connection] = nil }
             }
             flush()
             scheduleBacklogCheck()
@@ -236,12 +260,12 @@ final class BrokerHost: @unchecked Sendable {
         for effect in effects {
             switch effect {
             case .send(let connection, let buffer):
-                guard let channel = channels[connection] else { continue }
-                channel.write(buffer, promise: nil)
+                guard let open = channels[connection] else { continue }
+                open.channel.write(buffer, promise: nil)
                 if dirty.last != connection { dirty.append(connection) }
             case .close(let connection):
-                channels[connection]?.flush()
-                channels[connection]?.close(promise: nil)
+                channels[connection]?.channel.flush()
+                channels[connection]?.channel.close(promise: nil)
             case .spawn(let order):
                 guard let supervisor else { continue }
                 supervisor.spawn(
@@ -282,7 +306,7 @@ final class BrokerHost: @unchecked Sendable {
 
     /// A peer that stopped reading: its queue passed the limit.
     func outboundLimitReached(_ connection: ConnectionID) {
-        guard let channel = channels[connection] else { return }
+        guard let channel = channels[connection]?.channel else { return }
         var metadata: Logger.Metadata = [
             "connection": "\(connection)", "limit_bytes": "\(broker.configuration.maxOutboundBytes)",
         ]
@@ -316,7 +340,7 @@ final class BrokerHost: @unchecked Sendable {
         // Components this daemon started go with it; ones started elsewhere reconnect later.
         apply(broker.terminateStartedComponents())
         flush()
-        let closes = channels.values.map { $0.close() }
+        let closes = channels.values.map { $0.channel.close() }
         EventLoopFuture.andAllComplete(closes, on: eventLoop).cascade(to: promise)
     }
 }

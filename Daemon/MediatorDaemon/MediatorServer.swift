@@ -118,8 +118,7 @@ public final class MediatorServer: Service, Sendable {
                     ChannelOptions.writeBufferWaterMark,
                     value: .init(low: configuration.maxOutboundBytes / 2, high: configuration.maxOutboundBytes))
                 try channel.pipeline.syncOperations.addHandler(
-                    ByteToMessageHandler(LineFrameDecoder(maxFrameBytes: configuration.maxFrameBytes)))
-                try channel.pipeline.syncOperations.addHandler(PeerHandler(host: host, credentials: credentials))
+                    PeerHandler(host: host, credentials: credentials, maxFrameBytes: configuration.maxFrameBytes))
                 return channel
             }
         }

@@ -95,25 +95,30 @@ public struct Registry: Sendable {
     }
 
     /// The instance to send the next call to: the fewest calls in flight,
-    /// ties taken in turn. Mutates in place: this runs on every call.
+    /// ties taken in turn. Runs on every call, so it hashes the name once and
+    /// changes the entry in place.
     public mutating func pickInstance(of name: String) -> Instance? {
-        guard let entry = targets[name], !entry.instances.isEmpty else { return nil }
-        let count = entry.instances.count
-        var best = entry.nextTurn % count
+        guard let slot = targets.index(forKey: name) else { return nil }
+        let count = targets.values[slot].instances.count
+        guard count > 0 else { return nil }
+        let turn = targets.values[slot].nextTurn
+        var best = turn % count
         if count > 1 {
             for step in 1..<count {
-                let index = (entry.nextTurn + step) % count
-                if entry.instances[index].inFlight < entry.instances[best].inFlight { best = index }
+                let index = (turn + step) % count
+                if targets.values[slot].instances[index].inFlight < targets.values[slot].instances[best].inFlight { best = index }
             }
         }
-        targets[name]?.nextTurn = (best + 1) % count
-        return entry.instances[best]
+        targets.values[slot].nextTurn = (best + 1) % count
+        return targets.values[slot].instances[best]
     }
 
-    /// Counts a call in flight on an instance (delta +1 or -1).
+    /// Counts a call in flight on an instance (delta +1 or -1); one hash, in place.
     public mutating func adjustInFlight(target name: String, instance: Int, by delta: Int) {
-        guard let index = targets[name]?.instances.firstIndex(where: { $0.instance == instance }) else { return }
-        targets[name]?.instances[index].inFlight += delta
+        guard let slot = targets.index(forKey: name),
+            let index = targets.values[slot].instances.firstIndex(where: { $0.instance == instance })
+        else { return }
+        targets.values[slot].instances[index].inFlight += delta
     }
 
     /// Registered targets sorted by name, byte by byte.
