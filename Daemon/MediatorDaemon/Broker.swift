@@ -94,7 +94,8 @@ public final class Broker {
     /// ``receive(_:from:now:)`` leaving the effects in ``effects``, for a
     /// host that takes them with ``takeEffects(reusing:)``.
     func handle(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) {
-        guard peers[connection] != nil else { return }
+        // The peer by position: looking at it copies nothing.
+        guard let slot = peers.index(forKey: connection) else { return }
         switch line {
         case .tooLarge:
             badFrame(from: connection, idBytes: nil, MediatorError(.frameTooLarge, "frame longer than \(configuration.maxFrameBytes) bytes"))
@@ -105,8 +106,7 @@ public final class Broker {
                 let oneway = failure.id == nil && isOnewayRequest(frame)
                 badFrame(from: connection, idBytes: failure.id.map(encodedID), failure.error, answer: !oneway)
             case .success(let envelope):
-                // Written only when set: a write goes through the dictionary's modify path.
-                if peers[connection]?.consecutiveBadFrames != 0 { peers[connection]?.consecutiveBadFrames = 0 }
+                if peers.values[slot].consecutiveBadFrames != 0 { peers.values[slot].consecutiveBadFrames = 0 }
                 switch envelope.kind {
                 case .request: handleRequest(envelope, frame, from: connection, now: now)
                 case .response: handleResponse(envelope, frame, from: connection, now: now)
@@ -209,13 +209,14 @@ public final class Broker {
         func fail(_ error: MediatorError) {
             if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error)) }
         }
-        if let credentials = peers[connection]?.credentials,
-            let denial = checkPolicy(.call(target: request.target, action: request.action), credentials)
-        {
+        guard let peer = peers[connection] else {
+            return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
+        }
+        if let denial = checkPolicy(.call(target: request.target, action: request.action), peer.credentials) {
             return fail(denial)
         }
         if holdIfActivating(request, from: connection, now: now) { return }
-        guard let entry = registry.target(request.target), let peer = peers[connection] else {
+        guard let entry = registry.target(request.target) else {
             return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
         }
         let action: String
