@@ -313,6 +313,13 @@ public struct JSONParser {
         let start = position
         var isASCII = true
         while position < bytes.count {
+            // Plain bytes a word at a time; the byte that stops it is looked at below.
+            while position + WordScan.width <= bytes.count,
+                !WordScan.hasStringSpecial(WordScan.word(bytes, at: position))
+            {
+                position += WordScan.width
+            }
+            guard position < bytes.count else { break }
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 guard isASCII || isValidUTF8(start..<position) else {

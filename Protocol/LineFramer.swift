@@ -33,11 +33,17 @@ public struct LineFramer: Sendable {
         while true {
             let searchFrom = offset + scanned
             var newline: Int?
-            if searchFrom < bytes.count {
-                for index in searchFrom..<bytes.count where bytes[index] == 0x0A {
+            var index = searchFrom
+            // Eight bytes at a time up to the word holding the LF, then byte by byte.
+            while index + WordScan.width <= bytes.count, !WordScan.has(0x0A, in: WordScan.word(bytes, at: index)) {
+                index += WordScan.width
+            }
+            while index < bytes.count {
+                if bytes[index] == 0x0A {
                     newline = index
                     break
                 }
+                index += 1
             }
             guard let lf = newline else {
                 let pending = bytes.count - offset
