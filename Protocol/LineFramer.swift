@@ -34,16 +34,22 @@ public struct LineFramer: Sendable {
             let searchFrom = offset + scanned
             var newline: Int?
             var index = searchFrom
-            // Eight bytes at a time up to the word holding the LF, then byte by byte.
-            while index + WordScan.width <= bytes.count, !WordScan.has(0x0A, in: WordScan.word(bytes, at: index)) {
-                index += WordScan.width
-            }
-            while index < bytes.count {
-                if bytes[index] == 0x0A {
-                    newline = index
+            // Eight bytes at a time, then the last few byte by byte.
+            while index + WordScan.width <= bytes.count {
+                if let offset = WordScan.first(0x0A, in: WordScan.word(bytes, at: index)) {
+                    newline = index + offset
                     break
                 }
-                index += 1
+                index += WordScan.width
+            }
+            if newline == nil {
+                while index < bytes.count {
+                    if bytes[index] == 0x0A {
+                        newline = index
+                        break
+                    }
+                    index += 1
+                }
             }
             guard let lf = newline else {
                 let pending = bytes.count - offset

@@ -3,7 +3,8 @@ import Testing
 @testable import MediatorProtocol
 
 /// The word-at-a-time tests must say exactly what a byte-by-byte look says,
-/// whatever the neighbouring bytes (borrows between bytes must not leak).
+/// the first matching byte included, whatever the neighbouring bytes (a
+/// borrow between bytes must not move it).
 @Suite struct WordScanTests {
     static func isStringSpecial(_ byte: UInt8) -> Bool {
         byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
@@ -20,8 +21,8 @@ import Testing
                     var bytes = [UInt8](repeating: fill, count: 8)
                     bytes[position] = value
                     let word = Self.word(bytes)
-                    #expect(WordScan.has(0x0A, in: word) == bytes.contains(0x0A), "\(bytes)")
-                    #expect(WordScan.hasStringSpecial(word) == bytes.contains(where: Self.isStringSpecial), "\(bytes)")
+                    #expect(WordScan.first(0x0A, in: word) == bytes.firstIndex(of: 0x0A), "\(bytes)")
+                    #expect(WordScan.firstStringSpecial(in: word) == bytes.firstIndex(where: Self.isStringSpecial), "\(bytes)")
                 }
             }
         }
@@ -36,8 +37,8 @@ import Testing
                 Bool.random(using: &generator) ? interesting.randomElement(using: &generator) ?? 0 : UInt8.random(in: 0x20...0x7E, using: &generator)
             }
             let word = Self.word(bytes)
-            #expect(WordScan.has(0x0A, in: word) == bytes.contains(0x0A), "\(bytes)")
-            #expect(WordScan.hasStringSpecial(word) == bytes.contains(where: Self.isStringSpecial), "\(bytes)")
+            #expect(WordScan.first(0x0A, in: word) == bytes.firstIndex(of: 0x0A), "\(bytes)")
+            #expect(WordScan.firstStringSpecial(in: word) == bytes.firstIndex(where: Self.isStringSpecial), "\(bytes)")
         }
     }
 }
