@@ -28,7 +28,11 @@ public final class Broker {
     /// Replaced on reload (SIGHUP); read on every use, never cached.
     public internal(set) var configuration: DaemonConfiguration
     public let version: String
-    var logger: Logger
+    var logger: Logger {
+        didSet { logsCalls = logger.logLevel <= .debug }
+    }
+    /// Whether each routed call is logged (debug): checked without copying the logger on every call.
+    private(set) var logsCalls = false
     let writer = FrameWriter()
     var peers: [ConnectionID: Peer] = [:]
     public internal(set) var registry = Registry()
@@ -68,6 +72,7 @@ public final class Broker {
         self.configuration = configuration
         self.version = version
         self.logger = logger
+        self.logsCalls = logger.logLevel <= .debug
     }
 
     public var connectionCount: Int { peers.count }
@@ -106,7 +111,8 @@ public final class Broker {
                 let oneway = failure.id == nil && isOnewayRequest(frame)
                 badFrame(from: connection, idBytes: failure.id.map(encodedID), failure.error, answer: !oneway)
             case .success(let envelope):
-                if peers.values[slot].consecutiveBadFrames != 0 { peers.values[slot].consecutiveBadFrames = 0 }
+                // In place, by position: the values' getter would copy the whole peer.
+                peers.values[slot].consecutiveBadFrames = 0
                 switch envelope.kind {
                 case .request: handleRequest(envelope, frame, from: connection, now: now)
                 case .response: handleResponse(envelope, frame, from: connection, now: now)
@@ -203,33 +209,57 @@ public final class Broker {
         var viaURL: Bool
     }
 
+    /// What routing decided while looking at the target.
+    enum RouteDecision {
+        case refused(MediatorError)
+        case forward(action: String, params: ByteBuffer?, callee: ConnectionID, instance: Int)
+    }
+
+    /// A connection's credentials and `caller` member, read where the peer
+    /// is stored: a dictionary's getter would copy the whole peer.
+    func caller(_ connection: ConnectionID) -> (credentials: PeerCredentials, callerMember: ByteBuffer)? {
+        guard let slot = peers.index(forKey: connection) else { return nil }
+        func read(_ peer: inout Peer) -> (PeerCredentials, ByteBuffer) { (peer.credentials, peer.callerMember) }
+        return read(&peers.values[slot])
+    }
+
     /// Contract section 4: picks the instance and forwards the call, holds it
     /// for a component being started, or answers why not.
     func route(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) {
         func fail(_ error: MediatorError) {
             if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error)) }
         }
-        guard let peer = peers[connection] else {
-            return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
-        }
-        if let denial = checkPolicy(.call(target: request.target, action: request.action), peer.credentials) {
+        let notFound = { MediatorError(.targetNotFound, "no component serves target \"\(request.target)\"") }
+        guard let (credentials, callerMember) = caller(connection) else { return fail(notFound()) }
+        if let denial = checkPolicy(.call(target: request.target, action: request.action), credentials) {
             return fail(denial)
         }
         if holdIfActivating(request, from: connection, now: now) { return }
-        guard let entry = registry.target(request.target) else {
-            return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
+        // The target is looked at where it is stored (no copy of it), and the
+        // instance is picked and its call counted in the same visit.
+        let decision = registry.withTarget(request.target) { target -> RouteDecision in
+            let action: String
+            let params: ByteBuffer?
+            switch resolveAction(request, specs: target.actionsByName) {
+            case .failure(let error): return .refused(error)
+            case .success(let resolved): (action, params) = resolved
+            }
+            if request.id != nil, let refusal = callLimitRefusal(connection, credentials) { return .refused(refusal) }
+            guard let index = target.pickInstance() else { return .refused(notFound()) }
+            let callee = target.instances[index].connection
+            if let refusal = queueQuotaRefusal(toward: callee, target: request.target) { return .refused(refusal) }
+            if request.id != nil, request.idBytes != nil { target.instances[index].inFlight += 1 }
+            return .forward(action: action, params: params, callee: callee, instance: target.instances[index].instance)
         }
         let action: String
         let params: ByteBuffer?
-        switch resolveAction(request, specs: entry.actionsByName) {
-        case .failure(let error): return fail(error)
-        case .success(let resolved): (action, params) = resolved
+        let instance: (connection: ConnectionID, instance: Int)
+        switch decision {
+        case nil: return fail(notFound())
+        case .refused(let error)?: return fail(error)
+        case .forward(let resolvedAction, let resolvedParams, let callee, let number)?:
+            (action, params, instance) = (resolvedAction, resolvedParams, (callee, number))
         }
-        if request.id != nil, let refusal = callLimitRefusal(connection, peer.credentials) { return fail(refusal) }
-        guard let instance = registry.pickInstance(of: request.target) else {
-            return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
-        }
-        if let refusal = queueQuotaRefusal(toward: instance.connection, target: request.target) { return fail(refusal) }
         let timeoutMs = request.timeoutMs ?? configuration.defaultTimeoutMs
         var daemonID: Int64?
         if let id = request.id, let idBytes = request.idBytes {
@@ -239,22 +269,23 @@ public final class Broker {
                 daemonID: newID, caller: connection, callerID: id, callerIDBytes: idBytes, callee: instance.connection,
                 target: request.target, action: action, instance: instance.instance, more: request.more,
                 timeoutMs: timeoutMs, deadline: deadline, startedAt: now))
-            registry.adjustInFlight(target: request.target, instance: instance.instance, by: 1)
             wakeUp(at: deadline)
             daemonID = newID
         }
         callsRouted += 1
         callsServed[request.target, default: 0] += 1
         noteActivity(request.target, now: now)
-        logger.debug(
-            "call routed",
-            metadata: [
-                "target": "\(request.target)", "action": "\(action)", "pid": "\(peer.credentials.pid)",
-                "uid": "\(peer.credentials.uid)", "instance": "\(instance.instance)",
-            ])
+        if logsCalls {
+            logger.debug(
+                "call routed",
+                metadata: [
+                    "target": "\(request.target)", "action": "\(action)", "pid": "\(credentials.pid)",
+                    "uid": "\(credentials.uid)", "instance": "\(instance.instance)",
+                ])
+        }
         let forwarded = writer.forwardedRequest(
             daemonID: daemonID, target: request.target, action: action, params: params, timeoutMs: timeoutMs,
-            more: request.more, caller: peer.callerMember)
+            more: request.more, caller: callerMember)
         send(instance.connection, forwarded)
         if !monitors.isEmpty {
             monitorRecord(

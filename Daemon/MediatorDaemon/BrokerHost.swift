@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 /// Runs the ``Broker`` on one event loop and carries out its effects: writes
-/// to connections (flushed once per read cycle), closes, and the timeout
+/// to connections (flushed once per loop iteration's reads), closes, and the timeout
 /// wake-up.
 ///
 /// `@unchecked Sendable`: every mutable member is touched only on
@@ -19,9 +19,15 @@ final class BrokerHost: @unchecked Sendable {
     let logger: Logger
     /// Each open connection's channel, with its options kept so that the
     /// backlog read after every flush does not box them anew.
-    private struct Open {
+    /// A class: looking one up costs one retain, not one per member.
+    private final class Open {
         let channel: any Channel
         let options: (any NIOSynchronousChannelOptions)?
+
+        init(channel: any Channel, options: (any NIOSynchronousChannelOptions)?) {
+            self.channel = channel
+            self.options = options
+        }
     }
     private var channels: [ConnectionID: Open] = [:]
     /// Connections written to since the last flush, and a spare array to swap with.
@@ -47,7 +53,7 @@ final class BrokerHost: @unchecked Sendable {
     private(set) var stopping = false
 
     /// Lines read and not yet handled, and the dispatch task that handles them.
-    private var inbound = InboundQueues()
+    private let inbound = InboundQueues()
     private var dispatchScheduled = false
     /// Connections not read from until their queue shrinks.
     private var pausedReading: Set<ConnectionID> = []
@@ -193,7 +199,9 @@ final class BrokerHost: @unchecked Sendable {
         }
     }
 
-    /// The end of one read cycle: every connection written to gets one flush.
+    /// Every connection written to since the last flush gets one: at the
+    /// end of each loop iteration (``LoopTickEnd``), and wherever the host
+    /// runs outside one (dispatch slices, timers, closes).
     func flush() {
         eventLoop.preconditionInEventLoop()
         guard !dirty.isEmpty else { return }

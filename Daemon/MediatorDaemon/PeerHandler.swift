@@ -6,8 +6,8 @@ import NIOCore
 /// The per-connection channel handler, the only one in the pipeline: cuts
 /// the bytes read into lines (``LineFramer``, the exact frame limit) and
 /// hands each to the host (which handles it or queues it for fair dispatch),
-/// and tells it when a read cycle ends (the time to flush) or the connection
-/// goes.
+/// and tells it when the connection goes. Writes are flushed at the end of
+/// the loop iteration (``LoopTickEnd``), not per connection's read cycle.
 ///
 /// It frames lines itself rather than behind a `ByteToMessageHandler`: each
 /// line then costs a function call, not a trip through the pipeline with its
@@ -17,6 +17,8 @@ final class PeerHandler: ChannelInboundHandler {
 
     private let host: BrokerHost
     private let credentials: PeerCredentials
+    /// Kept apart: reading it from `credentials` for every line copies them.
+    private let uid: UInt32
     private var connection: ConnectionID?
     private var framer: LineFramer
     /// The start of a line whose end has not arrived; nil when none.
@@ -25,6 +27,7 @@ final class PeerHandler: ChannelInboundHandler {
     init(host: BrokerHost, credentials: PeerCredentials, maxFrameBytes: Int) {
         self.host = host
         self.credentials = credentials
+        self.uid = credentials.uid
         self.framer = LineFramer(maxFrameBytes: maxFrameBytes)
     }
 
@@ -59,20 +62,16 @@ final class PeerHandler: ChannelInboundHandler {
             case .frame(let start, let length, let consumed):
                 let frame = bytes.getSlice(at: bytes.readerIndex + start, length: length)
                 bytes.moveReaderIndex(forwardBy: consumed)
-                if let frame { host.received(.frame(frame), from: connection, uid: credentials.uid) }
+                if let frame { host.received(.frame(frame), from: connection, uid: uid) }
             case .tooLarge(let consumed):
                 bytes.moveReaderIndex(forwardBy: consumed)
-                host.received(.tooLarge, from: connection, uid: credentials.uid)
+                host.received(.tooLarge, from: connection, uid: uid)
             case .needMore(let consumed):
                 bytes.moveReaderIndex(forwardBy: consumed)
                 if bytes.readableBytes > 0 { partial = bytes }
                 return
             }
         }
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        host.flush()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {

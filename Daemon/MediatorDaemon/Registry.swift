@@ -23,6 +23,22 @@ public struct Registry: Sendable {
         public var instances: [Instance]
         /// Where the round robin among equally loaded instances goes next.
         var nextTurn = 0
+
+        /// The index of the instance to send the next call to: the fewest
+        /// calls in flight, ties taken in turn; nil when there is none.
+        public mutating func pickInstance() -> Int? {
+            let count = instances.count
+            guard count > 0 else { return nil }
+            var best = nextTurn % count
+            if count > 1 {
+                for step in 1..<count {
+                    let index = (nextTurn + step) % count
+                    if instances[index].inFlight < instances[best].inFlight { best = index }
+                }
+            }
+            nextTurn = (best + 1) % count
+            return best
+        }
     }
 
     public private(set) var targets: [String: Target] = [:]
@@ -95,30 +111,27 @@ public struct Registry: Sendable {
     }
 
     /// The instance to send the next call to: the fewest calls in flight,
-    /// ties taken in turn. Runs on every call, so it hashes the name once and
-    /// changes the entry in place.
+    /// ties taken in turn.
     public mutating func pickInstance(of name: String) -> Instance? {
-        guard let slot = targets.index(forKey: name) else { return nil }
-        let count = targets.values[slot].instances.count
-        guard count > 0 else { return nil }
-        let turn = targets.values[slot].nextTurn
-        var best = turn % count
-        if count > 1 {
-            for step in 1..<count {
-                let index = (turn + step) % count
-                if targets.values[slot].instances[index].inFlight < targets.values[slot].instances[best].inFlight { best = index }
-            }
-        }
-        targets.values[slot].nextTurn = (best + 1) % count
-        return targets.values[slot].instances[best]
+        withTarget(name) { target in target.pickInstance().map { target.instances[$0] } } ?? nil
     }
 
-    /// Counts a call in flight on an instance (delta +1 or -1); one hash, in place.
+    /// Counts a call in flight on an instance (delta +1 or -1).
     public mutating func adjustInFlight(target name: String, instance: Int, by delta: Int) {
-        guard let slot = targets.index(forKey: name),
-            let index = targets.values[slot].instances.firstIndex(where: { $0.instance == instance })
-        else { return }
-        targets.values[slot].instances[index].inFlight += delta
+        _ = withTarget(name) { target in
+            if let index = target.instances.firstIndex(where: { $0.instance == instance }) {
+                target.instances[index].inFlight += delta
+            }
+        }
+    }
+
+    /// Runs `body` on the target named `name` where it is stored: one hash
+    /// of the name, and no copy of the target (a dictionary's getter copies
+    /// the whole value, arrays and dictionaries retained and released).
+    /// nil when no such target is registered.
+    public mutating func withTarget<Result>(_ name: String, _ body: (inout Target) -> Result) -> Result? {
+        guard let slot = targets.index(forKey: name) else { return nil }
+        return body(&targets.values[slot])
     }
 
     /// Registered targets sorted by name, byte by byte.

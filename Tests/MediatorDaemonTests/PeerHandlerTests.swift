@@ -14,7 +14,7 @@ struct PeerHandlerTests {
     static let maxFrameBytes = 64
 
     /// A host and one connected embedded channel with the handler.
-    func connected() throws -> EmbeddedChannel {
+    func connected() throws -> (EmbeddedChannel, BrokerHost) {
         let loop = EmbeddedEventLoop()
         var logger = Logger(label: "peer-handler-tests")
         logger.logLevel = .critical
@@ -26,18 +26,20 @@ struct PeerHandlerTests {
         try channel.pipeline.syncOperations.addHandler(
             PeerHandler(host: host, credentials: credentials, maxFrameBytes: Self.maxFrameBytes))
         try channel.connect(to: SocketAddress(unixDomainSocketPath: "/tmp/peer-handler-test")).wait()
-        return channel
+        return (channel, host)
     }
 
-    func feed(_ channel: EmbeddedChannel, _ text: String) throws {
-        try channel.writeInbound(ByteBuffer(string: text))
-        (channel.eventLoop as? EmbeddedEventLoop)?.run()
+    /// One read, then the end of the loop iteration (where the daemon flushes).
+    func feed(_ peer: (EmbeddedChannel, BrokerHost), _ text: String) throws {
+        try peer.0.writeInbound(ByteBuffer(string: text))
+        (peer.0.eventLoop as? EmbeddedEventLoop)?.run()
+        peer.1.flush()
     }
 
     /// Every line written to the peer so far, without the LF.
-    func answers(_ channel: EmbeddedChannel) throws -> [String] {
+    func answers(_ peer: (EmbeddedChannel, BrokerHost)) throws -> [String] {
         var lines: [String] = []
-        while let buffer = try channel.readOutbound(as: ByteBuffer.self) {
+        while let buffer = try peer.0.readOutbound(as: ByteBuffer.self) {
             let text = String(buffer: buffer)
             #expect(text.hasSuffix("\n"), "a line without its LF: \(text)")
             lines += text.split(separator: "\n").map(String.init)
