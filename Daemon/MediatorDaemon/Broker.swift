@@ -319,29 +319,41 @@ public final class Broker {
     // MARK: - Responses and events
 
     func handleResponse(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {
-        // Only the connection a call was sent to may answer it.
-        guard case .int(let daemonID)? = envelope.id, let call = pending.call(daemonID), call.callee == connection,
-            let bodyRange = envelope.resultRange ?? envelope.errorRange
+        // Only the connection a call was sent to may answer it. The call is
+        // looked at where it is stored; a final answer then takes it out, so
+        // it is never copied.
+        guard case .int(let daemonID)? = envelope.id, let bodyRange = envelope.resultRange ?? envelope.errorRange,
+            let more = pending.withCall(daemonID, { call in call.callee == connection ? call.more : nil }) ?? nil
         else {
             logger.debug("response dropped: no call with that id was sent to this connection", metadata: ["connection": "\(connection)"])
             return
         }
         let body = slice(frame, bodyRange)
         let isError = envelope.errorRange != nil
-        let continues = envelope.continues && !isError && call.more
-        let answer = writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: continues)
+        // A `continues` the caller did not ask for is passed on as the final answer.
+        let continues = envelope.continues && !isError && more
+        let answered: (caller: ConnectionID, answer: ByteBuffer, target: String, startedAt: NIODeadline)?
         if continues {
-            pending.setDeadline(daemonID, now + .milliseconds(call.timeoutMs))
-            wakeUp(at: now + .milliseconds(call.timeoutMs))
+            var deadline: NIODeadline?
+            answered = pending.withCall(daemonID) { call in
+                call.deadline = now + .milliseconds(call.timeoutMs)
+                deadline = call.deadline
+                let answer = writer.forwardedResponse(callerID: call.callerIDBytes, isError: false, body: body, continues: true)
+                return (call.caller, answer, call.target, call.startedAt)
+            }
+            if let deadline { wakeUp(at: deadline) }
         } else {
-            // A `continues` the caller did not ask for is passed on as the final answer.
-            finish(daemonID, now: now)
+            answered = finish(daemonID, now: now).map { call in
+                (call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: false),
+                    call.target, call.startedAt)
+            }
         }
-        send(call.caller, answer)
+        guard let answered else { return }
+        send(answered.caller, answered.answer)
         if !monitors.isEmpty {
             monitorRecord(
-                "response", from: connection, to: call.caller, target: call.target, event: nil,
-                elapsed: now - call.startedAt, message: answer, now: now)
+                "response", from: connection, to: answered.caller, target: answered.target, event: nil,
+                elapsed: now - answered.startedAt, message: answered.answer, now: now)
         }
     }
 
@@ -387,13 +399,16 @@ public final class Broker {
 
     // MARK: - Bookkeeping
 
-    func finish(_ daemonID: Int64, now: NIODeadline? = nil) {
-        guard let call = pending.remove(daemonID) else { return }
+    /// Takes a call out of those in flight; returns it.
+    @discardableResult
+    func finish(_ daemonID: Int64, now: NIODeadline? = nil) -> PendingCalls.Call? {
+        guard let call = pending.remove(daemonID) else { return nil }
         registry.adjustInFlight(target: call.target, instance: call.instance, by: -1)
         if let now, !components.isEmpty, components[call.target] != nil {
             noteActivity(call.target, now: now)
             scheduleComponentWakeUp(now: now)
         }
+        return call
     }
 
     func sendCancelEvent(_ call: PendingCalls.Call) {
@@ -436,7 +451,9 @@ public final class Broker {
     /// The effects so far, leaving `spare` (emptied, its storage kept) in
     /// their place: a host that hands the array back each time allocates none.
     func takeEffects(reusing spare: inout [BrokerEffect]) -> [BrokerEffect] {
-        spare.removeAll(keepingCapacity: true)
+        // One or two effects each time: removed one by one, which is cheaper
+        // than removeAll's general replaceSubrange.
+        while !spare.isEmpty { spare.removeLast() }
         swap(&effects, &spare)
         defer { spare = [] }
         return spare

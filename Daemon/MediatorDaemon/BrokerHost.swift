@@ -17,16 +17,20 @@ final class BrokerHost: @unchecked Sendable {
     let eventLoop: any EventLoop
     let broker: Broker
     let logger: Logger
-    /// Each open connection's channel, with its options kept so that the
-    /// backlog read after every flush does not box them anew.
+    /// Each open connection's channel; the context of its handler, which
+    /// writes and flushes go through (straight to the pipeline's head: a
+    /// channel's own write starts at the tail); and its options, kept so
+    /// that the backlog read after every flush does not box them anew.
     /// A class: looking one up costs one retain, not one per member.
     private final class Open {
+        let context: ChannelHandlerContext
         let channel: any Channel
         let options: (any NIOSynchronousChannelOptions)?
 
-        init(channel: any Channel, options: (any NIOSynchronousChannelOptions)?) {
-            self.channel = channel
-            self.options = options
+        init(_ context: ChannelHandlerContext) {
+            self.context = context
+            self.channel = context.channel
+            self.options = context.channel.syncOptions
         }
     }
     private var channels: [ConnectionID: Open] = [:]
@@ -105,16 +109,16 @@ final class BrokerHost: @unchecked Sendable {
     var connectionCount: Int { channels.count }
 
     /// Admits a new connection, or nil when the connection limit is reached.
-    func open(_ channel: any Channel, credentials: PeerCredentials) -> ConnectionID? {
+    func open(_ context: ChannelHandlerContext, credentials: PeerCredentials) -> ConnectionID? {
         eventLoop.preconditionInEventLoop()
         guard !stopping, channels.count < broker.configuration.maxConnections else { return nil }
         let id = nextConnectionID
         nextConnectionID += 1
         if let refusal = broker.connect(id, credentials: credentials) {
-            refusals[ObjectIdentifier(channel)] = refusal
+            refusals[ObjectIdentifier(context.channel)] = refusal
             return nil
         }
-        channels[id] = Open(channel: channel, options: channel.syncOptions)
+        channels[id] = Open(context)
         return id
     }
 
@@ -212,7 +216,7 @@ final class BrokerHost: @unchecked Sendable {
         swap(&dirty, &touched)
         for connection in touched {
             guard let open = channels[connection] else { continue }
-            open.channel.flush()
+            open.context.flush()
             measureBacklog(connection, open)
         }
         touched.removeAll(keepingCapacity: true)
@@ -269,7 +273,7 @@ final class BrokerHost: @unchecked Sendable {
             switch effect {
             case .send(let connection, let buffer):
                 guard let open = channels[connection] else { continue }
-                open.channel.write(buffer, promise: nil)
+                open.context.write(NIOAny(buffer), promise: nil)
                 if dirty.last != connection { dirty.append(connection) }
             case .close(let connection):
                 channels[connection]?.channel.flush()

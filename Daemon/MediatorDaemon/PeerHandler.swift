@@ -32,7 +32,7 @@ final class PeerHandler: ChannelInboundHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        guard let id = host.open(context.channel, credentials: credentials) else {
+        guard let id = host.open(context, credentials: credentials) else {
             // Over the connection limit: one line saying so, then close.
             host.logger.warning("connection refused: limit reached", metadata: ["pid": "\(credentials.pid)", "uid": "\(credentials.uid)"])
             let error = host.takeRefusal(for: context.channel)

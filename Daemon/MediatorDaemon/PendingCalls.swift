@@ -62,6 +62,13 @@ public struct PendingCalls: Sendable {
         callerCounts[call.caller, default: 0] += 1
     }
 
+    /// Runs `body` on a call where it is stored (a dictionary's getter
+    /// copies the whole call); nil when there is no such call.
+    public mutating func withCall<Result>(_ daemonID: Int64, _ body: (inout Call) -> Result) -> Result? {
+        guard let slot = calls.index(forKey: daemonID) else { return nil }
+        return body(&calls.values[slot])
+    }
+
     public mutating func setDeadline(_ daemonID: Int64, _ deadline: NIODeadline) {
         calls[daemonID]?.deadline = deadline
     }
