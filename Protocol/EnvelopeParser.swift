@@ -102,13 +102,25 @@ public enum EnvelopeParser {
     }
 
     public static func parse(_ frame: UnsafeRawBufferPointer, maxDepth: Int = JSONParser.defaultMaxDepth) -> Result<Envelope, EnvelopeError> {
+        var envelope = Envelope(kind: .request)
+        if let failure = parse(frame, into: &envelope, maxDepth: maxDepth) { return .failure(failure) }
+        return .success(envelope)
+    }
+
+    /// ``parse(_:maxDepth:)`` writing the envelope into `envelope` (every
+    /// member of it, so any envelope will do), and returning only a failure:
+    /// the broker's path, where an envelope (some 200 bytes) handed back in
+    /// a `Result` was copied at each level.
+    public static func parse(
+        _ frame: UnsafeRawBufferPointer, into envelope: inout Envelope, maxDepth: Int = JSONParser.defaultMaxDepth
+    ) -> EnvelopeError? {
         var ranges = Ranges()
         var parser = JSONParser(frame, maxDepth: maxDepth)
         var recoveredID: MessageID?
         do {
             parser.skipWhitespace()
             guard !parser.atEnd, parser.current == UInt8(ascii: "{") else {
-                return .failure(EnvelopeError(MediatorError(.badRequest, "a message must be a JSON object"), id: nil))
+                return EnvelopeError(MediatorError(.badRequest, "a message must be a JSON object"), id: nil)
             }
             parser.position += 1
             parser.skipWhitespace()
@@ -140,9 +152,9 @@ public enum EnvelopeParser {
             parser.skipWhitespace()
             guard parser.atEnd else { throw parser.error("unexpected data after the message") }
         } catch {
-            return .failure(EnvelopeError(MediatorError(.badRequest, "malformed JSON: \(error)"), id: recoveredID))
+            return EnvelopeError(MediatorError(.badRequest, "malformed JSON: \(error)"), id: recoveredID)
         }
-        return classify(frame, ranges)
+        return classify(frame, ranges, into: &envelope)
     }
 
     public static func parse(_ frame: [UInt8], maxDepth: Int = JSONParser.defaultMaxDepth) -> Result<Envelope, EnvelopeError> {
@@ -208,7 +220,7 @@ public enum EnvelopeParser {
         }
     }
 
-    static func classify(_ frame: UnsafeRawBufferPointer, _ ranges: Ranges) -> Result<Envelope, EnvelopeError> {
+    static func classify(_ frame: UnsafeRawBufferPointer, _ ranges: Ranges, into envelope: inout Envelope) -> EnvelopeError? {
         // The id first, so that every later error can carry it.
         var id: MessageID?
         var idIsValid = true
@@ -216,13 +228,13 @@ public enum EnvelopeParser {
             id = messageID(frame, range)
             idIsValid = id != nil
         }
-        func fail(_ message: String, keepID: Bool = true) -> Result<Envelope, EnvelopeError> {
-            .failure(EnvelopeError(MediatorError(.badRequest, message), id: keepID ? id : nil))
+        func fail(_ message: String, keepID: Bool = true) -> EnvelopeError? {
+            EnvelopeError(MediatorError(.badRequest, message), id: keepID ? id : nil)
         }
 
         if ranges.target != nil || ranges.action != nil {
             guard idIsValid else { return fail("\"id\" must be an integer or a string of at most \(MessageID.maxStringBytes) bytes") }
-            var envelope = Envelope(kind: .request)
+            envelope = Envelope(kind: .request)
             if ranges.id != nil, id == nil { return fail("\"id\" must not be null; omit it for a oneway request") }
             envelope.id = id
             envelope.idRange = ranges.id
@@ -247,17 +259,17 @@ public enum EnvelopeParser {
                 envelope.more = flag
             }
             envelope.callerRange = ranges.caller
-            return .success(envelope)
+            return nil
         }
 
         if let range = ranges.event {
-            var envelope = Envelope(kind: .event)
+            envelope = Envelope(kind: .event)
             guard let name = string(frame, range), NameRules.isValidEvent(name) else {
                 return fail("\"event\" must be a valid event name")
             }
             envelope.event = name
             envelope.dataRange = ranges.data
-            return .success(envelope)
+            return nil
         }
 
         if ranges.id != nil, ranges.result != nil || ranges.error != nil {
@@ -265,7 +277,7 @@ public enum EnvelopeParser {
             guard (ranges.result == nil) != (ranges.error == nil) else {
                 return fail("a response has exactly one of \"result\" and \"error\"")
             }
-            var envelope = Envelope(kind: .response)
+            envelope = Envelope(kind: .response)
             envelope.id = id
             envelope.idRange = ranges.id
             envelope.resultRange = ranges.result
@@ -279,7 +291,7 @@ public enum EnvelopeParser {
                 guard let flag = bool(frame, range) else { return fail("\"continues\" must be a boolean") }
                 envelope.continues = flag
             }
-            return .success(envelope)
+            return nil
         }
 
         return fail("not a request, response or event: a request has \"target\" and \"action\", a response \"id\" and \"result\" or \"error\", an event \"event\"")

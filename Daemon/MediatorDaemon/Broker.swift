@@ -105,19 +105,19 @@ public final class Broker {
         case .tooLarge:
             badFrame(from: connection, idBytes: nil, MediatorError(.frameTooLarge, "frame longer than \(configuration.maxFrameBytes) bytes"))
         case .frame(let frame):
-            switch frame.withUnsafeReadableBytes({ EnvelopeParser.parse($0) }) {
-            case .failure(let failure):
+            var envelope = Envelope(kind: .request)
+            if let failure = frame.withUnsafeReadableBytes({ EnvelopeParser.parse($0, into: &envelope) }) {
                 // A oneway request (contract section 2) gets no response, not even an error.
                 let oneway = failure.id == nil && isOnewayRequest(frame)
                 badFrame(from: connection, idBytes: failure.id.map(encodedID), failure.error, answer: !oneway)
-            case .success(let envelope):
-                // In place, by position: the values' getter would copy the whole peer.
-                peers.values[slot].consecutiveBadFrames = 0
-                switch envelope.kind {
-                case .request: handleRequest(envelope, frame, from: connection, now: now)
-                case .response: handleResponse(envelope, frame, from: connection, now: now)
-                case .event: handleEvent(envelope, frame, from: connection, now: now)
-                }
+                return
+            }
+            // In place, by position: the values' getter would copy the whole peer.
+            peers.values[slot].consecutiveBadFrames = 0
+            switch envelope.kind {
+            case .request: handleRequest(envelope, frame, from: connection, now: now)
+            case .response: handleResponse(envelope, frame, from: connection, now: now)
+            case .event: handleEvent(envelope, frame, from: connection, now: now)
             }
         }
     }
