@@ -89,9 +89,7 @@ extension Broker {
         var byName: [String: ActionSpec] = [:]
         for spec in component.manifest.actions { byName[spec.name] = spec }
         if case .failure(let error) = resolveAction(request, specs: byName) { return fail(error) }
-        if request.id != nil, let credentials = peers[connection]?.credentials,
-            let refusal = callLimitRefusal(connection, credentials)
-        {
+        if request.id != nil, let uid = peers[connection]?.credentials.uid, let refusal = callLimitRefusal(connection, uid: uid) {
             return fail(refusal)
         }
         let deadline = request.id == nil ? nil : now + .milliseconds(request.timeoutMs ?? configuration.defaultTimeoutMs)

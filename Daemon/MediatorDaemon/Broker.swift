@@ -215,11 +215,18 @@ public final class Broker {
         case forward(action: String, params: ByteBuffer?, callee: ConnectionID, instance: Int)
     }
 
-    /// A connection's credentials and `caller` member, read where the peer
-    /// is stored: a dictionary's getter would copy the whole peer.
-    func caller(_ connection: ConnectionID) -> (credentials: PeerCredentials, callerMember: ByteBuffer)? {
+    /// A connection's uid and `caller` member, read where the peer is
+    /// stored: a dictionary's getter would copy the whole peer.
+    func caller(_ connection: ConnectionID) -> (uid: UInt32, callerMember: ByteBuffer)? {
         guard let slot = peers.index(forKey: connection) else { return nil }
-        func read(_ peer: inout Peer) -> (PeerCredentials, ByteBuffer) { (peer.credentials, peer.callerMember) }
+        func read(_ peer: inout Peer) -> (UInt32, ByteBuffer) { (peer.credentials.uid, peer.callerMember) }
+        return read(&peers.values[slot])
+    }
+
+    /// A connection's credentials, read where the peer is stored.
+    func credentials(of connection: ConnectionID) -> PeerCredentials? {
+        guard let slot = peers.index(forKey: connection) else { return nil }
+        func read(_ peer: inout Peer) -> PeerCredentials { peer.credentials }
         return read(&peers.values[slot])
     }
 
@@ -230,8 +237,11 @@ public final class Broker {
             if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error)) }
         }
         let notFound = { MediatorError(.targetNotFound, "no component serves target \"\(request.target)\"") }
-        guard let (credentials, callerMember) = caller(connection) else { return fail(notFound()) }
-        if let denial = checkPolicy(.call(target: request.target, action: request.action), credentials) {
+        guard let (uid, callerMember) = caller(connection) else { return fail(notFound()) }
+        // uid 0 may do anything (Policy.allows): its credentials are not even read.
+        if uid != 0, let credentials = credentials(of: connection),
+            let denial = checkPolicy(.call(target: request.target, action: request.action), credentials)
+        {
             return fail(denial)
         }
         if holdIfActivating(request, from: connection, now: now) { return }
@@ -244,7 +254,7 @@ public final class Broker {
             case .failure(let error): return .refused(error)
             case .success(let resolved): (action, params) = resolved
             }
-            if request.id != nil, let refusal = callLimitRefusal(connection, credentials) { return .refused(refusal) }
+            if request.id != nil, let refusal = callLimitRefusal(connection, uid: uid) { return .refused(refusal) }
             guard let index = target.pickInstance() else { return .refused(notFound()) }
             let callee = target.instances[index].connection
             if let refusal = queueQuotaRefusal(toward: callee, target: request.target) { return .refused(refusal) }
@@ -275,7 +285,7 @@ public final class Broker {
         callsRouted += 1
         callsServed[request.target, default: 0] += 1
         noteActivity(request.target, now: now)
-        if logsCalls {
+        if logsCalls, let credentials = credentials(of: connection) {
             logger.debug(
                 "call routed",
                 metadata: [

@@ -151,8 +151,8 @@ final class BrokerHost: @unchecked Sendable {
     /// storage reused from line to line.
     private func handle(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) {
         broker.handle(line, from: connection, now: now)
-        let effects = broker.takeEffects(reusing: &spareEffects)
-        apply(effects)
+        var effects = broker.takeEffects(reusing: &spareEffects)
+        apply(taking: &effects)
         spareEffects = effects
     }
 
@@ -275,49 +275,59 @@ final class BrokerHost: @unchecked Sendable {
     }
 
     func apply(_ effects: [BrokerEffect]) {
-        for effect in effects {
-            switch effect {
-            case .send(let connection, let buffer):
-                guard let open = channels[connection] else { continue }
-                open.context.write(NIOAny(buffer), promise: nil)
-                if dirty.last != connection { dirty.append(connection) }
-            case .close(let connection):
-                channels[connection]?.channel.flush()
-                channels[connection]?.channel.close(promise: nil)
-            case .spawn(let order):
-                guard let supervisor else { continue }
-                supervisor.spawn(
-                    order,
-                    started: { pid in self.run { $0.processStarted(spawnID: order.spawnID, pid: pid, now: $1) } },
-                    ended: { end in self.run { $0.processExited(spawnID: order.spawnID, end: end, now: $1) } })
-            case .signal(let pid, let signal, let group):
-                // The group when the daemon made one; the process alone otherwise.
-                if !group || kill(-pid, signal) != 0 { kill(pid, signal) }
-            case .startUnit(let unit, let target):
-                guard let units else {
-                    apply(broker.unitFailed(target: target, reason: "no systemd to start \(unit) with", now: .now()))
-                    continue
+        for effect in effects { apply(effect) }
+    }
+
+    /// Carries out `effects` and leaves the array empty, its storage kept:
+    /// each effect is moved out of it, not copied (a copy is a retain of
+    /// its buffer, and the array's release another).
+    private func apply(taking effects: inout [BrokerEffect]) {
+        effects.reverse()
+        while let effect = effects.popLast() { apply(effect) }
+    }
+
+    private func apply(_ effect: BrokerEffect) {
+        switch effect {
+        case .send(let connection, let buffer):
+            guard let open = channels[connection] else { return }
+            open.context.write(NIOAny(buffer), promise: nil)
+            if dirty.last != connection { dirty.append(connection) }
+        case .close(let connection):
+            channels[connection]?.channel.flush()
+            channels[connection]?.channel.close(promise: nil)
+        case .spawn(let order):
+            guard let supervisor else { return }
+            supervisor.spawn(
+                order,
+                started: { pid in self.run { $0.processStarted(spawnID: order.spawnID, pid: pid, now: $1) } },
+                ended: { end in self.run { $0.processExited(spawnID: order.spawnID, end: end, now: $1) } })
+        case .signal(let pid, let signal, let group):
+            // The group when the daemon made one; the process alone otherwise.
+            if !group || kill(-pid, signal) != 0 { kill(pid, signal) }
+        case .startUnit(let unit, let target):
+            guard let units else {
+                apply(broker.unitFailed(target: target, reason: "no systemd to start \(unit) with", now: .now()))
+                return
+            }
+            Task {
+                if let failure = await units.start(unit) {
+                    self.run { $0.unitFailed(target: target, reason: failure, now: $1) }
                 }
-                Task {
-                    if let failure = await units.start(unit) {
-                        self.run { $0.unitFailed(target: target, reason: failure, now: $1) }
-                    }
-                }
-            case .stopUnit(let unit):
-                if let units { Task { _ = await units.stop(unit) } }
-            case .bootComplete:
-                bootFinished = true
-                for waiter in bootWaiters { waiter.succeed() }
-                bootWaiters = []
-            case .blockEventLoop:
-                while true { Glibc.sleep(3600) }
-            case .wakeUp(let deadline):
-                wakeUpTask?.cancel()
-                wakeUpTask = eventLoop.scheduleTask(deadline: deadline) { [self] in
-                    wakeUpTask = nil
-                    apply(broker.expireCalls(now: .now()))
-                    flush()
-                }
+            }
+        case .stopUnit(let unit):
+            if let units { Task { _ = await units.stop(unit) } }
+        case .bootComplete:
+            bootFinished = true
+            for waiter in bootWaiters { waiter.succeed() }
+            bootWaiters = []
+        case .blockEventLoop:
+            while true { Glibc.sleep(3600) }
+        case .wakeUp(let deadline):
+            wakeUpTask?.cancel()
+            wakeUpTask = eventLoop.scheduleTask(deadline: deadline) { [self] in
+                wakeUpTask = nil
+                apply(broker.expireCalls(now: .now()))
+                flush()
             }
         }
     }
