@@ -41,6 +41,12 @@ final class BrokerHost: @unchecked Sendable {
     /// Connections written to since the last flush, and a spare array to swap with.
     private var dirty: [ConnectionID] = []
     private var flushing: [ConnectionID] = []
+    /// When the oldest write not yet flushed was queued; nil when none is.
+    private var unflushedSince: NIODeadline?
+    /// How long a write may wait for the end of the loop iteration: flushes
+    /// are batched across the iteration's reads, but a write does not wait
+    /// behind a long round of other peers' reads (a flood's) for more than this.
+    static let flushDelay = TimeAmount.microseconds(20)
     /// The storage each line's effects come back in, reused.
     private var spareEffects: [BrokerEffect] = []
     private var wakeUpTask: Scheduled<Void>?
@@ -181,6 +187,9 @@ final class BrokerHost: @unchecked Sendable {
     /// uid's flood delays another's line by a slice at most, not by its backlog.
     private func dispatch() {
         dispatchScheduled = false
+        // What this iteration's reads produced (light peers' answers) leaves
+        // now, not after the slice: otherwise it would wait for a flood's turn.
+        flush()
         let start = NIODeadline.now()
         // Several uids were busy lately: slice finely until they have been quiet a while.
         if inbound.uidsWaiting > 1 { contendedUntil = start + Self.contentionMemory }
@@ -207,12 +216,20 @@ final class BrokerHost: @unchecked Sendable {
         }
     }
 
+    /// A connection's read cycle ended: its writes wait for the end of the
+    /// loop iteration (``LoopTickEnd``) unless the oldest unflushed one has
+    /// waited ``flushDelay`` already.
+    func readCycleEnded() {
+        if let since = unflushedSince, NIODeadline.now() - since >= Self.flushDelay { flush() }
+    }
+
     /// Every connection written to since the last flush gets one: at the
     /// end of each loop iteration (``LoopTickEnd``), and wherever the host
     /// runs outside one (dispatch slices, timers, closes).
     func flush() {
         eventLoop.preconditionInEventLoop()
         guard !dirty.isEmpty else { return }
+        unflushedSince = nil
         // The list is swapped with a spare, not copied; a flush within this
         // one (a close's effects) finds no spare and uses a new array.
         var touched = flushing
@@ -291,6 +308,7 @@ final class BrokerHost: @unchecked Sendable {
         case .send(let connection, let buffer):
             guard let open = channels[connection] else { return }
             open.context.write(NIOAny(buffer), promise: nil)
+            if dirty.isEmpty { unflushedSince = .now() }
             if dirty.last != connection { dirty.append(connection) }
         case .close(let connection):
             channels[connection]?.channel.flush()

@@ -6,8 +6,9 @@ import NIOCore
 /// The per-connection channel handler, the only one in the pipeline: cuts
 /// the bytes read into lines (``LineFramer``, the exact frame limit) and
 /// hands each to the host (which handles it or queues it for fair dispatch),
-/// and tells it when the connection goes. Writes are flushed at the end of
-/// the loop iteration (``LoopTickEnd``), not per connection's read cycle.
+/// and tells it when a read cycle ends or the connection goes. Writes are
+/// flushed at the end of the loop iteration (``LoopTickEnd``), or sooner
+/// when they have waited a while (``BrokerHost/flushDelay``).
 ///
 /// It frames lines itself rather than behind a `ByteToMessageHandler`: each
 /// line then costs a function call, not a trip through the pipeline with its
@@ -72,6 +73,10 @@ final class PeerHandler: ChannelInboundHandler {
                 return
             }
         }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        host.readCycleEnded()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
