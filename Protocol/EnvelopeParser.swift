@@ -1,14 +1,126 @@
 /// Classifies one frame as a request, response or event (contract section 2)
 /// and checks the types of its members.
+///
+/// It runs twice for every routed call (the request and the response), so it
+/// reads the frame once and builds almost nothing: member names are matched
+/// as bytes, the members it knows are kept as byte ranges (the last of a
+/// repeated name wins), and only the small ones the broker needs as values
+/// (id, target, action, timeout_ms, more, continues, event) are read, from
+/// their bytes when they are plain, through ``JSONParser`` otherwise.
 public enum EnvelopeParser {
+    /// The top-level members the contract gives a meaning to.
+    enum Member: CaseIterable {
+        case id, target, action, params, timeoutMs, more, caller, result, error, continues, event, data
+
+        var name: String {
+            switch self {
+            case .id: return "id"
+            case .target: return "target"
+            case .action: return "action"
+            case .params: return "params"
+            case .timeoutMs: return "timeout_ms"
+            case .more: return "more"
+            case .caller: return "caller"
+            case .result: return "result"
+            case .error: return "error"
+            case .continues: return "continues"
+            case .event: return "event"
+            case .data: return "data"
+            }
+        }
+
+        /// The member a name without escapes stands for, matched on its bytes.
+        init?(plainName name: UnsafeRawBufferPointer) {
+            func equals(_ literal: StaticString) -> Bool {
+                guard literal.utf8CodeUnitCount == name.count else { return false }
+                let bytes = literal.utf8Start
+                for index in 0..<name.count where name[index] != bytes[index] { return false }
+                return true
+            }
+            switch name.count {
+            case 2 where equals("id"): self = .id
+            case 4 where equals("more"): self = .more
+            case 4 where equals("data"): self = .data
+            case 5 where equals("error"): self = .error
+            case 5 where equals("event"): self = .event
+            case 6 where equals("target"): self = .target
+            case 6 where equals("action"): self = .action
+            case 6 where equals("params"): self = .params
+            case 6 where equals("caller"): self = .caller
+            case 6 where equals("result"): self = .result
+            case 9 where equals("continues"): self = .continues
+            case 10 where equals("timeout_ms"): self = .timeoutMs
+            default: return nil
+            }
+        }
+
+        /// The member a decoded name (one written with escapes) stands for.
+        init?(decodedName name: String) {
+            guard let member = Member.allCases.first(where: { $0.name == name }) else { return nil }
+            self = member
+        }
+    }
+
+    /// Where each known member's value is in the frame; the last of a repeated name.
+    struct Ranges {
+        var id, target, action, params, timeoutMs, more, caller, result, error, continues, event, data: Range<Int>?
+
+        subscript(member: Member) -> Range<Int>? {
+            get {
+                switch member {
+                case .id: return id
+                case .target: return target
+                case .action: return action
+                case .params: return params
+                case .timeoutMs: return timeoutMs
+                case .more: return more
+                case .caller: return caller
+                case .result: return result
+                case .error: return error
+                case .continues: return continues
+                case .event: return event
+                case .data: return data
+                }
+            }
+            set {
+                switch member {
+                case .id: id = newValue
+                case .target: target = newValue
+                case .action: action = newValue
+                case .params: params = newValue
+                case .timeoutMs: timeoutMs = newValue
+                case .more: more = newValue
+                case .caller: caller = newValue
+                case .result: result = newValue
+                case .error: error = newValue
+                case .continues: continues = newValue
+                case .event: event = newValue
+                case .data: data = newValue
+                }
+            }
+        }
+    }
+
     public static func parse(_ frame: UnsafeRawBufferPointer, maxDepth: Int = JSONParser.defaultMaxDepth) -> Result<Envelope, EnvelopeError> {
-        var members: [(key: String, range: Range<Int>)] = []
+        var envelope = Envelope(kind: .request)
+        if let failure = parse(frame, into: &envelope, maxDepth: maxDepth) { return .failure(failure) }
+        return .success(envelope)
+    }
+
+    /// ``parse(_:maxDepth:)`` writing the envelope into `envelope` (every
+    /// member of it, so any envelope will do), and returning only a failure:
+    /// the broker's path, where an envelope (some 200 bytes) handed back in
+    /// a `Result` was copied at each level.
+    public static func parse(
+        _ frame: UnsafeRawBufferPointer, into envelope: inout Envelope, maxDepth: Int = JSONParser.defaultMaxDepth
+    ) -> EnvelopeError? {
+        var ranges = Ranges()
         var parser = JSONParser(frame, maxDepth: maxDepth)
         var recoveredID: MessageID?
         do {
             parser.skipWhitespace()
             guard !parser.atEnd, parser.current == UInt8(ascii: "{") else {
-                return .failure(EnvelopeError(MediatorError(.badRequest, "a message must be a JSON object"), id: nil))
+                return EnvelopeError(MediatorError(.badRequest, "a message must be a JSON object"), id: nil)
             }
             parser.position += 1
             parser.skipWhitespace()
@@ -18,16 +130,17 @@ public enum EnvelopeParser {
                 while true {
                     parser.skipWhitespace()
                     guard !parser.atEnd, parser.current == UInt8(ascii: "\"") else { throw parser.error("expected a member name") }
-                    let key = try parser.parseString()
+                    let member = try memberName(&parser)
                     parser.skipWhitespace()
                     try parser.expect(UInt8(ascii: ":"), "':'")
                     parser.skipWhitespace()
                     let start = parser.position
                     try parser.skipValue(depth: 1)
-                    let range = start..<parser.position
-                    members.append((key, range))
-                    if key == "id" {
-                        recoveredID = MessageID(json: (try? decode(frame, range)) ?? .null)
+                    if let member {
+                        let range = start..<parser.position
+                        ranges[member] = range
+                        // Kept as it is read, so that a frame broken further on still has its id.
+                        if member == .id { recoveredID = messageID(frame, range) }
                     }
                     parser.skipWhitespace()
                     guard !parser.atEnd else { throw parser.error("unexpected end of input in an object") }
@@ -39,100 +152,146 @@ public enum EnvelopeParser {
             parser.skipWhitespace()
             guard parser.atEnd else { throw parser.error("unexpected data after the message") }
         } catch {
-            return .failure(EnvelopeError(MediatorError(.badRequest, "malformed JSON: \(error)"), id: recoveredID))
+            return EnvelopeError(MediatorError(.badRequest, "malformed JSON: \(error)"), id: recoveredID)
         }
-        return classify(frame, members)
+        return classify(frame, ranges, into: &envelope)
     }
 
     public static func parse(_ frame: [UInt8], maxDepth: Int = JSONParser.defaultMaxDepth) -> Result<Envelope, EnvelopeError> {
         frame.withUnsafeBytes { parse($0, maxDepth: maxDepth) }
     }
 
-    static func decode(_ frame: UnsafeRawBufferPointer, _ range: Range<Int>) throws(JSONParseError) -> JSONValue {
-        try JSONParser.parse(UnsafeRawBufferPointer(rebasing: frame[range]))
+    /// Reads a member name (checked as ``JSONParser/parseString()`` checks
+    /// strings) and says which known member it is, nil for any other.
+    static func memberName(_ parser: inout JSONParser) throws(JSONParseError) -> Member? {
+        let start = parser.position
+        try parser.skipString()
+        let name = UnsafeRawBufferPointer(rebasing: parser.bytes[(start + 1)..<(parser.position - 1)])
+        guard name.contains(UInt8(ascii: "\\")) else { return Member(plainName: name) }
+        var escaped = JSONParser(UnsafeRawBufferPointer(rebasing: parser.bytes[start..<parser.position]))
+        return Member(decodedName: try escaped.parseString())
     }
 
-    static func classify(_ frame: UnsafeRawBufferPointer, _ members: [(key: String, range: Range<Int>)]) -> Result<Envelope, EnvelopeError> {
-        var ranges: [String: Range<Int>] = [:]
-        for member in members { ranges[member.key] = member.range }  // the last of repeated names wins
+    static func decode(_ frame: UnsafeRawBufferPointer, _ range: Range<Int>) -> JSONValue? {
+        try? JSONParser.parse(UnsafeRawBufferPointer(rebasing: frame[range]))
+    }
 
-        func value(_ key: String) -> JSONValue? {
-            guard let range = ranges[key] else { return nil }
-            return try? decode(frame, range)
+    /// A string value's text; nil when the value is not a string. A string
+    /// without escapes is its bytes (already checked as UTF-8).
+    static func string(_ frame: UnsafeRawBufferPointer, _ range: Range<Int>) -> String? {
+        guard frame[range.lowerBound] == UInt8(ascii: "\"") else { return nil }
+        let inner = UnsafeRawBufferPointer(rebasing: frame[(range.lowerBound + 1)..<(range.upperBound - 1)])
+        if !inner.contains(UInt8(ascii: "\\")) { return String(decoding: inner, as: UTF8.self) }
+        return decode(frame, range)?.stringValue
+    }
+
+    /// An integer value; nil when the value is not a number with an integral value.
+    static func integer(_ frame: UnsafeRawBufferPointer, _ range: Range<Int>) -> Int64? {
+        // Plain digits of at most 18 (the value already passed the number syntax): no overflow possible.
+        let negative = frame[range.lowerBound] == UInt8(ascii: "-")
+        let digits = (negative ? range.lowerBound + 1 : range.lowerBound)..<range.upperBound
+        if digits.count <= 18, !digits.isEmpty, digits.allSatisfy({ frame[$0] >= 0x30 && frame[$0] <= 0x39 }) {
+            var value: Int64 = 0
+            for index in digits { value = value * 10 + Int64(frame[index] - 0x30) }
+            return negative ? -value : value
         }
-        func isNull(_ key: String) -> Bool { value(key) == .null }
+        return decode(frame, range)?.intValue
+    }
 
+    /// A boolean value (the value already passed the literal syntax); nil for any other type.
+    static func bool(_ frame: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool? {
+        switch frame[range.lowerBound] {
+        case UInt8(ascii: "t"): return true
+        case UInt8(ascii: "f"): return false
+        default: return nil
+        }
+    }
+
+    /// The id a value stands for; nil when it is not a valid id (or is null).
+    static func messageID(_ frame: UnsafeRawBufferPointer, _ range: Range<Int>) -> MessageID? {
+        switch frame[range.lowerBound] {
+        case UInt8(ascii: "\""):
+            guard let text = string(frame, range), text.utf8.count <= MessageID.maxStringBytes else { return nil }
+            return .string(text)
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return integer(frame, range).map { .int($0) }
+        default:
+            return nil
+        }
+    }
+
+    static func classify(_ frame: UnsafeRawBufferPointer, _ ranges: Ranges, into envelope: inout Envelope) -> EnvelopeError? {
         // The id first, so that every later error can carry it.
         var id: MessageID?
         var idIsValid = true
-        if let raw = value("id"), raw != .null {
-            id = MessageID(json: raw)
+        if let range = ranges.id, frame[range.lowerBound] != UInt8(ascii: "n") {
+            id = messageID(frame, range)
             idIsValid = id != nil
         }
-        func fail(_ message: String, keepID: Bool = true) -> Result<Envelope, EnvelopeError> {
-            .failure(EnvelopeError(MediatorError(.badRequest, message), id: keepID ? id : nil))
+        func fail(_ message: String, keepID: Bool = true) -> EnvelopeError? {
+            EnvelopeError(MediatorError(.badRequest, message), id: keepID ? id : nil)
         }
 
-        if ranges["target"] != nil || ranges["action"] != nil {
+        if ranges.target != nil || ranges.action != nil {
             guard idIsValid else { return fail("\"id\" must be an integer or a string of at most \(MessageID.maxStringBytes) bytes") }
-            var envelope = Envelope(kind: .request)
-            if ranges["id"] != nil, id == nil { return fail("\"id\" must not be null; omit it for a oneway request") }
+            envelope = Envelope(kind: .request)
+            if ranges.id != nil, id == nil { return fail("\"id\" must not be null; omit it for a oneway request") }
             envelope.id = id
-            envelope.idRange = ranges["id"]
-            guard let target = value("target")?.stringValue else { return fail("\"target\" must be a string") }
+            envelope.idRange = ranges.id
+            guard let target = ranges.target.flatMap({ string(frame, $0) }) else { return fail("\"target\" must be a string") }
             guard NameRules.isValidTarget(target) else { return fail("invalid target name \(JSONValue.string(target))") }
-            guard let action = value("action")?.stringValue else { return fail("\"action\" must be a string") }
+            guard let action = ranges.action.flatMap({ string(frame, $0) }) else { return fail("\"action\" must be a string") }
             guard NameRules.isValidAction(action) else { return fail("invalid action name \(JSONValue.string(action))") }
             envelope.target = target
             envelope.action = action
-            if let range = ranges["params"] {
+            if let range = ranges.params {
                 guard frame[range.lowerBound] == UInt8(ascii: "{") else { return fail("\"params\" must be an object") }
                 envelope.paramsRange = range
             }
-            if let timeout = value("timeout_ms") {
-                guard let milliseconds = timeout.intValue, milliseconds > 0 else {
+            if let range = ranges.timeoutMs {
+                guard let milliseconds = integer(frame, range), milliseconds > 0 else {
                     return fail("\"timeout_ms\" must be a positive integer")
                 }
                 envelope.timeoutMs = milliseconds
             }
-            if let more = value("more") {
-                guard let flag = more.boolValue else { return fail("\"more\" must be a boolean") }
+            if let range = ranges.more {
+                guard let flag = bool(frame, range) else { return fail("\"more\" must be a boolean") }
                 envelope.more = flag
             }
-            envelope.callerRange = ranges["caller"]
-            return .success(envelope)
+            envelope.callerRange = ranges.caller
+            return nil
         }
 
-        if let eventName = value("event") {
-            var envelope = Envelope(kind: .event)
-            guard let name = eventName.stringValue, NameRules.isValidEvent(name) else {
+        if let range = ranges.event {
+            envelope = Envelope(kind: .event)
+            guard let name = string(frame, range), NameRules.isValidEvent(name) else {
                 return fail("\"event\" must be a valid event name")
             }
             envelope.event = name
-            envelope.dataRange = ranges["data"]
-            return .success(envelope)
+            envelope.dataRange = ranges.data
+            return nil
         }
 
-        if ranges["id"] != nil, ranges["result"] != nil || ranges["error"] != nil {
+        if ranges.id != nil, ranges.result != nil || ranges.error != nil {
             guard idIsValid else { return fail("\"id\" must be an integer or a string") }
-            guard (ranges["result"] == nil) != (ranges["error"] == nil) else {
+            guard (ranges.result == nil) != (ranges.error == nil) else {
                 return fail("a response has exactly one of \"result\" and \"error\"")
             }
-            var envelope = Envelope(kind: .response)
+            envelope = Envelope(kind: .response)
             envelope.id = id
-            envelope.idRange = ranges["id"]
-            envelope.resultRange = ranges["result"]
-            if let range = ranges["error"] {
-                guard let error = value("error"), MediatorError(json: error) != nil, error["message"]?.stringValue != nil else {
+            envelope.idRange = ranges.id
+            envelope.resultRange = ranges.result
+            if let range = ranges.error {
+                guard let error = decode(frame, range), MediatorError(json: error) != nil, error["message"]?.stringValue != nil else {
                     return fail("\"error\" must be an object with string \"code\" and \"message\"")
                 }
                 envelope.errorRange = range
             }
-            if let continues = value("continues") {
-                guard let flag = continues.boolValue else { return fail("\"continues\" must be a boolean") }
+            if let range = ranges.continues {
+                guard let flag = bool(frame, range) else { return fail("\"continues\" must be a boolean") }
                 envelope.continues = flag
             }
-            return .success(envelope)
+            return nil
         }
 
         return fail("not a request, response or event: a request has \"target\" and \"action\", a response \"id\" and \"result\" or \"error\", an event \"event\"")

@@ -312,7 +312,20 @@ public struct JSONParser {
         position += 1
         let start = position
         var isASCII = true
-        while position < bytes.count {
+        let end = bytes.count
+        while position < end {
+            // Plain bytes a word at a time (in a local, not the stored position);
+            // the byte that stops it is looked at below.
+            var index = position
+            while index + WordScan.width <= end {
+                if let offset = WordScan.firstStringSpecial(in: WordScan.word(bytes, at: index)) {
+                    index += offset
+                    break
+                }
+                index += WordScan.width
+            }
+            position = index
+            guard position < end else { break }
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 guard isASCII || isValidUTF8(start..<position) else {

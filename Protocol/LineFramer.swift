@@ -33,10 +33,22 @@ public struct LineFramer: Sendable {
         while true {
             let searchFrom = offset + scanned
             var newline: Int?
-            if searchFrom < bytes.count {
-                for index in searchFrom..<bytes.count where bytes[index] == 0x0A {
-                    newline = index
+            var index = searchFrom
+            // Eight bytes at a time, then the last few byte by byte.
+            while index + WordScan.width <= bytes.count {
+                if let offset = WordScan.first(0x0A, in: WordScan.word(bytes, at: index)) {
+                    newline = index + offset
                     break
+                }
+                index += WordScan.width
+            }
+            if newline == nil {
+                while index < bytes.count {
+                    if bytes[index] == 0x0A {
+                        newline = index
+                        break
+                    }
+                    index += 1
                 }
             }
             guard let lf = newline else {

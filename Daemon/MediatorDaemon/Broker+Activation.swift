@@ -73,7 +73,8 @@ extension Broker {
 
     /// Whether a call to `target` must wait for the component (and so was held or answered).
     func holdIfActivating(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) -> Bool {
-        guard let component = components[request.target] else { return false }
+        // Most daemons manage no component: then no name is hashed on this path.
+        guard !components.isEmpty, let component = components[request.target] else { return false }
         if component.state == .running, registry.target(request.target) != nil { return false }
         func fail(_ error: MediatorError) -> Bool {
             if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error)) }
@@ -88,9 +89,7 @@ extension Broker {
         var byName: [String: ActionSpec] = [:]
         for spec in component.manifest.actions { byName[spec.name] = spec }
         if case .failure(let error) = resolveAction(request, specs: byName) { return fail(error) }
-        if request.id != nil, let credentials = peers[connection]?.credentials,
-            let refusal = callLimitRefusal(connection, credentials)
-        {
+        if request.id != nil, let uid = peers[connection]?.credentials.uid, let refusal = callLimitRefusal(connection, uid: uid) {
             return fail(refusal)
         }
         let deadline = request.id == nil ? nil : now + .milliseconds(request.timeoutMs ?? configuration.defaultTimeoutMs)
@@ -353,7 +352,7 @@ extension Broker {
     }
 
     func noteActivity(_ target: String, now: NIODeadline) {
-        guard components[target] != nil else { return }
+        guard !components.isEmpty else { return }
         components[target]?.lastActivity = now
     }
 

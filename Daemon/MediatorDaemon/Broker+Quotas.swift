@@ -38,11 +38,13 @@ extension Broker {
     }
 
     /// The per-connection limit, then the per-uid quota, for one more call.
-    func callLimitRefusal(_ connection: ConnectionID, _ credentials: PeerCredentials) -> MediatorError? {
+    func callLimitRefusal(_ connection: ConnectionID, uid: UInt32) -> MediatorError? {
         if callsInFlight(of: connection) >= configuration.maxCallsInFlightPerConnection {
             return MediatorError(
                 .overloaded, "this connection has \(configuration.maxCallsInFlightPerConnection) calls in flight, the limit")
         }
+        // uid 0 has no quotas: its credentials are not read.
+        guard uid != 0, let credentials = credentials(of: connection) else { return nil }
         return quotaExceeded(.callsInFlight, credentials: credentials)
     }
 

@@ -28,7 +28,11 @@ public final class Broker {
     /// Replaced on reload (SIGHUP); read on every use, never cached.
     public internal(set) var configuration: DaemonConfiguration
     public let version: String
-    var logger: Logger
+    var logger: Logger {
+        didSet { logsCalls = logger.logLevel <= .debug }
+    }
+    /// Whether each routed call is logged (debug): checked without copying the logger on every call.
+    private(set) var logsCalls = false
     let writer = FrameWriter()
     var peers: [ConnectionID: Peer] = [:]
     public internal(set) var registry = Registry()
@@ -68,6 +72,7 @@ public final class Broker {
         self.configuration = configuration
         self.version = version
         self.logger = logger
+        self.logsCalls = logger.logLevel <= .debug
     }
 
     public var connectionCount: Int { peers.count }
@@ -87,26 +92,34 @@ public final class Broker {
     }
 
     public func receive(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
-        guard peers[connection] != nil else { return [] }
+        handle(line, from: connection, now: now)
+        return takeEffects()
+    }
+
+    /// ``receive(_:from:now:)`` leaving the effects in ``effects``, for a
+    /// host that takes them with ``takeEffects(reusing:)``.
+    func handle(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) {
+        // The peer by position: looking at it copies nothing.
+        guard let slot = peers.index(forKey: connection) else { return }
         switch line {
         case .tooLarge:
             badFrame(from: connection, idBytes: nil, MediatorError(.frameTooLarge, "frame longer than \(configuration.maxFrameBytes) bytes"))
         case .frame(let frame):
-            switch frame.withUnsafeReadableBytes({ EnvelopeParser.parse($0) }) {
-            case .failure(let failure):
+            var envelope = Envelope(kind: .request)
+            if let failure = frame.withUnsafeReadableBytes({ EnvelopeParser.parse($0, into: &envelope) }) {
                 // A oneway request (contract section 2) gets no response, not even an error.
                 let oneway = failure.id == nil && isOnewayRequest(frame)
                 badFrame(from: connection, idBytes: failure.id.map(encodedID), failure.error, answer: !oneway)
-            case .success(let envelope):
-                peers[connection]?.consecutiveBadFrames = 0
-                switch envelope.kind {
-                case .request: handleRequest(envelope, frame, from: connection, now: now)
-                case .response: handleResponse(envelope, frame, from: connection, now: now)
-                case .event: handleEvent(envelope, frame, from: connection, now: now)
-                }
+                return
+            }
+            // In place, by position: the values' getter would copy the whole peer.
+            peers.values[slot].consecutiveBadFrames = 0
+            switch envelope.kind {
+            case .request: handleRequest(envelope, frame, from: connection, now: now)
+            case .response: handleResponse(envelope, frame, from: connection, now: now)
+            case .event: handleEvent(envelope, frame, from: connection, now: now)
             }
         }
-        return takeEffects()
     }
 
     public func disconnect(_ connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
@@ -196,32 +209,67 @@ public final class Broker {
         var viaURL: Bool
     }
 
+    /// What routing decided while looking at the target.
+    enum RouteDecision {
+        case refused(MediatorError)
+        case forward(action: String, params: ByteBuffer?, callee: ConnectionID, instance: Int)
+    }
+
+    /// A connection's uid and `caller` member, read where the peer is
+    /// stored: a dictionary's getter would copy the whole peer.
+    func caller(_ connection: ConnectionID) -> (uid: UInt32, callerMember: ByteBuffer)? {
+        guard let slot = peers.index(forKey: connection) else { return nil }
+        func read(_ peer: inout Peer) -> (UInt32, ByteBuffer) { (peer.credentials.uid, peer.callerMember) }
+        return read(&peers.values[slot])
+    }
+
+    /// A connection's credentials, read where the peer is stored.
+    func credentials(of connection: ConnectionID) -> PeerCredentials? {
+        guard let slot = peers.index(forKey: connection) else { return nil }
+        func read(_ peer: inout Peer) -> PeerCredentials { peer.credentials }
+        return read(&peers.values[slot])
+    }
+
     /// Contract section 4: picks the instance and forwards the call, holds it
     /// for a component being started, or answers why not.
     func route(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) {
         func fail(_ error: MediatorError) {
             if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error)) }
         }
-        if let credentials = peers[connection]?.credentials,
+        let notFound = { MediatorError(.targetNotFound, "no component serves target \"\(request.target)\"") }
+        guard let (uid, callerMember) = caller(connection) else { return fail(notFound()) }
+        // uid 0 may do anything (Policy.allows): its credentials are not even read.
+        if uid != 0, let credentials = credentials(of: connection),
             let denial = checkPolicy(.call(target: request.target, action: request.action), credentials)
         {
             return fail(denial)
         }
         if holdIfActivating(request, from: connection, now: now) { return }
-        guard let entry = registry.target(request.target), let peer = peers[connection] else {
-            return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
+        // The target is looked at where it is stored (no copy of it), and the
+        // instance is picked and its call counted in the same visit.
+        let decision = registry.withTarget(request.target) { target -> RouteDecision in
+            let action: String
+            let params: ByteBuffer?
+            switch resolveAction(request, specs: target.actionsByName) {
+            case .failure(let error): return .refused(error)
+            case .success(let resolved): (action, params) = resolved
+            }
+            if request.id != nil, let refusal = callLimitRefusal(connection, uid: uid) { return .refused(refusal) }
+            guard let index = target.pickInstance() else { return .refused(notFound()) }
+            let callee = target.instances[index].connection
+            if let refusal = queueQuotaRefusal(toward: callee, target: request.target) { return .refused(refusal) }
+            if request.id != nil, request.idBytes != nil { target.instances[index].inFlight += 1 }
+            return .forward(action: action, params: params, callee: callee, instance: target.instances[index].instance)
         }
         let action: String
         let params: ByteBuffer?
-        switch resolveAction(request, specs: entry.actionsByName) {
-        case .failure(let error): return fail(error)
-        case .success(let resolved): (action, params) = resolved
+        let instance: (connection: ConnectionID, instance: Int)
+        switch decision {
+        case nil: return fail(notFound())
+        case .refused(let error)?: return fail(error)
+        case .forward(let resolvedAction, let resolvedParams, let callee, let number)?:
+            (action, params, instance) = (resolvedAction, resolvedParams, (callee, number))
         }
-        if request.id != nil, let refusal = callLimitRefusal(connection, peer.credentials) { return fail(refusal) }
-        guard let instance = registry.pickInstance(of: request.target) else {
-            return fail(MediatorError(.targetNotFound, "no component serves target \"\(request.target)\""))
-        }
-        if let refusal = queueQuotaRefusal(toward: instance.connection, target: request.target) { return fail(refusal) }
         let timeoutMs = request.timeoutMs ?? configuration.defaultTimeoutMs
         var daemonID: Int64?
         if let id = request.id, let idBytes = request.idBytes {
@@ -231,22 +279,23 @@ public final class Broker {
                 daemonID: newID, caller: connection, callerID: id, callerIDBytes: idBytes, callee: instance.connection,
                 target: request.target, action: action, instance: instance.instance, more: request.more,
                 timeoutMs: timeoutMs, deadline: deadline, startedAt: now))
-            registry.adjustInFlight(target: request.target, instance: instance.instance, by: 1)
             wakeUp(at: deadline)
             daemonID = newID
         }
         callsRouted += 1
         callsServed[request.target, default: 0] += 1
         noteActivity(request.target, now: now)
-        logger.debug(
-            "call routed",
-            metadata: [
-                "target": "\(request.target)", "action": "\(action)", "pid": "\(peer.credentials.pid)",
-                "uid": "\(peer.credentials.uid)", "instance": "\(instance.instance)",
-            ])
+        if logsCalls, let credentials = credentials(of: connection) {
+            logger.debug(
+                "call routed",
+                metadata: [
+                    "target": "\(request.target)", "action": "\(action)", "pid": "\(credentials.pid)",
+                    "uid": "\(credentials.uid)", "instance": "\(instance.instance)",
+                ])
+        }
         let forwarded = writer.forwardedRequest(
             daemonID: daemonID, target: request.target, action: action, params: params, timeoutMs: timeoutMs,
-            more: request.more, caller: peer.callerMember)
+            more: request.more, caller: callerMember)
         send(instance.connection, forwarded)
         if !monitors.isEmpty {
             monitorRecord(
@@ -258,7 +307,10 @@ public final class Broker {
     /// The action a call reaches among a target's specs (or `notFound`), with
     /// the params to forward; checks the URL guard and the params schema.
     func resolveAction(_ request: RouteRequest, specs: [String: ActionSpec]) -> Result<(String, ByteBuffer?), MediatorError> {
-        let forbiddenByURL = MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL")
+        // Built only when it is the answer: its message is an interpolation.
+        var forbiddenByURL: MediatorError {
+            MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL")
+        }
         if let spec = specs[request.action] {
             if request.viaURL, !spec.reachableByURL { return .failure(forbiddenByURL) }
             if let schema = spec.params {
@@ -277,29 +329,41 @@ public final class Broker {
     // MARK: - Responses and events
 
     func handleResponse(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {
-        // Only the connection a call was sent to may answer it.
-        guard case .int(let daemonID)? = envelope.id, let call = pending.call(daemonID), call.callee == connection,
-            let bodyRange = envelope.resultRange ?? envelope.errorRange
+        // Only the connection a call was sent to may answer it. The call is
+        // looked at where it is stored; a final answer then takes it out, so
+        // it is never copied.
+        guard case .int(let daemonID)? = envelope.id, let bodyRange = envelope.resultRange ?? envelope.errorRange,
+            let more = pending.withCall(daemonID, { call in call.callee == connection ? call.more : nil }) ?? nil
         else {
             logger.debug("response dropped: no call with that id was sent to this connection", metadata: ["connection": "\(connection)"])
             return
         }
         let body = slice(frame, bodyRange)
         let isError = envelope.errorRange != nil
-        let continues = envelope.continues && !isError && call.more
-        let answer = writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: continues)
+        // A `continues` the caller did not ask for is passed on as the final answer.
+        let continues = envelope.continues && !isError && more
+        let answered: (caller: ConnectionID, answer: ByteBuffer, target: String, startedAt: NIODeadline)?
         if continues {
-            pending.setDeadline(daemonID, now + .milliseconds(call.timeoutMs))
-            wakeUp(at: now + .milliseconds(call.timeoutMs))
+            var deadline: NIODeadline?
+            answered = pending.withCall(daemonID) { call in
+                call.deadline = now + .milliseconds(call.timeoutMs)
+                deadline = call.deadline
+                let answer = writer.forwardedResponse(callerID: call.callerIDBytes, isError: false, body: body, continues: true)
+                return (call.caller, answer, call.target, call.startedAt)
+            }
+            if let deadline { wakeUp(at: deadline) }
         } else {
-            // A `continues` the caller did not ask for is passed on as the final answer.
-            finish(daemonID, now: now)
+            answered = finish(daemonID, now: now).map { call in
+                (call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: false),
+                    call.target, call.startedAt)
+            }
         }
-        send(call.caller, answer)
+        guard let answered else { return }
+        send(answered.caller, answered.answer)
         if !monitors.isEmpty {
             monitorRecord(
-                "response", from: connection, to: call.caller, target: call.target, event: nil,
-                elapsed: now - call.startedAt, message: answer, now: now)
+                "response", from: connection, to: answered.caller, target: answered.target, event: nil,
+                elapsed: now - answered.startedAt, message: answered.answer, now: now)
         }
     }
 
@@ -345,13 +409,16 @@ public final class Broker {
 
     // MARK: - Bookkeeping
 
-    func finish(_ daemonID: Int64, now: NIODeadline? = nil) {
-        guard let call = pending.remove(daemonID) else { return }
+    /// Takes a call out of those in flight; returns it.
+    @discardableResult
+    func finish(_ daemonID: Int64, now: NIODeadline? = nil) -> PendingCalls.Call? {
+        guard let call = pending.remove(daemonID) else { return nil }
         registry.adjustInFlight(target: call.target, instance: call.instance, by: -1)
-        if let now, components[call.target] != nil {
+        if let now, !components.isEmpty, components[call.target] != nil {
             noteActivity(call.target, now: now)
             scheduleComponentWakeUp(now: now)
         }
+        return call
     }
 
     func sendCancelEvent(_ call: PendingCalls.Call) {
@@ -389,6 +456,17 @@ public final class Broker {
     func takeEffects() -> [BrokerEffect] {
         defer { effects.removeAll(keepingCapacity: true) }
         return effects
+    }
+
+    /// The effects so far, leaving `spare` (emptied, its storage kept) in
+    /// their place: a host that hands the array back each time allocates none.
+    func takeEffects(reusing spare: inout [BrokerEffect]) -> [BrokerEffect] {
+        // One or two effects each time: removed one by one, which is cheaper
+        // than removeAll's general replaceSubrange.
+        while !spare.isEmpty { spare.removeLast() }
+        swap(&effects, &spare)
+        defer { spare = [] }
+        return spare
     }
 
     func slice(_ frame: ByteBuffer, _ range: Range<Int>) -> ByteBuffer {

@@ -14,6 +14,46 @@ public struct FrameWriter: Sendable {
         daemonID: Int64?, target: String, action: String, params: ByteBuffer?, timeoutMs: Int64,
         more: Bool, caller: ByteBuffer
     ) -> ByteBuffer {
+        // Names are checked ASCII and need no escapes; anything else takes the general path.
+        guard Self.isPlain(target), Self.isPlain(action) else {
+            return composedRequest(
+                daemonID: daemonID, target: target, action: action, params: params, timeoutMs: timeoutMs, more: more,
+                caller: caller)
+        }
+        // Every piece is copied into one buffer sized once: this line is written for every call.
+        let capacity = 96 + 2 * LineComposer.maxDecimalBytes + target.utf8.count + action.utf8.count
+            + (params?.readableBytes ?? 2) + caller.readableBytes
+        var out = allocator.buffer(capacity: capacity)
+        out.writeWithUnsafeMutableBytes(minimumWritableBytes: capacity) { space in
+            var line = LineComposer(space)
+            if let daemonID {
+                line.append("{\"id\":")
+                line.append(decimal: daemonID)
+                line.append(",\"target\":\"")
+            } else {
+                line.append("{\"target\":\"")
+            }
+            line.append(plain: target)
+            line.append("\",\"action\":\"")
+            line.append(plain: action)
+            line.append("\",\"params\":")
+            if let params { line.append(params) } else { line.append("{}") }
+            line.append(",\"timeout_ms\":")
+            line.append(decimal: timeoutMs)
+            line.append(more ? ",\"more\":true,\"caller\":" : ",\"caller\":")
+            line.append(caller)
+            line.append("}\n")
+            return line.count
+        }
+        return out
+    }
+
+    /// ``forwardedRequest(daemonID:target:action:params:timeoutMs:more:caller:)``
+    /// for names that need escaping (never valid names; kept general).
+    func composedRequest(
+        daemonID: Int64?, target: String, action: String, params: ByteBuffer?, timeoutMs: Int64,
+        more: Bool, caller: ByteBuffer
+    ) -> ByteBuffer {
         var out = allocator.buffer(capacity: 96 + (params?.readableBytes ?? 2) + caller.readableBytes)
         out.writeStaticString("{")
         if let daemonID {
@@ -49,13 +89,17 @@ public struct FrameWriter: Sendable {
 
     /// A component's response passed on to the caller under the caller's id.
     public func forwardedResponse(callerID: ByteBuffer, isError: Bool, body: ByteBuffer, continues: Bool) -> ByteBuffer {
-        var out = allocator.buffer(capacity: 32 + callerID.readableBytes + body.readableBytes)
-        out.writeStaticString("{\"id\":")
-        out.writeImmutableBuffer(callerID)
-        out.writeStaticString(isError ? ",\"error\":" : ",\"result\":")
-        out.writeImmutableBuffer(body)
-        if continues { out.writeStaticString(",\"continues\":true") }
-        out.writeStaticString("}\n")
+        let capacity = 32 + callerID.readableBytes + body.readableBytes
+        var out = allocator.buffer(capacity: capacity)
+        out.writeWithUnsafeMutableBytes(minimumWritableBytes: capacity) { space in
+            var line = LineComposer(space)
+            line.append("{\"id\":")
+            line.append(callerID)
+            line.append(isError ? ",\"error\":" : ",\"result\":")
+            line.append(body)
+            line.append(continues ? ",\"continues\":true}\n" : "}\n")
+            return line.count
+        }
         return out
     }
 
@@ -99,10 +143,16 @@ public struct FrameWriter: Sendable {
         return out
     }
 
+    /// Whether `text` can be written between quotes as it is: printable
+    /// ASCII without quotes or backslashes, as every valid name is.
+    static func isPlain(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 < 0x80 }
+    }
+
     func writeString(_ text: String, into out: inout ByteBuffer) {
         // Names are checked ASCII without quotes or backslashes; anything else
         // goes through the full escaper.
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 < 0x80 }) {
+        if Self.isPlain(text) {
             out.writeStaticString("\"")
             out.writeString(text)
             out.writeStaticString("\"")

@@ -9,21 +9,35 @@ import NIOCore
 /// was an order to keep.
 ///
 /// Pure bookkeeping: the host decides when to read and how long to dispatch.
-struct InboundQueues {
-    private struct Connection {
-        let uid: UInt32
+///
+/// The rings hold the queues themselves (objects), not their keys: taking
+/// the next line hashes nothing, and a queue changes in place. The
+/// dictionaries are only for finding a connection's or a uid's queue when a
+/// line arrives or a connection closes; a queue leaves them when it empties.
+final class InboundQueues {
+    private final class ConnectionQueue {
+        let connection: ConnectionID
+        let owner: UIDQueue
         var lines = CircularBuffer<InboundLine>(initialCapacity: 8)
+
+        init(_ connection: ConnectionID, owner: UIDQueue) {
+            self.connection = connection
+            self.owner = owner
+        }
     }
 
-    private struct UID {
+    private final class UIDQueue {
+        let uid: UInt32
         /// This uid's connections with lines, in turn order.
-        var ready = CircularBuffer<ConnectionID>(initialCapacity: 4)
+        var ready = CircularBuffer<ConnectionQueue>(initialCapacity: 4)
+
+        init(_ uid: UInt32) { self.uid = uid }
     }
 
-    private var connections: [ConnectionID: Connection] = [:]
-    private var uids: [UInt32: UID] = [:]
+    private var connections: [ConnectionID: ConnectionQueue] = [:]
+    private var uids: [UInt32: UIDQueue] = [:]
     /// Uids with lines, in turn order.
-    private var readyUIDs = CircularBuffer<UInt32>(initialCapacity: 8)
+    private var readyUIDs = CircularBuffer<UIDQueue>(initialCapacity: 8)
     private(set) var count = 0
 
     var isEmpty: Bool { count == 0 }
@@ -35,54 +49,59 @@ struct InboundQueues {
     func waiting(_ connection: ConnectionID) -> Int { connections[connection]?.lines.count ?? 0 }
 
     /// Queues a line; returns how many lines `connection` now has waiting.
-    /// (Every change below goes through the dictionaries' in-place accessors,
-    /// so a queue's storage is never copied.)
     @discardableResult
-    mutating func append(_ line: InboundLine, from connection: ConnectionID, uid: UInt32) -> Int {
+    func append(_ line: InboundLine, from connection: ConnectionID, uid: UInt32) -> Int {
         count += 1
-        let isNew = connections[connection] == nil
-        connections[connection, default: Connection(uid: uid)].lines.append(line)
-        guard isNew else { return connections[connection]?.lines.count ?? 0 }
-        let uidIsNew = uids[uid] == nil
-        uids[uid, default: UID()].ready.append(connection)
-        if uidIsNew { readyUIDs.append(uid) }
+        if let queue = connections[connection] {
+            queue.lines.append(line)
+            return queue.lines.count
+        }
+        let owner: UIDQueue
+        if let waiting = uids[uid] {
+            owner = waiting
+        } else {
+            owner = UIDQueue(uid)
+            uids[uid] = owner
+            readyUIDs.append(owner)
+        }
+        let queue = ConnectionQueue(connection, owner: owner)
+        queue.lines.append(line)
+        connections[connection] = queue
+        owner.ready.append(queue)
         return 1
     }
 
     /// The next line to handle: the uid whose turn it is, then its connection
     /// whose turn it is. Both move to the back of their rings.
-    mutating func next() -> (connection: ConnectionID, line: InboundLine, left: Int)? {
-        guard let uid = readyUIDs.popFirst(), let connection = uids[uid]?.ready.popFirst(),
-              let line = connections[connection]?.lines.popFirst()
+    func next() -> (connection: ConnectionID, line: InboundLine, left: Int)? {
+        guard let owner = readyUIDs.popFirst(), let queue = owner.ready.popFirst(),
+            let line = queue.lines.popFirst()
         else { return nil }
         count -= 1
-        let left = connections[connection]?.lines.count ?? 0
+        let left = queue.lines.count
         if left == 0 {
-            connections[connection] = nil
+            connections[queue.connection] = nil
         } else {
-            uids[uid]?.ready.append(connection)
+            owner.ready.append(queue)
         }
-        if uids[uid]?.ready.isEmpty ?? true {
-            uids[uid] = nil
+        if owner.ready.isEmpty {
+            uids[owner.uid] = nil
         } else {
-            readyUIDs.append(uid)
+            readyUIDs.append(owner)
         }
-        return (connection, line, left)
+        return (queue.connection, line, left)
     }
 
     /// Takes every line still waiting from `connection` (it is closing), in order.
-    mutating func removeAll(from connection: ConnectionID) -> [InboundLine] {
-        guard let entry = connections.removeValue(forKey: connection) else { return [] }
-        count -= entry.lines.count
-        if var owner = uids[entry.uid] {
-            owner.ready.removeAll { $0 == connection }
-            if owner.ready.isEmpty {
-                uids[entry.uid] = nil
-                readyUIDs.removeAll { $0 == entry.uid }
-            } else {
-                uids[entry.uid] = owner
-            }
+    func removeAll(from connection: ConnectionID) -> [InboundLine] {
+        guard let queue = connections.removeValue(forKey: connection) else { return [] }
+        count -= queue.lines.count
+        let owner = queue.owner
+        owner.ready.removeAll { $0 === queue }
+        if owner.ready.isEmpty {
+            uids[owner.uid] = nil
+            readyUIDs.removeAll { $0 === owner }
         }
-        return Array(entry.lines)
+        return Array(queue.lines)
     }
 }

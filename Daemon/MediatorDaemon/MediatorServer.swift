@@ -63,9 +63,12 @@ public final class MediatorServer: Service, Sendable {
         self.listener = listener
         self.socketMode = socketMode
         self.logger = logger
-        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        self.host = BrokerHost(
+        let tickEnd = LoopTickEnd()
+        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1, metricsDelegate: tickEnd)
+        let host = BrokerHost(
             eventLoop: group.next(), broker: Broker(configuration: configuration, logger: logger), logger: logger)
+        self.host = host
+        host.eventLoop.execute { tickEnd.host = host }
         self.heartbeat = heartbeat
         self.onReady = onReady
         host.units = units
@@ -118,8 +121,7 @@ public final class MediatorServer: Service, Sendable {
                     ChannelOptions.writeBufferWaterMark,
                     value: .init(low: configuration.maxOutboundBytes / 2, high: configuration.maxOutboundBytes))
                 try channel.pipeline.syncOperations.addHandler(
-                    ByteToMessageHandler(LineFrameDecoder(maxFrameBytes: configuration.maxFrameBytes)))
-                try channel.pipeline.syncOperations.addHandler(PeerHandler(host: host, credentials: credentials))
+                    PeerHandler(host: host, credentials: credentials, maxFrameBytes: configuration.maxFrameBytes))
                 return channel
             }
         }

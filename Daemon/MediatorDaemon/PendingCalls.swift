@@ -2,8 +2,10 @@ import MediatorProtocol
 import NIOCore
 
 /// The calls the daemon has forwarded and not yet answered, keyed by the id
-/// it gave them, with indexes by caller and by callee so that a closing
-/// connection finds its calls at once.
+/// it gave them, with an index by caller (ids in flight, counts). Every call
+/// pays for each index twice (insert, remove), so there is none by callee: a
+/// closing connection's calls are found by one pass, as its calls as a caller
+/// always were.
 public struct PendingCalls: Sendable {
     public struct Call: Sendable {
         /// The id on the forwarded request, unique for the daemon's lifetime.
@@ -30,7 +32,6 @@ public struct PendingCalls: Sendable {
 
     private var calls: [Int64: Call] = [:]
     private var byCaller: [CallerKey: Int64] = [:]
-    private var byCallee: [ConnectionID: Set<Int64>] = [:]
     private var callerCounts: [ConnectionID: Int] = [:]
     private var nextID: Int64 = 1
 
@@ -58,8 +59,14 @@ public struct PendingCalls: Sendable {
     public mutating func insert(_ call: Call) {
         calls[call.daemonID] = call
         byCaller[CallerKey(connection: call.caller, id: call.callerID)] = call.daemonID
-        byCallee[call.callee, default: []].insert(call.daemonID)
         callerCounts[call.caller, default: 0] += 1
+    }
+
+    /// Runs `body` on a call where it is stored (a dictionary's getter
+    /// copies the whole call); nil when there is no such call.
+    public mutating func withCall<Result>(_ daemonID: Int64, _ body: (inout Call) -> Result) -> Result? {
+        guard let slot = calls.index(forKey: daemonID) else { return nil }
+        return body(&calls.values[slot])
     }
 
     public mutating func setDeadline(_ daemonID: Int64, _ deadline: NIODeadline) {
@@ -70,15 +77,14 @@ public struct PendingCalls: Sendable {
     public mutating func remove(_ daemonID: Int64) -> Call? {
         guard let call = calls.removeValue(forKey: daemonID) else { return nil }
         byCaller[CallerKey(connection: call.caller, id: call.callerID)] = nil
-        byCallee[call.callee]?.remove(daemonID)
-        if byCallee[call.callee]?.isEmpty == true { byCallee[call.callee] = nil }
-        callerCounts[call.caller, default: 1] -= 1
-        if callerCounts[call.caller] == 0 { callerCounts[call.caller] = nil }
+        if let slot = callerCounts.index(forKey: call.caller) {
+            if callerCounts.values[slot] > 1 { callerCounts.values[slot] -= 1 } else { callerCounts.remove(at: slot) }
+        }
         return call
     }
 
     public func calls(toCallee callee: ConnectionID) -> [Call] {
-        (byCallee[callee] ?? []).sorted().compactMap { calls[$0] }
+        calls.values.filter { $0.callee == callee }.sorted { $0.daemonID < $1.daemonID }
     }
 
     public func calls(fromCaller caller: ConnectionID) -> [Call] {

@@ -23,6 +23,22 @@ public struct Registry: Sendable {
         public var instances: [Instance]
         /// Where the round robin among equally loaded instances goes next.
         var nextTurn = 0
+
+        /// The index of the instance to send the next call to: the fewest
+        /// calls in flight, ties taken in turn; nil when there is none.
+        public mutating func pickInstance() -> Int? {
+            let count = instances.count
+            guard count > 0 else { return nil }
+            var best = nextTurn % count
+            if count > 1 {
+                for step in 1..<count {
+                    let index = (nextTurn + step) % count
+                    if instances[index].inFlight < instances[best].inFlight { best = index }
+                }
+            }
+            nextTurn = (best + 1) % count
+            return best
+        }
     }
 
     public private(set) var targets: [String: Target] = [:]
@@ -95,25 +111,27 @@ public struct Registry: Sendable {
     }
 
     /// The instance to send the next call to: the fewest calls in flight,
-    /// ties taken in turn. Mutates in place: this runs on every call.
+    /// ties taken in turn.
     public mutating func pickInstance(of name: String) -> Instance? {
-        guard let entry = targets[name], !entry.instances.isEmpty else { return nil }
-        let count = entry.instances.count
-        var best = entry.nextTurn % count
-        if count > 1 {
-            for step in 1..<count {
-                let index = (entry.nextTurn + step) % count
-                if entry.instances[index].inFlight < entry.instances[best].inFlight { best = index }
-            }
-        }
-        targets[name]?.nextTurn = (best + 1) % count
-        return entry.instances[best]
+        withTarget(name) { target in target.pickInstance().map { target.instances[$0] } } ?? nil
     }
 
     /// Counts a call in flight on an instance (delta +1 or -1).
     public mutating func adjustInFlight(target name: String, instance: Int, by delta: Int) {
-        guard let index = targets[name]?.instances.firstIndex(where: { $0.instance == instance }) else { return }
-        targets[name]?.instances[index].inFlight += delta
+        _ = withTarget(name) { target in
+            if let index = target.instances.firstIndex(where: { $0.instance == instance }) {
+                target.instances[index].inFlight += delta
+            }
+        }
+    }
+
+    /// Runs `body` on the target named `name` where it is stored: one hash
+    /// of the name, and no copy of the target (a dictionary's getter copies
+    /// the whole value, arrays and dictionaries retained and released).
+    /// nil when no such target is registered.
+    public mutating func withTarget<Result>(_ name: String, _ body: (inout Target) -> Result) -> Result? {
+        guard let slot = targets.index(forKey: name) else { return nil }
+        return body(&targets.values[slot])
     }
 
     /// Registered targets sorted by name, byte by byte.

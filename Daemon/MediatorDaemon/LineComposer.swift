@@ -1,0 +1,59 @@
+import NIOCore
+
+/// Copies the pieces of one outbound line into space reserved for it (one
+/// `ByteBuffer.writeWithUnsafeMutableBytes`), so that a line written for
+/// every call costs one capacity check, not one per piece.
+///
+/// The caller reserves enough: the fixed text, the pieces' byte counts and
+/// ``maxDecimalBytes`` per number. Each append checks that it fits, so a
+/// wrong reservation stops the daemon rather than writing past the space.
+struct LineComposer {
+    /// The longest decimal an `Int64` needs (`-9223372036854775808`).
+    static let maxDecimalBytes = 20
+
+    private let space: UnsafeMutableRawBufferPointer
+    private(set) var count = 0
+
+    init(_ space: UnsafeMutableRawBufferPointer) {
+        self.space = space
+    }
+
+    private mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        precondition(count + bytes.count <= space.count, "LineComposer: reservation too small")
+        guard let source = bytes.baseAddress, let target = space.baseAddress else { return }
+        (target + count).copyMemory(from: source, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    mutating func append(_ text: StaticString) {
+        append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    mutating func append(_ buffer: ByteBuffer) {
+        buffer.withUnsafeReadableBytes { append($0) }
+    }
+
+    /// Text that needs no escaping (see ``FrameWriter/isPlain(_:)``).
+    mutating func append(plain text: String) {
+        var text = text
+        text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+    }
+
+    mutating func append(decimal value: Int64) {
+        var scratch: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes, filled from the end
+        withUnsafeMutableBytes(of: &scratch) { digits in
+            var magnitude = value.magnitude
+            var index = digits.count
+            repeat {
+                index -= 1
+                digits[index] = UInt8(truncatingIfNeeded: magnitude % 10) + 0x30
+                magnitude /= 10
+            } while magnitude > 0
+            if value < 0 {
+                index -= 1
+                digits[index] = UInt8(ascii: "-")
+            }
+            append(UnsafeRawBufferPointer(rebasing: digits[index...]))
+        }
+    }
+}
