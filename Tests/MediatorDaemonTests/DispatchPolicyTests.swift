@@ -19,10 +19,10 @@ struct DispatchPolicyTests {
     @Test("A light connection's lines are handled at once, a few per uid per window")
     func lightLinesAtOnceWithinTheWindow() {
         var policy = DispatchPolicy()
-        for i in 0..<4 {
+        for i in 0..<policy.atOncePerWindow {
             #expect(atOnce(&policy, 1, uid: 1000, nothingQueued: true, now: Self.at(Int64(i))))
         }
-        // The uid's fifth line in the same 50 µs queues, even from another connection...
+        // The uid's next line in the same 50 µs queues, even from another connection...
         #expect(!atOnce(&policy, 2, uid: 1000, nothingQueued: true, now: Self.at(10)))
         // ...while another uid still has its turns.
         #expect(atOnce(&policy, 3, uid: 2000, nothingQueued: true, now: Self.at(10)))
@@ -67,6 +67,19 @@ struct DispatchPolicyTests {
         policy.queued(1, now: Self.at(10))
         #expect(atOnce(&policy, 2, uid: 2000, nothingQueued: true, now: Self.at(60_000)))
         #expect(!policy.isContended(at: Self.at(60_001)))
+    }
+
+    @Test("uid 0 is exempt: no cap on its lines, and they do not make the daemon contended")
+    func rootIsExempt() {
+        var policy = DispatchPolicy()
+        policy.queued(1, now: Self.at(0))
+        for i in 0..<(policy.atOncePerWindow * 4) {
+            #expect(atOnce(&policy, 2, uid: 0, nothingQueued: true, now: Self.at(Int64(1 + i))))
+        }
+        #expect(!policy.isContended(at: Self.at(100)))
+        // A root connection that did queue is backlogged like any other.
+        policy.queued(3, now: Self.at(100))
+        #expect(!atOnce(&policy, 3, uid: 0, nothingQueued: true, now: Self.at(101)))
     }
 
     @Test("The memory of backlogged connections is pruned past its limit")
