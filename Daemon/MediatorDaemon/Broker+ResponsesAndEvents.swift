@@ -1,0 +1,87 @@
+import Logging
+import MediatorProtocol
+import MediatorTransport
+import NIOCore
+
+/// Responses from components, passed on to their callers, and events,
+/// passed on to their subscribers (and monitors).
+extension Broker {
+    func handleResponse(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {
+        // Only the connection a call was sent to may answer it. The call is
+        // looked at where it is stored; a final answer then takes it out, so
+        // it is never copied.
+        guard case .int(let daemonID)? = envelope.id, let bodyRange = envelope.resultRange ?? envelope.errorRange,
+            let more = pending.withCall(daemonID, { call in call.callee == connection ? call.more : nil }) ?? nil
+        else {
+            logger.debug("response dropped: no call with that id was sent to this connection", metadata: ["connection": "\(connection)"])
+            return
+        }
+        let body = slice(frame, bodyRange)
+        let isError = envelope.errorRange != nil
+        // A `continues` the caller did not ask for is passed on as the final answer.
+        let continues = envelope.continues && !isError && more
+        let answered: (caller: ConnectionID, answer: ByteBuffer, target: String, startedAt: NIODeadline)?
+        if continues {
+            var deadline: NIODeadline?
+            answered = pending.withCall(daemonID) { call in
+                call.deadline = now + .milliseconds(call.timeoutMs)
+                deadline = call.deadline
+                let answer = writer.forwardedResponse(callerID: call.callerIDBytes, isError: false, body: body, continues: true)
+                return (call.caller, answer, call.target, call.startedAt)
+            }
+            if let deadline { wakeUp(at: deadline) }
+        } else {
+            answered = finish(daemonID, now: now).map { call in
+                (call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: false),
+                    call.target, call.startedAt)
+            }
+        }
+        guard let answered else { return }
+        send(answered.caller, answered.answer)
+        if !monitors.isEmpty {
+            monitorRecord(
+                "response", from: connection, to: answered.caller, target: answered.target, event: nil,
+                elapsed: now - answered.startedAt, message: answered.answer, now: now)
+        }
+    }
+
+    func handleEvent(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {
+        guard !NameRules.isReservedEvent(envelope.event) else {
+            logger.debug("peer event with a reserved name dropped", metadata: ["event": "\(envelope.event)"])
+            return
+        }
+        let data = envelope.dataRange.map { slice(frame, $0) }
+        if let credentials = peers[connection]?.credentials, checkPolicy(.publish(event: envelope.event), credentials) != nil {
+            return  // a bare event has no answer; the denial is logged
+        }
+        _ = publish(envelope.event, data: data)
+        monitorEvent(envelope.event, data: data, from: connection, now: now)
+    }
+
+    func monitorEvent(_ name: String, data: ByteBuffer?, from connection: ConnectionID, now: NIODeadline) {
+        guard !monitors.isEmpty else { return }
+        monitorRecord(
+            "event", from: connection, to: nil, target: nil, event: name, elapsed: nil,
+            message: writer.event(name, rawData: data), now: now)
+    }
+
+    /// Sends an event to every connection with a matching pattern, once each.
+    func publish(_ name: String, data: ByteBuffer?) -> Int {
+        var line: ByteBuffer?
+        var delivered = 0
+        for (connection, peer) in peers where !peer.patterns.isEmpty {
+            guard peer.patterns.contains(where: { NameRules.eventPattern($0, matches: name) }) else { continue }
+            if skipsEvent(toward: peer.credentials.uid) { continue }
+            if line == nil { line = writer.event(name, rawData: data) }
+            if let line { send(connection, line) }
+            delivered += 1
+        }
+        return delivered
+    }
+
+    func publishDaemonEvent(_ name: String, _ data: JSONValue) {
+        var buffer = writer.allocator.buffer(capacity: 64)
+        buffer.writeBytes(data.encoded)
+        _ = publish(name, data: buffer)
+    }
+}
