@@ -27,63 +27,34 @@ public struct ManifestLoader: Sendable {
     public func load() -> (manifests: [Manifest], problems: [ManifestProblem]) {
         var manifests: [Manifest] = []
         var problems: [ManifestProblem] = []
-        var seenNames: Set<String> = []
         var fileOfTarget: [String: String] = [:]
-        let fileManager = FileManager.default
-
-        for directory in directories {
-            var isDirectory: ObjCBool = false
-            guard fileManager.fileExists(atPath: directory, isDirectory: &isDirectory) else { continue }
-            guard isDirectory.boolValue else {
-                problems.append(ManifestProblem(file: directory, reason: "is not a folder"))
+        let walk = ConfigFolders(directories: directories).walk()
+        problems += walk.problems
+        for path in walk.files {
+            let manifest: Manifest
+            switch Self.read(path) {
+            case .failure(let problem):
+                problems.append(problem)
+                continue
+            case .success(nil):
+                continue  // empty: masked
+            case .success(let json?):
+                do {
+                    manifest = try Manifest(json: json, file: path)
+                } catch {
+                    problems.append(error)
+                    continue
+                }
+            }
+            if let earlier = fileOfTarget[manifest.target] {
+                problems.append(
+                    ManifestProblem(
+                        file: path, member: "target",
+                        reason: "target \(Manifest.quoted(manifest.target)) is already declared by \(earlier)"))
                 continue
             }
-            let names: [String]
-            do {
-                names = try fileManager.contentsOfDirectory(atPath: directory)
-            } catch {
-                problems.append(ManifestProblem(file: directory, reason: "cannot list the folder: \(Self.reason(error))"))
-                continue
-            }
-            let candidates = names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
-                .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            for name in candidates {
-                let path = Self.join(directory, name)
-                let kind = Self.kind(path)
-                if kind == .other { continue }
-                guard !seenNames.contains(name) else { continue }
-                seenNames.insert(name)
-                if kind == .mask { continue }
-                if kind == .brokenLink {
-                    problems.append(ManifestProblem(file: path, reason: "is a link to a file that does not exist"))
-                    continue
-                }
-
-                let manifest: Manifest
-                switch Self.read(path) {
-                case .failure(let problem):
-                    problems.append(problem)
-                    continue
-                case .success(nil):
-                    continue  // empty: masked
-                case .success(let json?):
-                    do {
-                        manifest = try Manifest(json: json, file: path)
-                    } catch {
-                        problems.append(error)
-                        continue
-                    }
-                }
-                if let earlier = fileOfTarget[manifest.target] {
-                    problems.append(
-                        ManifestProblem(
-                            file: path, member: "target",
-                            reason: "target \(Manifest.quoted(manifest.target)) is already declared by \(earlier)"))
-                    continue
-                }
-                fileOfTarget[manifest.target] = path
-                manifests.append(manifest)
-            }
+            fileOfTarget[manifest.target] = path
+            manifests.append(manifest)
         }
         return (manifests, problems)
     }
@@ -157,7 +128,7 @@ public struct ManifestLoader: Sendable {
         }
     }
 
-    private static func reason(_ error: any Error) -> String {
+    static func reason(_ error: any Error) -> String {
         (error as NSError).localizedDescription
     }
 }

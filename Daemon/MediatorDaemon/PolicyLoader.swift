@@ -46,63 +46,29 @@ public struct PolicyLoader: Sendable {
     public func load() -> (policy: Policy, problems: [PolicyProblem]) {
         var policies: [Policy] = []
         var problems: [PolicyProblem] = []
-        var found = false
-        var seenNames: Set<String> = []
-        let fileManager = FileManager.default
-
-        for directory in directories {
-            var isDirectory: ObjCBool = false
-            guard fileManager.fileExists(atPath: directory, isDirectory: &isDirectory) else { continue }
-            guard isDirectory.boolValue else {
-                found = true
-                problems.append(PolicyProblem(file: directory, reason: "is not a folder; no rules are read from it"))
+        let walk = ConfigFolders(directories: directories, unreadableFolderConsequence: "; no rules are read from it").walk()
+        problems += walk.problems
+        for path in walk.files {
+            if let unsafe = Self.unsafeFileReason(path) {
+                problems.append(PolicyProblem(file: path, reason: unsafe))
                 continue
             }
-            let names: [String]
-            do {
-                names = try fileManager.contentsOfDirectory(atPath: directory)
-            } catch {
-                found = true
-                problems.append(
-                    PolicyProblem(
-                        file: directory,
-                        reason: "cannot list the folder (\((error as NSError).localizedDescription)); no rules are read from it"))
-                continue
-            }
-            let candidates = names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
-                .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            for name in candidates {
-                let path = ManifestLoader.join(directory, name)
-                let kind = ManifestLoader.kind(path)
-                if kind == .other { continue }
-                guard seenNames.insert(name).inserted else { continue }
-                found = true
-                if kind == .mask { continue }
-                if kind == .brokenLink {
-                    problems.append(PolicyProblem(file: path, reason: "is a link to a file that does not exist"))
-                    continue
-                }
-                if let unsafe = Self.unsafeFileReason(path) {
-                    problems.append(PolicyProblem(file: path, reason: unsafe))
-                    continue
-                }
-                switch ManifestLoader.read(path) {
-                case .failure(let problem):
-                    problems.append(PolicyProblem(file: path, member: problem.member, reason: problem.reason))
-                case .success(nil):
-                    continue  // empty: no rules
-                case .success(let json?):
-                    do {
-                        let policy = try Policy(json: json, file: path, accounts: accounts)
-                        problems += policy.skippedRules
-                        policies.append(policy)
-                    } catch {
-                        problems.append(error)
-                    }
+            switch ManifestLoader.read(path) {
+            case .failure(let problem):
+                problems.append(PolicyProblem(file: path, member: problem.member, reason: problem.reason))
+            case .success(nil):
+                continue  // empty: no rules
+            case .success(let json?):
+                do {
+                    let policy = try Policy(json: json, file: path, accounts: accounts)
+                    problems += policy.skippedRules
+                    policies.append(policy)
+                } catch {
+                    problems.append(error)
                 }
             }
         }
-        guard found else { return (Policy.defaultPolicy(daemonUID: daemonUID), problems) }
+        guard walk.foundAnything else { return (Policy.defaultPolicy(daemonUID: daemonUID), problems) }
         return (Policy.merged(policies), problems)
     }
 
