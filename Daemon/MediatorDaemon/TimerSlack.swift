@@ -3,10 +3,11 @@ import Glibc
 #endif
 
 /// The kernel's timer slack for the calling thread. Linux may fire a normal
-/// thread's timers up to 50 µs late to batch wake-ups; the broker's loop
-/// yields to reads with a timer of a few µs while several uids compete, so
-/// its thread asks for exact timers. (`prctl` is variadic, so Swift does not
-/// import it; it is looked up once.)
+/// thread's timers up to 50 µs late to batch wake-ups. The broker's loop
+/// runs short timers (call timeouts, and the dispatch's yield to reads when
+/// it has no wake-up pipe), so its thread asks for exact ones. (`prctl` is
+/// variadic, so Swift does not import it; it is looked up each call, which
+/// happens once per loop.)
 enum TimerSlack {
     private typealias Prctl = @convention(c) (Int32, UInt, UInt, UInt, UInt) -> Int32
     private static let PR_SET_TIMERSLACK: Int32 = 29
