@@ -179,21 +179,14 @@ enum FileExchange {
     static func listen(_ path: String) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw HarnessError("socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        let address: UnixAddress
+        do {
+            address = try UnixAddress(path)
+        } catch {
             Glibc.close(fd)
-            throw HarnessError("socket path too long: \(path)")
+            throw error
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let bound = address.bind(fd)
         // The helper runs as another uid: it needs write permission to connect.
         guard bound == 0, chmod(path, 0o777) == 0, Glibc.listen(fd, 1) == 0 else {
             let reason = String(cString: strerror(errno))
