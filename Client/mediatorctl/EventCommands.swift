@@ -25,30 +25,12 @@ struct Listen: AsyncParsableCommand {
     }
 
     func run() async throws {
-        Signals.onTerminate { Foundation.exit(0) }
         let patterns = patterns.isEmpty ? ["*"] : patterns
-        let output = options.output
-        let client: MediatorClient
-        do {
-            client = try await options.connect()
-        } catch {
-            throw output.fail(error)
-        }
-        let events: AsyncStream<MediatorEvent>
-        do {
-            events = try await Deadline.run(seconds: options.timeoutSeconds) {
-                try await client.subscribe(patterns)
-            }
-        } catch let error as MediatorError {
-            throw output.fail(error)
-        }
-        for await event in events {
+        try await followEvents(options, start: { try await $0.subscribe(patterns) }, line: { event in
             var line: [String: JSONValue] = ["event": .string(event.name)]
             if let data = event.data { line["data"] = data }
-            output.line(.object(line))
-        }
-        if Task.isCancelled { return }
-        throw output.fail(MediatorError(.disconnected, "the daemon closed the connection"))
+            return .object(line)
+        })
     }
 }
 

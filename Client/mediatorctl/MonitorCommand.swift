@@ -30,31 +30,14 @@ struct Monitor: AsyncParsableCommand {
     }
 
     func run() async throws {
-        Signals.onTerminate { Foundation.exit(0) }
-        let output = options.output
-        let client: MediatorClient
-        do {
-            client = try await options.connect()
-        } catch {
-            throw output.fail(error)
-        }
-        let records: AsyncStream<MediatorEvent>
-        do {
-            records = try await Deadline.run(seconds: options.timeoutSeconds) {
-                let stream = try await client.subscribe(["mediator.monitor"])
-                var params: [String: JSONValue] = [:]
-                if !targets.isEmpty { params["targets"] = .array(targets.map { .string($0) }) }
-                if !events.isEmpty { params["events"] = .array(events.map { .string($0) }) }
-                _ = try await client.call(ProtocolConstants.daemonTarget, "monitor", params: .object(params))
-                return stream
-            }
-        } catch let error as MediatorError {
-            throw output.fail(error)
-        }
-        for await record in records {
-            output.line(record.data ?? .null)
-        }
-        if Task.isCancelled { return }
-        throw output.fail(MediatorError(.disconnected, "the daemon closed the connection"))
+        let targets = targets, events = events
+        try await followEvents(options, start: { client in
+            let stream = try await client.subscribe(["mediator.monitor"])
+            var params: [String: JSONValue] = [:]
+            if !targets.isEmpty { params["targets"] = .array(targets.map { .string($0) }) }
+            if !events.isEmpty { params["events"] = .array(events.map { .string($0) }) }
+            _ = try await client.call(ProtocolConstants.daemonTarget, "monitor", params: .object(params))
+            return stream
+        }, line: { $0.data ?? .null })
     }
 }

@@ -1,0 +1,32 @@
+import Foundation
+import MediatorClient
+import MediatorProtocol
+
+/// What `listen` and `monitor` share: connect, start a stream of events
+/// within --timeout, print a line per event until interrupted, and fail
+/// with `disconnected` if the daemon ends the stream.
+func followEvents(
+    _ options: GlobalOptions,
+    start: @escaping @Sendable (MediatorClient) async throws -> AsyncStream<MediatorEvent>,
+    line: (MediatorEvent) -> JSONValue
+) async throws {
+    Signals.onTerminate { Foundation.exit(0) }
+    let output = options.output
+    let client: MediatorClient
+    do {
+        client = try await options.connect()
+    } catch {
+        throw output.fail(error)
+    }
+    let events: AsyncStream<MediatorEvent>
+    do {
+        events = try await Deadline.run(seconds: options.timeoutSeconds) { try await start(client) }
+    } catch let error as MediatorError {
+        throw output.fail(error)
+    }
+    for await event in events {
+        output.line(line(event))
+    }
+    if Task.isCancelled { return }
+    throw output.fail(MediatorError(.disconnected, "the daemon closed the connection"))
+}
