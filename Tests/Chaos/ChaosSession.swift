@@ -182,16 +182,17 @@ final class ChaosSession {
     }
 
     /// The daemon's resident memory once idle: every phase has drained and
-    /// the fleet is settled; after a second's pause, the median of five
-    /// samples 200 ms apart.
+    /// the fleet is settled. Sampled every 200 ms until five samples in a row
+    /// lie within 64 kB of each other (at most 25 samples); their median.
     private func measureRSS(_ when: String) throws -> Int {
         try checkDaemonAlive()
-        usleep(1_000_000)
         var samples: [Int] = []
-        for _ in 0..<5 {
+        for attempt in 0..<25 {
             guard let rss = ProcStats.statusKB(daemonPID, "VmRSS") else { throw ChaosFailure("cannot read VmRSS of mediatord") }
             samples.append(rss)
-            usleep(200_000)
+            if samples.count > 5 { samples.removeFirst() }
+            if samples.count == 5, let low = samples.min(), let high = samples.max(), high - low <= 64 { break }
+            if attempt < 24 { usleep(200_000) }  // the sampling interval
         }
         let median = samples.sorted()[samples.count / 2]
         let breakdown = MemoryBreakdown(pid: daemonPID).map { " (\($0))" } ?? ""
