@@ -110,9 +110,10 @@ public struct Policy: Sendable, Equatable {
             self.monitor = monitor
         }
 
-        /// Everything: `*` everywhere and `monitor`.
+        /// Everything: `*` everywhere, the daemon's administrative actions and `monitor`.
         public static let everything = Allow(
-            register: [.any], call: [.any], subscribe: [.any], publish: [.any], monitor: true)
+            register: [.any], call: [.any, CallPattern(target: .exact(ProtocolConstants.daemonTarget), action: .any)],
+            subscribe: [.any], publish: [.any], monitor: true)
 
         /// Whether this grants `request`.
         public func grants(_ request: PolicyRequest) -> Bool {
@@ -120,6 +121,12 @@ public struct Policy: Sendable, Equatable {
             case .register(let target):
                 return register.contains { $0.matches(target) }
             case .call(let target, let action):
+                // Stopping someone else's service is an administrator's
+                // right: only a pattern that names the target `mediator`
+                // grants it, never `*/*`.
+                if target == ProtocolConstants.daemonTarget, Policy.administrativeDaemonActions.contains(action) {
+                    return call.contains { $0.target != .any && $0.matches(target: target, action: action) }
+                }
                 return call.contains { $0.matches(target: target, action: action) }
             case .subscribe(let pattern):
                 // A pattern that is not valid is taken as one literal name:
@@ -167,13 +174,19 @@ public struct Policy: Sendable, Equatable {
     /// and `open` are checked as the request they make, not as calls; the
     /// others (`start`, `stop`, and any added later) are calls like any
     /// other, `mediator/stop` in a rule.
+    /// The daemon's actions that act on other peers' components (`start`,
+    /// `stop`): granted only by a call pattern whose target is `mediator`
+    /// itself (`mediator/stop`, `mediator/*`), so that neither the default
+    /// policy's nor a file's `*/*` lets any user stop another's service.
+    public static let administrativeDaemonActions: Set<String> = ["start", "stop"]
+
     public static let openDaemonActions: Set<String> = [
         "hello", "ping", "list", "describe", "status", "cancel", "unregister", "unsubscribe",
     ]
 
     /// The policy without any policy file: the daemon's own uid (and root)
     /// may do anything; everyone else may call, subscribe and publish, but
-    /// not register or monitor. (Events under `mediator.` are the daemon's
+    /// not register, monitor, or start and stop managed components. (Events under `mediator.` are the daemon's
     /// own: the broker refuses to let anyone publish them.)
     public static func defaultPolicy(daemonUID: UInt32) -> Policy {
         Policy(

@@ -429,7 +429,6 @@ extension PolicyTests {
 
         @Test func othersMayCallSubscribeAndPublish() {
             #expect(policy.check(.call(target: "Notes", action: "add"), by: alice) == nil)
-            #expect(policy.check(.call(target: "mediator", action: "stop"), by: alice) == nil)
             #expect(policy.check(.subscribe(pattern: "*"), by: alice) == nil)
             #expect(policy.check(.subscribe(pattern: "mediator.*"), by: alice) == nil)
             #expect(policy.check(.publish(event: "user.login"), by: bob) == nil)
@@ -438,6 +437,29 @@ extension PolicyTests {
         @Test func othersMayNotRegisterOrMonitor() {
             #expect(policy.check(.register(target: "Notes"), by: alice) == #"uid 1000 (alice) may not register "Notes""#)
             #expect(policy.check(.monitor, by: bob) == "uid 1001 may not monitor")
+        }
+
+        /// Issue 10: stopping someone else's service is an administrator's
+        /// right; by default only root and the daemon's own user may.
+        @Test func othersMayNotStartOrStopManagedComponents() {
+            for action in ["start", "stop"] {
+                #expect(policy.check(.call(target: "mediator", action: action), by: alice) == #"uid 1000 (alice) may not call "mediator/\#(action)""#)
+                #expect(policy.check(.call(target: "mediator", action: action), by: daemonUser) == nil)
+                #expect(policy.check(.call(target: "mediator", action: action), by: root) == nil)
+            }
+            // The daemon's other actions stay open to everyone.
+            #expect(policy.check(.call(target: "mediator", action: "ping"), by: alice) == nil)
+        }
+
+        @Test func onlyAGrantNamingTheDaemonCoversStartAndStop() throws {
+            let everything = try readPolicy(#"{"rules": [{"match": {"user": "alice"}, "allow": {"call": ["*/*", "*/stop"]}}]}"#)
+            #expect(everything.check(.call(target: "mediator", action: "stop"), by: alice) != nil)
+            #expect(everything.check(.call(target: "Notes", action: "stop"), by: alice) == nil)
+            let named = try readPolicy(#"{"rules": [{"match": {"user": "alice"}, "allow": {"call": ["mediator/stop"]}}]}"#)
+            #expect(named.check(.call(target: "mediator", action: "stop"), by: alice) == nil)
+            #expect(named.check(.call(target: "mediator", action: "start"), by: alice) != nil)
+            let all = try readPolicy(#"{"rules": [{"match": {"user": "alice"}, "allow": {"call": ["mediator/*"]}}]}"#)
+            #expect(all.check(.call(target: "mediator", action: "start"), by: alice) == nil)
         }
 
         @Test func underRootTheDefaultIsRootOnly() {
