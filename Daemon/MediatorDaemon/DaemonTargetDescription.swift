@@ -15,6 +15,10 @@ enum DaemonTargetDescription {
         ("publish", "Send an event to its subscribers"),
         ("cancel", "Cancel one of this connection's calls in flight"),
         ("ping", "Check that the daemon answers"),
+        ("status", "One target's state, processes and restarts (a managed component's too)"),
+        ("start", "Start a component known from a manifest; answers once it registered"),
+        ("stop", "Ask a managed component to leave, then SIGTERM after the grace period"),
+        ("monitor", "Receive a record of every request, response and event routed"),
     ]
 
     static let json: JSONValue = [

@@ -330,7 +330,9 @@ struct BrokerRegistrationTests {
         let own = d.daemon("describe", #"{"target":"mediator"}"#, from: 1)
         #expect(own?["result"]?["target"] == "mediator")
         let names = own?["result"]?["actions"]?.arrayValue?.compactMap { $0["name"]?.stringValue }
-        #expect(names == ["hello", "register", "unregister", "list", "describe", "open", "subscribe", "unsubscribe", "publish", "cancel", "ping"])
+        #expect(names == [
+            "hello", "register", "unregister", "list", "describe", "open", "subscribe", "unsubscribe", "publish", "cancel", "ping", "status", "start", "stop", "monitor",
+        ], "every action the daemon answers, the managed-component and monitor ones included")
         #expect(d.daemon("describe", #"{"target":"Nope"}"#, from: 1) == errorLine(
             id: #""d""#, "target_not_found", #"no component serves target "Nope""#).json)
         #expect(errorCode(d.daemon("describe", "{}", from: 1)) == "bad_request")
