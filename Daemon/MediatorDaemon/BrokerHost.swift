@@ -135,6 +135,8 @@ final class BrokerHost: @unchecked Sendable {
         let now = NIODeadline.now()
         if policy.handlesAtOnce(connection, uid: uid, nothingQueued: inbound.waiting(connection) == 0, now: now) {
             handle(line, from: connection, now: now)
+            // Charged by the time it took (uid 0 is exempt and not timed).
+            if uid != 0 { policy.handled(uid: uid, from: now, to: .now()) }
             return
         }
         policy.queued(connection, now: now)

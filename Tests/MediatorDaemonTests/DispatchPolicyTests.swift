@@ -16,18 +16,61 @@ struct DispatchPolicyTests {
         policy.handlesAtOnce(connection, uid: uid, nothingQueued: nothingQueued, now: now)
     }
 
-    @Test("A light connection's lines are handled at once, a few per uid per window")
-    func lightLinesAtOnceWithinTheWindow() {
+    /// A line handled at once that took `micros`, charged as the host does.
+    func handle(_ policy: inout DispatchPolicy, _ connection: ConnectionID, uid: UInt32, at start: Int64, taking micros: Int64) -> Bool {
+        guard policy.handlesAtOnce(connection, uid: uid, nothingQueued: true, now: Self.at(start)) else { return false }
+        policy.handled(uid: uid, from: Self.at(start), to: Self.at(start + micros))
+        return true
+    }
+
+    @Test("A light connection's quick lines are handled at once, about burst / lineCharge per uid in a burst")
+    func lightLinesAtOnceWithinTheBurst() {
         var policy = DispatchPolicy()
-        for i in 0..<policy.atOncePerWindow {
-            #expect(atOnce(&policy, 1, uid: 1000, nothingQueued: true, now: Self.at(Int64(i))))
+        let perBurst = Int(policy.burst.nanoseconds / policy.lineCharge.nanoseconds)
+        // Quick lines read together: each is charged the minimum.
+        var lines = 0
+        while lines <= perBurst + 1, handle(&policy, 1, uid: 1000, at: 0, taking: 0) { lines += 1 }
+        #expect(lines == perBurst || lines == perBurst + 1, "\(lines) lines at once")
+        // The uid's next line in the same burst queues, even from another connection...
+        #expect(!atOnce(&policy, 2, uid: 1000, nothingQueued: true, now: Self.at(0)))
+        // ...while another uid still has its credit.
+        #expect(atOnce(&policy, 3, uid: 2000, nothingQueued: true, now: Self.at(0)))
+        // Credit comes back with time, at half the rate of the clock.
+        #expect(!atOnce(&policy, 1, uid: 1000, nothingQueued: true, now: Self.at(1)))
+        #expect(atOnce(&policy, 1, uid: 1000, nothingQueued: true, now: Self.at(2 * policy.lineCharge.nanoseconds / 1000 + 1)))
+    }
+
+    /// Issue 10, defect 3: 4,000 tiny events to 500 subscribers in one write
+    /// from one uid were all handled at once, because a line longer than the
+    /// window started a new window; another uid's ping waited 1.06 s.
+    @Test("Costly lines use up the credit: the lines behind them queue however few they are")
+    func costlyLinesQueueAfterTheCreditIsSpent() {
+        var policy = DispatchPolicy()
+        // One event that took 250 µs to fan out, then the next line of the same read.
+        #expect(handle(&policy, 1, uid: 1000, at: 0, taking: 250))
+        #expect(!atOnce(&policy, 1, uid: 1000, nothingQueued: true, now: Self.at(250)))
+        #expect(!atOnce(&policy, 2, uid: 1000, nothingQueued: true, now: Self.at(300)), "from any connection of the uid")
+        // Another uid's light line is still handled as it is read.
+        #expect(atOnce(&policy, 3, uid: 2000, nothingQueued: true, now: Self.at(300)))
+        // The debt is paid back at half the clock's rate: 250 - 50 µs of
+        // credit take 400 µs of wall time (from the line's start).
+        #expect(!atOnce(&policy, 1, uid: 1000, nothingQueued: true, now: Self.at(390)))
+        #expect(atOnce(&policy, 1, uid: 1000, nothingQueued: true, now: Self.at(410)))
+        // Sustained: a uid whose every line costs 100 µs gets at most half
+        // of the time at once (credit comes back at half the clock's rate).
+        var policy2 = DispatchPolicy()
+        var atOnceLines = 0
+        var clock: Int64 = 0
+        while clock < 100_000 {
+            if handle(&policy2, 1, uid: 1000, at: clock, taking: 100) {
+                atOnceLines += 1
+                clock += 100
+            } else {
+                clock += 10
+            }
         }
-        // The uid's next line in the same 50 µs queues, even from another connection...
-        #expect(!atOnce(&policy, 2, uid: 1000, nothingQueued: true, now: Self.at(10)))
-        // ...while another uid still has its turns.
-        #expect(atOnce(&policy, 3, uid: 2000, nothingQueued: true, now: Self.at(10)))
-        // A new window gives the uid new turns.
-        #expect(atOnce(&policy, 1, uid: 1000, nothingQueued: true, now: Self.at(60)))
+        #expect(atOnceLines * 100 <= 100_000 / 2 + 200, "\(atOnceLines) lines of 100 µs at once in 100 ms")
+        #expect(atOnceLines * 100 >= 100_000 / 2 - 1_000, "and no less: credit is not lost")
     }
 
     @Test("A connection with lines queued, or that had them lately, queues")
@@ -73,8 +116,8 @@ struct DispatchPolicyTests {
     func rootIsExempt() {
         var policy = DispatchPolicy()
         policy.queued(1, now: Self.at(0))
-        for i in 0..<(policy.atOncePerWindow * 4) {
-            #expect(atOnce(&policy, 2, uid: 0, nothingQueued: true, now: Self.at(Int64(1 + i))))
+        for i in 0..<100 {
+            #expect(handle(&policy, 2, uid: 0, at: Int64(1 + i), taking: 250))
         }
         #expect(!policy.isContended(at: Self.at(100)))
         // A root connection that did queue is backlogged like any other.
