@@ -123,8 +123,20 @@ public final class MediatorClient: Sendable {
     }
 
     /// `mediator/list`: `{"targets": [...]}`.
+    /// The daemon answers a long list in pages (`next` names the last
+    /// target of a page that has more after it); this follows them and
+    /// returns every target in one `{"targets": [...]}`.
     public func list() async throws(MediatorError) -> JSONValue {
-        try await call(ProtocolConstants.daemonTarget, "list")
+        var targets: [JSONValue] = []
+        var params: JSONValue = [:]
+        // Bounded: each page moves past at least one target, by name.
+        while true {
+            let page = try await call(ProtocolConstants.daemonTarget, "list", params: params)
+            targets += page["targets"]?.arrayValue ?? []
+            guard let next = page["next"]?.stringValue, next != params["after"]?.stringValue else { break }
+            params = ["after": .string(next)]
+        }
+        return ["targets": .array(targets)]
     }
 
     /// `mediator/describe`: the target, its description, ActionSpecs and instances.

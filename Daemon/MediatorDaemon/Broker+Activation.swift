@@ -89,12 +89,19 @@ extension Broker {
         var byName: [String: ActionSpec] = [:]
         for spec in component.manifest.actions { byName[spec.name] = spec }
         if case .failure(let error) = resolveAction(request, specs: byName) { return fail(error) }
-        if request.id != nil, let uid = peers[connection]?.credentials.uid, let refusal = callLimitRefusal(connection, uid: uid) {
-            return fail(refusal)
+        // A held call keeps its params (and id) until it goes out: both are
+        // copied off the frame, and count against the limits, oneway or not.
+        var held = request
+        held.params = request.params.map(ownCopy)
+        held.idBytes = request.idBytes.map(ownCopy)
+        let bytes = (held.params?.readableBytes ?? 0) + (held.idBytes?.readableBytes ?? 0)
+        if let uid = peers[connection]?.credentials.uid, let refusal = callLimitRefusal(connection, uid: uid, bytes: bytes) {
+            return fail(refusal)  // a oneway call is dropped: nothing is ever sent back for it
         }
         let deadline = request.id == nil ? nil : now + .milliseconds(request.timeoutMs ?? configuration.defaultTimeoutMs)
-        components[request.target]?.held.append(ManagedComponent.HeldCall(caller: connection, request: request, deadline: deadline))
-        heldCounts[connection, default: 0] += 1
+        components[request.target]?.held.append(
+            ManagedComponent.HeldCall(caller: connection, request: held, deadline: deadline, bytes: bytes))
+        heldCalls.add(caller: connection, id: request.id, bytes: bytes, target: request.target)
         logger.debug("call held until the component registers", metadata: ["target": "\(request.target)", "action": "\(request.action)"])
         if component.state == .activatable { start(request.target, now: now) }
         scheduleComponentWakeUp(now: now)
@@ -102,7 +109,7 @@ extension Broker {
     }
 
     func callsInFlight(of connection: ConnectionID) -> Int {
-        pending.callsInFlight(of: connection) + heldCounts[connection, default: 0]
+        pending.callsInFlight(of: connection) + heldCalls.calls(of: connection)
     }
 
     /// Delivers the held calls in arrival order, each with the time it has left.
@@ -110,7 +117,7 @@ extension Broker {
         guard let held = components[target]?.held, !held.isEmpty else { return }
         components[target]?.held = []
         for call in held {
-            heldCounts[call.caller, default: 1] -= 1
+            heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
             guard peers[call.caller] != nil else { continue }
             var request = call.request
             if let deadline = call.deadline {
@@ -122,6 +129,7 @@ extension Broker {
 
     func failHeld(_ target: String, _ error: MediatorError) {
         for waiter in startWaiters.removeValue(forKey: target) ?? [] {
+            heldCalls.remove(caller: waiter.connection, id: waiter.id, bytes: waiter.bytes)
             if let idBytes = waiter.idBytes, peers[waiter.connection] != nil {
                 send(waiter.connection, writer.error(callerID: idBytes, error))
             }
@@ -129,7 +137,7 @@ extension Broker {
         guard let held = components[target]?.held else { return }
         components[target]?.held = []
         for call in held {
-            heldCounts[call.caller, default: 1] -= 1
+            heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
             if let idBytes = call.request.idBytes, peers[call.caller] != nil {
                 send(call.caller, writer.error(callerID: idBytes, error))
             }
@@ -143,7 +151,28 @@ extension Broker {
         for target in components.keys {
             components[target]?.held.removeAll { $0.caller == connection }
         }
-        heldCounts[connection] = nil
+        heldCalls.forget(connection)
+    }
+
+    /// `cancel` of a call still held for its component: it leaves the queue
+    /// and is answered `cancelled`, as a call in flight would be. False
+    /// when no held call (nor `start`) of the connection has that id.
+    func cancelHeld(caller connection: ConnectionID, id: MessageID) -> Bool {
+        guard let target = heldCalls.target(caller: connection, id: id) else { return false }
+        var idBytes: ByteBuffer?
+        if let index = components[target]?.held.firstIndex(where: { $0.caller == connection && $0.request.id == id }),
+            let call = components[target]?.held.remove(at: index)
+        {
+            heldCalls.remove(caller: connection, id: id, bytes: call.bytes)
+            idBytes = call.request.idBytes
+        } else if let index = startWaiters[target]?.firstIndex(where: { $0.connection == connection && $0.id == id }),
+            let waiter = startWaiters[target]?.remove(at: index)
+        {
+            heldCalls.remove(caller: connection, id: id, bytes: waiter.bytes)
+            idBytes = waiter.idBytes
+        }
+        if let idBytes { send(connection, writer.error(callerID: idBytes, MediatorError(.cancelled, "the caller cancelled the call"))) }
+        return true
     }
 
     // MARK: - Starting and stopping
@@ -325,6 +354,7 @@ extension Broker {
         components[target]?.startDeadline = nil
         components[target]?.lastActivity = now
         for waiter in startWaiters.removeValue(forKey: target) ?? [] {
+            heldCalls.remove(caller: waiter.connection, id: waiter.id, bytes: waiter.bytes)
             if let idBytes = waiter.idBytes {
                 send(waiter.connection, writer.result(callerID: idBytes, ["target": .string(target), "state": "running"]))
             }
@@ -367,7 +397,7 @@ extension Broker {
                     send(call.caller, writer.error(callerID: idBytes, MediatorError(
                         .timeout, "\"\(target)\" did not start within the call's timeout")))
                 }
-                heldCounts[call.caller, default: 1] -= 1
+                heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
             }
             component.held.removeAll { call in call.deadline.map { $0 <= now } ?? false }
             components[target]?.held = component.held

@@ -3,9 +3,12 @@ import NIOCore
 
 /// The daemon's own target, `mediator` (contract section 6).
 extension Broker {
+    /// `viaURL` is set when an `open` URL reached the daemon's own target:
+    /// that action may not be `open` again, so a URL nested in a URL cannot
+    /// recurse (a few thousand levels in one frame overflowed the stack).
     func handleDaemonAction(
         _ envelope: Envelope, params rawParams: ByteBuffer?, idBytes: ByteBuffer?, from connection: ConnectionID,
-        now: NIODeadline
+        now: NIODeadline, viaURL: Bool = false
     ) {
         guard let params = (rawParams.map(decode) ?? .object([:]))?.objectValue else {
             return answer(idBytes, connection, .failure(MediatorError(.badRequest, "params must be a JSON object")))
@@ -13,9 +16,9 @@ extension Broker {
         let outcome: Result<JSONValue, MediatorError>
         switch envelope.action {
         case "hello": outcome = hello(params, connection)
-        case "register": outcome = register(params, connection, now: now)
+        case "register": outcome = register(params, connection, size: rawParams?.readableBytes ?? 0, now: now)
         case "unregister": outcome = unregister(params, connection, now: now)
-        case "list": outcome = .success(list(now: now))
+        case "list": outcome = list(params, now: now)
         case "describe": outcome = describe(params, now: now)
         case "status": outcome = status(params, now: now)
         case "start", "stop":
@@ -25,7 +28,7 @@ extension Broker {
                 outcome = stopAction(params, now: now)
             } else {
                 // Answered once the component registers: held like a call to it.
-                switch startAction(params, connection, idBytes: idBytes, now: now) {
+                switch startAction(params, connection, id: envelope.id, idBytes: idBytes, now: now) {
                 case .some(let immediate): outcome = immediate
                 case .none: return
                 }
@@ -40,6 +43,8 @@ extension Broker {
             logger.warning("test hook: blocking the event loop for good")
             effects.append(.blockEventLoop)
             return
+        case "open" where viaURL:
+            outcome = .failure(MediatorError(.forbidden, "a URL cannot reach \"mediator/open\": an open may not open another URL"))
         case "open":
             // Routed like any call; the routed call's answer is the answer.
             switch openURL(params) {
@@ -53,7 +58,7 @@ extension Broker {
                 inner.timeoutMs = envelope.timeoutMs
                 var query = writer.allocator.buffer(capacity: 64)
                 query.writeBytes(url.paramsJSON.encoded)
-                handleDaemonAction(inner, params: query, idBytes: idBytes, from: connection, now: now)
+                handleDaemonAction(inner, params: query, idBytes: idBytes, from: connection, now: now, viaURL: true)
                 return
             case .success(let url):
                 var query = writer.allocator.buffer(capacity: 64)
@@ -113,10 +118,25 @@ extension Broker {
         ])
     }
 
-    func register(_ params: [String: JSONValue], _ connection: ConnectionID, now: NIODeadline) -> Result<JSONValue, MediatorError> {
+    /// `size` is the params' length as sent: what the registration costs
+    /// to keep and to show in `list` and `describe`.
+    func register(
+        _ params: [String: JSONValue], _ connection: ConnectionID, size: Int, now: NIODeadline
+    ) -> Result<JSONValue, MediatorError> {
         guard let peer = peers[connection] else { return .failure(MediatorError(.internal, "unknown connection")) }
         guard let target = params["target"]?.stringValue, NameRules.isValidTarget(target) else {
             return .failure(MediatorError(.badRequest, "\"target\" must be a valid target name"))
+        }
+        // One instance per connection per target: a pool instance is a
+        // connection serving the target, so a connection cannot multiply
+        // itself in a pool (each instance costs the registry and every call's pick).
+        if peer.targets.contains(target) {
+            return .failure(MediatorError(.alreadyRegistered, "this connection already serves an instance of \"\(target)\""))
+        }
+        if size > configuration.maxRegistrationBytes {
+            return .failure(MediatorError(
+                .badRequest, "the registration of \"\(target)\" takes \(size) bytes; max_registration_bytes = \(configuration.maxRegistrationBytes)",
+                data: ["limit": .string("max_registration_bytes"), "value": .int(Int64(configuration.maxRegistrationBytes))]))
         }
         guard target != ProtocolConstants.daemonTarget else {
             return .failure(MediatorError(.badRequest, "the target \"mediator\" is the daemon itself and cannot be registered"))
@@ -158,7 +178,9 @@ extension Broker {
         if !startedForTarget, let denial = checkPolicy(.register(target: target), peer.credentials) {
             return .failure(denial)
         }
-        if !peer.targets.contains(target), let refusal = quotaExceeded(.registrations, credentials: peer.credentials) {
+        if let refusal = quotaExceeded(.registrations, credentials: peer.credentials)
+            ?? quotaExceeded(.registeredBytes, credentials: peer.credentials, adding: size)
+        {
             return .failure(refusal)
         }
         let instance: Int
@@ -170,6 +192,7 @@ extension Broker {
             return .failure(error)
         }
         peers[connection]?.targets.insert(target)
+        peers[connection]?.registeredBytes[target] = size
         logger.info(
             "target registered",
             metadata: ["target": "\(target)", "instance": "\(instance)", "mode": "\(mode.rawValue)", "pid": "\(peer.credentials.pid)", "uid": "\(peer.credentials.uid)"])
@@ -189,6 +212,7 @@ extension Broker {
         let removed: [Registry.Instance]
         do { removed = try registry.unregister(target: target, connection: connection) } catch { return .failure(error) }
         peers[connection]?.targets.remove(target)
+        peers[connection]?.registeredBytes[target] = nil
         for instance in removed {
             logger.info("target unregistered", metadata: ["target": "\(target)", "instance": "\(instance.instance)", "reason": "unregistered"])
             publishDaemonEvent("mediator.unregistered", [
@@ -215,12 +239,51 @@ extension Broker {
         })
     }
 
-    func list(now: NIODeadline) -> JSONValue {
+    /// `list`, in pages: a reply the daemon builds must fit well within what
+    /// a peer may have queued (`max_outbound_bytes`), or asking for it would
+    /// disconnect the asker as a peer that does not read. A page holds the
+    /// targets after `after` (by name, byte by byte), at most `limit` of them
+    /// and about ``listPageBytes`` of JSON; when more follow, `next` names
+    /// its last target, to pass as `after`.
+    func list(_ params: [String: JSONValue], now: NIODeadline) -> Result<JSONValue, MediatorError> {
+        var after: [UInt8]?
+        if let raw = params["after"] {
+            guard let text = raw.stringValue else { return .failure(MediatorError(.badRequest, "\"after\" must be a target name")) }
+            after = Array(text.utf8)
+        }
+        var limit = Int.max
+        if let raw = params["limit"] {
+            // A URL (`app://mediator/list?limit=10`) carries it as a string.
+            guard let number = raw.intValue ?? raw.stringValue.flatMap({ Int64($0) }), number > 0 else {
+                return .failure(MediatorError(.badRequest, "\"limit\" must be a positive integer"))
+            }
+            limit = Int(clamping: number)
+        }
         var names = Set(registry.targets.keys)
         names.formUnion(components.keys)
-        let sorted = names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
-        return ["targets": .array(sorted.map { targetSummary($0, now: now, fullSpecs: false) })]
+        var sorted = names.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+        if let after { sorted.removeAll { !after.lexicographicallyPrecedes($0) } }
+        var entries: [JSONValue] = []
+        var bytes = 0
+        var next: String?
+        for name in sorted {
+            let entry = targetSummary(String(decoding: name, as: UTF8.self), now: now, fullSpecs: false)
+            let size = entry.encoded.count
+            if entries.count == limit || (!entries.isEmpty && bytes + size > listPageBytes) {
+                next = entries.last?["target"]?.stringValue
+                break
+            }
+            entries.append(entry)
+            bytes += size
+        }
+        var result: [String: JSONValue] = ["targets": .array(entries)]
+        if let next { result["next"] = .string(next) }
+        return .success(.object(result))
     }
+
+    /// How much JSON one page of `list` holds: a quarter of the outbound
+    /// limit, at most 1 MiB.
+    var listPageBytes: Int { min(1 << 20, configuration.maxOutboundBytes / 4) }
 
     /// One target as `list` and `describe` show it: registered, or known
     /// from a manifest, or both.
@@ -275,7 +338,7 @@ extension Broker {
 
     /// `start`: starts a known component (a failed one too) and answers once it registers.
     func startAction(
-        _ params: [String: JSONValue], _ connection: ConnectionID, idBytes: ByteBuffer?, now: NIODeadline
+        _ params: [String: JSONValue], _ connection: ConnectionID, id: MessageID?, idBytes: ByteBuffer?, now: NIODeadline
     ) -> Result<JSONValue, MediatorError>? {
         guard let target = params["target"]?.stringValue else {
             return .failure(MediatorError(.badRequest, "\"target\" must be a string"))
@@ -290,7 +353,9 @@ extension Broker {
             components[target]?.state = .activatable
             components[target]?.consecutiveRestarts = 0
         }
-        startWaiters[target, default: []].append((connection, idBytes))
+        let waiter = StartWaiter(connection: connection, id: id, idBytes: idBytes.map(ownCopy))
+        startWaiters[target, default: []].append(waiter)
+        heldCalls.add(caller: connection, id: id, bytes: waiter.bytes, target: target)
         if components[target]?.state == .activatable { start(target, now: now) }
         return nil
     }
@@ -372,6 +437,8 @@ extension Broker {
             finish(daemonID)
             send(connection, writer.error(callerID: call.callerIDBytes, MediatorError(.cancelled, "the caller cancelled the call")))
             sendCancelEvent(call)
+        } else if !heldCalls.isEmpty {
+            _ = cancelHeld(caller: connection, id: id)
         }
         return .success(.object([:]))
     }

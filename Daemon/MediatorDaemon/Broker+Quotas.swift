@@ -13,6 +13,8 @@ extension Broker {
         case subscriptions = "max_subscriptions_per_uid"
         case registrations = "max_registrations_per_uid"
         case queuedBytes = "max_queued_bytes_per_uid"
+        case pendingBytes = "max_pending_bytes_per_uid"
+        case registeredBytes = "max_registered_bytes_per_uid"
     }
 
     func limit(_ quota: Quota) -> Int {
@@ -22,6 +24,8 @@ extension Broker {
         case .subscriptions: return configuration.maxSubscriptionsPerUID
         case .registrations: return configuration.maxRegistrationsPerUID
         case .queuedBytes: return configuration.maxQueuedBytesPerUID
+        case .pendingBytes: return configuration.maxPendingBytesPerUID
+        case .registeredBytes: return configuration.maxRegisteredBytesPerUID
         }
     }
 
@@ -34,11 +38,18 @@ extension Broker {
         case .subscriptions: return connections.reduce(0) { $0 + (peers[$1]?.patterns.count ?? 0) }
         case .registrations: return connections.reduce(0) { $0 + (peers[$1]?.targets.count ?? 0) }
         case .queuedBytes: return queuedByUID[uid] ?? 0
+        case .pendingBytes:
+            return connections.reduce(0) { $0 + pending.bytesHeld(of: $1) + heldCalls.bytes(of: $1) }
+        case .registeredBytes:
+            return connections.reduce(0) { total, connection in
+                total + (peers[connection]?.registeredBytes.values.reduce(0, +) ?? 0)
+            }
         }
     }
 
-    /// The per-connection limit, then the per-uid quota, for one more call.
-    func callLimitRefusal(_ connection: ConnectionID, uid: UInt32) -> MediatorError? {
+    /// The per-connection limit, then the per-uid quotas, for one more call
+    /// that keeps `bytes` while pending (its id; a held call's params too).
+    func callLimitRefusal(_ connection: ConnectionID, uid: UInt32, bytes: Int) -> MediatorError? {
         if callsInFlight(of: connection) >= configuration.maxCallsInFlightPerConnection {
             return MediatorError(
                 .overloaded, "this connection has \(configuration.maxCallsInFlightPerConnection) calls in flight, the limit")
@@ -46,6 +57,7 @@ extension Broker {
         // uid 0 has no quotas: its credentials are not read.
         guard uid != 0, let credentials = credentials(of: connection) else { return nil }
         return quotaExceeded(.callsInFlight, credentials: credentials)
+            ?? quotaExceeded(.pendingBytes, credentials: credentials, adding: bytes)
     }
 
     /// The error for taking `adding` more of a quota, or nil when it fits.

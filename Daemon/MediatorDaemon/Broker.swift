@@ -19,6 +19,8 @@ public final class Broker {
         /// The `caller` member forwarded with this peer's calls, built once.
         var callerMember: ByteBuffer
         var targets: Set<String> = []
+        /// The size of each of its registrations' params, for the quota on registered bytes.
+        var registeredBytes: [String: Int] = [:]
         var patterns: Set<String> = []
         var consecutiveBadFrames = 0
         /// Bytes queued toward this peer that its socket has not taken, as the host last measured.
@@ -56,15 +58,16 @@ public final class Broker {
     var queuedByUID: [UInt32: Int] = [:]
     /// The uids past their queued-bytes quota, with what it cost them (Broker+QueuedBytes.swift).
     var queueQuotaEpisodes: [UInt32: QueueQuotaEpisode] = [:]
-    /// Calls each connection has waiting for a component to start; they count
-    /// against its calls-in-flight limit.
-    var heldCounts: [ConnectionID: Int] = [:]
+    /// Calls waiting for a component to start (and `start`s waiting for it
+    /// to register), by caller: they count against the limits and obey the
+    /// duplicate-id rule and `cancel` like calls in flight.
+    var heldCalls = HeldCallIndex()
     var nextSpawnID = 0
     var bootGroups: [[String]] = []
     var bootWaiting: Set<String> = []
     var bootDone = false
     /// `mediator/start` calls waiting for their component to register.
-    var startWaiters: [String: [(connection: ConnectionID, idBytes: ByteBuffer?)]] = [:]
+    var startWaiters: [String: [StartWaiter]] = [:]
     /// Set by `register`, handled right after its answer is queued.
     var pendingRegistration: (target: String, pid: Int32)?
 
@@ -182,7 +185,9 @@ public final class Broker {
 
     func handleRequest(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {
         let idBytes = envelope.idRange.map { slice(frame, $0) }
-        if let id = envelope.id, pending.isInFlight(caller: connection, id: id) {
+        if let id = envelope.id,
+            pending.isInFlight(caller: connection, id: id) || (!heldCalls.isEmpty && heldCalls.target(caller: connection, id: id) != nil)
+        {
             send(connection, writer.error(callerID: nil, MediatorError(.badRequest, "id \(id) is already in flight on this connection")))
             return
         }
@@ -254,7 +259,11 @@ public final class Broker {
             case .failure(let error): return .refused(error)
             case .success(let resolved): (action, params) = resolved
             }
-            if request.id != nil, let refusal = callLimitRefusal(connection, uid: uid) { return .refused(refusal) }
+            if let idBytes = request.idBytes,
+                let refusal = callLimitRefusal(connection, uid: uid, bytes: idBytes.readableBytes)
+            {
+                return .refused(refusal)
+            }
             guard let index = target.pickInstance() else { return .refused(notFound()) }
             let callee = target.instances[index].connection
             if let refusal = queueQuotaRefusal(toward: callee, target: request.target) { return .refused(refusal) }
@@ -276,7 +285,7 @@ public final class Broker {
             let newID = pending.makeDaemonID()
             let deadline = now + .milliseconds(timeoutMs)
             pending.insert(PendingCalls.Call(
-                daemonID: newID, caller: connection, callerID: id, callerIDBytes: idBytes, callee: instance.connection,
+                daemonID: newID, caller: connection, callerID: id, callerIDBytes: ownCopy(idBytes), callee: instance.connection,
                 target: request.target, action: action, instance: instance.instance, more: request.more,
                 timeoutMs: timeoutMs, deadline: deadline, startedAt: now))
             wakeUp(at: deadline)
@@ -313,6 +322,9 @@ public final class Broker {
         }
         if let spec = specs[request.action] {
             if request.viaURL, !spec.reachableByURL { return .failure(forbiddenByURL) }
+            if request.action == "notFound", let refusal = directNotFoundRefusal(request, specs: specs) {
+                return .failure(refusal)
+            }
             if let schema = spec.params {
                 let value = request.params.map(decode) ?? .object([:])
                 if let mismatch = schema.validate(value ?? .null) { return .failure(mismatch) }
@@ -324,6 +336,32 @@ public final class Broker {
             return .success(("notFound", writer.notFoundParams(action: request.action, params: request.params)))
         }
         return .failure(MediatorError(.actionNotFound, "target \"\(request.target)\" has no action \"\(request.action)\""))
+    }
+
+    /// A peer calling `notFound` itself must not reach the fallback with
+    /// what the daemon would never send it: `notFound` is the daemon's to
+    /// call. The call must look exactly like one the daemon makes (an
+    /// `action` that follows the name rules and that the target does not
+    /// declare, `params` an object when present), and the URL guard applies
+    /// to the action it carries, as if the URL had named it.
+    func directNotFoundRefusal(_ request: RouteRequest, specs: [String: ActionSpec]) -> MediatorError? {
+        guard let params = (request.params.map(decode) ?? .object([:]))?.objectValue else {
+            return MediatorError(.invalidParams, "params of \"notFound\" must be an object")
+        }
+        guard let inner = params["action"]?.stringValue, NameRules.isValidAction(inner) else {
+            return MediatorError(.invalidParams, "params.action of \"notFound\" must be an action name")
+        }
+        guard specs[inner] == nil else {
+            return MediatorError(
+                .invalidParams, "params.action \"\(inner)\" is declared by \"\(request.target)\": call it directly, not through \"notFound\"")
+        }
+        if let carried = params["params"], carried.objectValue == nil {
+            return MediatorError(.invalidParams, "params.params of \"notFound\" must be an object")
+        }
+        if request.viaURL, inner.hasPrefix("native") {
+            return MediatorError(.forbidden, "action \"\(request.target)/\(inner)\" cannot be reached through a URL")
+        }
+        return nil
     }
 
     // MARK: - Bookkeeping
@@ -356,10 +394,12 @@ public final class Broker {
     }
 
     /// Whether a frame the envelope parser refused is still a JSON object
-    /// with `target` or `action` and no `id`: a oneway request.
+    /// with `target` and `action` and no `id`: a oneway request, which gets
+    /// no answer even when malformed. One with only one of the two is none
+    /// of the three kinds (contract section 2): it is answered.
     func isOnewayRequest(_ frame: ByteBuffer) -> Bool {
         guard let members = decode(frame)?.objectValue, members["id"] == nil else { return false }
-        return members["target"] != nil || members["action"] != nil
+        return members["target"] != nil && members["action"] != nil
     }
 
     func wakeUp(at deadline: NIODeadline) {
@@ -390,6 +430,16 @@ public final class Broker {
 
     func slice(_ frame: ByteBuffer, _ range: Range<Int>) -> ByteBuffer {
         frame.getSlice(at: frame.readerIndex + range.lowerBound, length: range.count) ?? ByteBuffer()
+    }
+
+    /// `bytes` in storage of their own. A slice shares its frame's storage,
+    /// so whatever outlives the line it came from (a pending call's id, a
+    /// held call's params) is copied: a 20-byte id must not keep a 1 MiB
+    /// frame alive for as long as the call is in flight.
+    func ownCopy(_ bytes: ByteBuffer) -> ByteBuffer {
+        var copy = writer.allocator.buffer(capacity: bytes.readableBytes)
+        copy.writeImmutableBuffer(bytes)
+        return copy
     }
 
     func decode(_ buffer: ByteBuffer) -> JSONValue? {

@@ -28,6 +28,14 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// to its components are refused and events to it skipped; at twice it,
     /// its connection with the largest backlog is disconnected.
     public var maxQueuedBytesPerUID = 64 << 20
+    /// Bytes a uid's calls keep while pending: their ids, and the params of
+    /// calls held while a component starts.
+    public var maxPendingBytesPerUID = 64 << 20
+    /// Bytes one `register` may declare (its params as sent: the action
+    /// specs and description), and all of a uid's registrations together:
+    /// what `list` and `describe` answer grows with them.
+    public var maxRegistrationBytes = 256 << 10
+    public var maxRegisteredBytesPerUID = 4 << 20
     /// How long a component has, after `mediator.stop`, before it gets SIGTERM.
     public var componentStopGraceMs: Int64 = 3000
 
@@ -41,7 +49,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         "max_frame_bytes", "max_connections", "max_calls_in_flight", "default_timeout_ms",
         "max_outbound_bytes", "max_consecutive_bad_frames", "shutdown_grace_ms", "component_stop_grace_ms",
         "max_connections_per_uid", "max_calls_in_flight_per_uid", "max_subscriptions_per_uid", "max_registrations_per_uid",
-        "max_queued_bytes_per_uid",
+        "max_queued_bytes_per_uid", "max_pending_bytes_per_uid", "max_registration_bytes", "max_registered_bytes_per_uid",
     ]
 
     /// Applies the members of a JSON config object; unknown members are an error
@@ -80,6 +88,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case "max_subscriptions_per_uid": maxSubscriptionsPerUID = Int(number)
         case "max_registrations_per_uid": maxRegistrationsPerUID = Int(number)
         case "max_queued_bytes_per_uid": maxQueuedBytesPerUID = Int(number)
+        case "max_pending_bytes_per_uid": maxPendingBytesPerUID = Int(number)
+        case "max_registration_bytes": maxRegistrationBytes = Int(number)
+        case "max_registered_bytes_per_uid": maxRegisteredBytesPerUID = Int(number)
         default: throw MediatorError(.badRequest, "unknown config member \"\(key)\"")
         }
     }

@@ -28,6 +28,8 @@ struct ManagedComponent {
         var request: Broker.RouteRequest
         /// When the call itself times out (nil for a oneway call).
         var deadline: NIODeadline?
+        /// What it keeps until it goes out (its params and id, copied off the frame).
+        var bytes: Int
     }
 
     var manifest: Manifest
@@ -70,6 +72,16 @@ struct ManagedComponent {
     func nextDeadline(idleCheck: NIODeadline?) -> NIODeadline? {
         [startDeadline, restartAt, termAt, idleCheck, held.compactMap(\.deadline).min()].compactMap { $0 }.min()
     }
+}
+
+/// A `mediator/start` call waiting for its component to register.
+struct StartWaiter {
+    var connection: ConnectionID
+    var id: MessageID?
+    /// The caller's id, copied off the frame; nil for a oneway `start`.
+    var idBytes: ByteBuffer?
+
+    var bytes: Int { idBytes?.readableBytes ?? 0 }
 }
 
 /// How a component's process ended, in words for `activation_failed` and `status`.

@@ -12,7 +12,8 @@ public struct PendingCalls: Sendable {
         public var daemonID: Int64
         public var caller: ConnectionID
         public var callerID: MessageID
-        /// The caller's id exactly as it arrived, echoed on every response.
+        /// The caller's id exactly as it arrived, echoed on every response:
+        /// a copy of its own, never a slice that keeps the whole frame alive.
         public var callerIDBytes: ByteBuffer
         public var callee: ConnectionID
         public var target: String
@@ -30,9 +31,16 @@ public struct PendingCalls: Sendable {
         var id: MessageID
     }
 
+    /// A caller's calls in flight, and the bytes their ids keep (counted
+    /// against the per-uid quota on bytes held in pending calls).
+    struct CallerTally {
+        var calls = 0
+        var bytes = 0
+    }
+
     private var calls: [Int64: Call] = [:]
     private var byCaller: [CallerKey: Int64] = [:]
-    private var callerCounts: [ConnectionID: Int] = [:]
+    private var callerTallies: [ConnectionID: CallerTally] = [:]
     private var nextID: Int64 = 1
 
     public init() {}
@@ -48,7 +56,10 @@ public struct PendingCalls: Sendable {
         byCaller[CallerKey(connection: caller, id: id)] != nil
     }
 
-    public func callsInFlight(of caller: ConnectionID) -> Int { callerCounts[caller, default: 0] }
+    public func callsInFlight(of caller: ConnectionID) -> Int { callerTallies[caller]?.calls ?? 0 }
+
+    /// Bytes the calls of `caller` keep while in flight.
+    public func bytesHeld(of caller: ConnectionID) -> Int { callerTallies[caller]?.bytes ?? 0 }
 
     public func call(_ daemonID: Int64) -> Call? { calls[daemonID] }
 
@@ -59,7 +70,14 @@ public struct PendingCalls: Sendable {
     public mutating func insert(_ call: Call) {
         calls[call.daemonID] = call
         byCaller[CallerKey(connection: call.caller, id: call.callerID)] = call.daemonID
-        callerCounts[call.caller, default: 0] += 1
+        let bytes = call.callerIDBytes.readableBytes
+        // Changed where it is stored: a dictionary's getter would copy it.
+        if let slot = callerTallies.index(forKey: call.caller) {
+            callerTallies.values[slot].calls += 1
+            callerTallies.values[slot].bytes += bytes
+        } else {
+            callerTallies[call.caller] = CallerTally(calls: 1, bytes: bytes)
+        }
     }
 
     /// Runs `body` on a call where it is stored (a dictionary's getter
@@ -77,8 +95,13 @@ public struct PendingCalls: Sendable {
     public mutating func remove(_ daemonID: Int64) -> Call? {
         guard let call = calls.removeValue(forKey: daemonID) else { return nil }
         byCaller[CallerKey(connection: call.caller, id: call.callerID)] = nil
-        if let slot = callerCounts.index(forKey: call.caller) {
-            if callerCounts.values[slot] > 1 { callerCounts.values[slot] -= 1 } else { callerCounts.remove(at: slot) }
+        if let slot = callerTallies.index(forKey: call.caller) {
+            if callerTallies.values[slot].calls > 1 {
+                callerTallies.values[slot].calls -= 1
+                callerTallies.values[slot].bytes -= call.callerIDBytes.readableBytes
+            } else {
+                callerTallies.remove(at: slot)
+            }
         }
         return call
     }

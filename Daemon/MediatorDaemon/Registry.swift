@@ -24,6 +24,9 @@ public struct Registry: Sendable {
         /// Where the round robin among equally loaded instances goes next.
         var nextTurn = 0
 
+        /// The specs as a set, which every instance of a pool must declare.
+        var specSet: Set<ActionSpec> { Set(actions) }
+
         /// The index of the instance to send the next call to: the fewest
         /// calls in flight, ties taken in turn; nil when there is none.
         public mutating func pickInstance() -> Int? {
@@ -53,16 +56,18 @@ public struct Registry: Sendable {
         connection: ConnectionID, credentials: PeerCredentials, peerName: String?
     ) throws(MediatorError) -> Int {
         let instance = Instance(instance: nextInstance, connection: connection, credentials: credentials, name: peerName)
-        if var existing = targets[name] {
-            guard mode == .pool, existing.mode == .pool else {
+        if let slot = targets.index(forKey: name) {
+            // Joined where it is stored: a copy of the target would copy its
+            // instances, making each join cost as much as the pool is large.
+            let existingMode = targets.values[slot].mode
+            guard mode == .pool, existingMode == .pool else {
                 throw MediatorError(.alreadyRegistered, "target \"\(name)\" is already registered" + (mode == .pool ? " in exclusive mode" : ""))
             }
             // Specs are compared as sets: the order of declaration does not matter.
-            guard Set(existing.actions) == Set(actions) else {
+            guard targets.values[slot].specSet == Set(actions) else {
                 throw MediatorError(.alreadyRegistered, "pool \"\(name)\" has different action specs")
             }
-            existing.instances.append(instance)
-            targets[name] = existing
+            targets.values[slot].instances.append(instance)
         } else {
             var byName: [String: ActionSpec] = [:]
             for spec in actions { byName[spec.name] = spec }
@@ -76,15 +81,16 @@ public struct Registry: Sendable {
 
     /// Removes the instances of `name` that `connection` registered.
     public mutating func unregister(target name: String, connection: ConnectionID) throws(MediatorError) -> [Instance] {
-        guard var existing = targets[name] else {
+        guard let slot = targets.index(forKey: name) else {
             throw MediatorError(.targetNotFound, "no component serves target \"\(name)\"")
         }
-        let removed = existing.instances.filter { $0.connection == connection }
+        // In place, as a join is: no copy of the pool's instances.
+        let removed = targets.values[slot].instances.filter { $0.connection == connection }
         guard !removed.isEmpty else {
             throw MediatorError(.forbidden, "target \"\(name)\" was registered by another connection")
         }
-        existing.instances.removeAll { $0.connection == connection }
-        targets[name] = existing.instances.isEmpty ? nil : existing
+        targets.values[slot].instances.removeAll { $0.connection == connection }
+        if targets.values[slot].instances.isEmpty { targets.remove(at: slot) }
         return removed
     }
 
