@@ -69,6 +69,15 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
     @Option(help: "Bytes queued toward all of a uid's connections before calls to it are refused (default 67108864).")
     var maxQueuedBytesPerUid: Int?
 
+    @Option(help: "Bytes a uid's calls keep while pending: their ids, held calls' params (default 67108864).")
+    var maxPendingBytesPerUid: Int?
+
+    @Option(help: "Bytes one register may declare, its params as sent (default 262144).")
+    var maxRegistrationBytes: Int?
+
+    @Option(help: "Bytes all of a uid's registrations may declare together (default 4194304).")
+    var maxRegisteredBytesPerUid: Int?
+
     @Option(help: "Milliseconds a component has after mediator.stop before it gets SIGTERM (default 3000).")
     var componentStopGraceMs: Int?
 
@@ -109,7 +118,8 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             ("shutdown_grace_ms", shutdownGraceMs), ("component_stop_grace_ms", componentStopGraceMs),
             ("max_connections_per_uid", maxConnectionsPerUid), ("max_calls_in_flight_per_uid", maxCallsInFlightPerUid),
             ("max_subscriptions_per_uid", maxSubscriptionsPerUid), ("max_registrations_per_uid", maxRegistrationsPerUid),
-            ("max_queued_bytes_per_uid", maxQueuedBytesPerUid),
+            ("max_queued_bytes_per_uid", maxQueuedBytesPerUid), ("max_pending_bytes_per_uid", maxPendingBytesPerUid),
+            ("max_registration_bytes", maxRegistrationBytes), ("max_registered_bytes_per_uid", maxRegisteredBytesPerUid),
         ]
         var settings = DaemonSettings(configFile: config, testHooks: testHooks)
         settings.componentDirectories = componentDirectories.isEmpty

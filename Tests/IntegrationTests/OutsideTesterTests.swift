@@ -1,0 +1,52 @@
+import Foundation
+import MediatorProtocol
+import Testing
+
+extension Integration {
+    /// The outside tester's attacks on a real mediatord (issue 10) that take
+    /// a real process to show: a crash, and a disconnect of the asker.
+    @Suite("What an outside tester found")
+    struct OutsideTester {
+        @Test("A frame of thousands of nested opens is answered, and the daemon lives on")
+        func nestedOpenDoesNotCrashTheDaemon() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let attacker = try world.peer(daemon)
+            // Each level escapes the one inside it once more: about 240 KB in
+            // one frame; before the fix this recursed until SIGSEGV.
+            var url = "app://mediator/ping"
+            while url.utf8.count < 240_000 {
+                url = "app://mediator/open?url=" + url.replacingOccurrences(of: "%", with: "%25")
+                    .replacingOccurrences(of: "?", with: "%3F").replacingOccurrences(of: "=", with: "%3D")
+            }
+            let answer = try attacker.call("mediator", "open", params: ["url": .string(url)], within: .seconds(10))
+            #expect(["forbidden", "bad_request"].contains(answer["error"]?["code"]?.stringValue), "\(answer.jsonText.prefix(300))")
+            let shallow = try attacker.call("mediator", "open", params: ["url": "app://mediator/open?url=app%3A%2F%2Fmediator%2Fping"])
+            #expect(shallow["error"]?["code"] == "forbidden")
+            // The daemon lives: a new connection is served.
+            _ = try world.peer(daemon).result("mediator", "ping")
+        }
+
+        @Test("A list larger than --max-outbound-bytes comes in pages; the asker is not disconnected")
+        func largeListIsPagedNotADisconnect() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon(["--max-outbound-bytes", "65536"])
+            let component = try world.peer(daemon)
+            let actions: [JSONValue] = (0..<100).map { .string("an_action_with_a_rather_long_name_\($0)") }
+            for n in 0..<60 {
+                _ = try component.register("Big\(100 + n)", actions: actions)
+            }
+            // About 240 KB of targets: four times what the asker may have queued.
+            let asker = try world.peer(daemon)
+            let first = try asker.result("mediator", "list")
+            #expect(first["next"] != nil, "more than one page")
+            #expect(try asker.result("mediator", "ping") == [:], "the asker is still connected")
+            // mediatorctl follows the pages.
+            let listed = try CLI(daemon).json("list")
+            let names = listed["targets"]?.arrayValue?.compactMap { $0["target"]?.stringValue } ?? []
+            #expect(names == (0..<60).map { "Big\(100 + $0)" })
+        }
+    }
+}
