@@ -181,6 +181,19 @@ public final class Broker {
         return takeEffects()
     }
 
+    /// Rebuilds the tables that a burst left mostly empty; says whether any was.
+    /// Called now and then by the host, never on the routing path.
+    func shrinkSparseTables() -> Bool {
+        var shrank = pending.shrinkIfSparse()
+        shrank = peers.shrinkIfSparse() || shrank
+        shrank = connectionsByUID.shrinkIfSparse() || shrank
+        for uid in Array(connectionsByUID.keys) {
+            shrank = connectionsByUID[uid]?.shrinkIfSparse() == true || shrank
+        }
+        shrank = monitors.shrinkIfSparse() || shrank
+        return shrank
+    }
+
     // MARK: - Requests
 
     func handleRequest(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {

@@ -80,6 +80,13 @@ final class BrokerHost: @unchecked Sendable {
     /// Without a wake-up pipe, a slice yields to reads with this timer.
     static let yieldToReads = TimeAmount.microseconds(2)
 
+    /// Memory a burst left behind is given back every `trimInterval`: the
+    /// tables are rebuilt once sparse, and malloc's free pages returned
+    /// once the load fell below half its high-water mark.
+    private var trimTask: RepeatedTask?
+    private var loadHighWater = 0
+    static let trimInterval = TimeAmount.seconds(5)
+
     /// Starts and watches component processes.
     var supervisor: ProcessSupervisor?
     var units: UnitControl?
@@ -124,7 +131,33 @@ final class BrokerHost: @unchecked Sendable {
             return nil
         }
         channels[id] = Open(context, uid: credentials.uid)
+        if channels.count > loadHighWater { loadHighWater = channels.count }
+        if trimTask == nil {
+            trimTask = eventLoop.scheduleRepeatedTask(initialDelay: Self.trimInterval, delay: Self.trimInterval) { [self] _ in
+                trimMemory()
+            }
+        }
         return id
+    }
+
+    /// After a burst (4,000 connections, 100,000 calls) an idle daemon kept
+    /// its high-water RSS: dictionaries never shrink, and glibc keeps freed
+    /// pages. Both are given back here, off the routing path.
+    func trimMemory() {
+        eventLoop.preconditionInEventLoop()
+        var shrank = broker.shrinkSparseTables()
+        shrank = channels.shrinkIfSparse() || shrank
+        shrank = backlogs.shrinkIfSparse() || shrank
+        shrank = policy.shrinkSparseTables() || shrank
+        let load = channels.count + broker.pending.count
+        loadHighWater = max(loadHighWater, broker.pending.count)
+        guard shrank || (loadHighWater >= 256 && load * 2 < loadHighWater) else { return }
+        loadHighWater = load
+        let before = ProcessMemory.residentBytes()
+        ProcessMemory.trimMalloc()
+        logger.debug(
+            "memory given back after a burst",
+            metadata: ["rss_before": "\(before ?? 0)", "rss_after": "\(ProcessMemory.residentBytes() ?? 0)"])
     }
 
     /// A line read from a peer: handled at once when its connection is
@@ -359,6 +392,8 @@ final class BrokerHost: @unchecked Sendable {
     func stop(grace: TimeAmount) -> EventLoopFuture<Void> {
         eventLoop.preconditionInEventLoop()
         stopping = true
+        trimTask?.cancel()
+        trimTask = nil
         for waiter in bootWaiters { waiter.fail(ChannelError.ioOnClosedChannel) }
         bootWaiters = []
         let promise = eventLoop.makePromise(of: Void.self)

@@ -98,6 +98,12 @@ struct DispatchPolicy {
     /// How long a dispatch that starts `now` may run.
     func slice(at now: NIODeadline) -> TimeAmount { isContended(at: now) ? sharedSlice : soloSlice }
 
+    /// Gives back what a burst of connections left (see ``SparseStorage``).
+    mutating func shrinkSparseTables() -> Bool {
+        let connections = backloggedUntil.shrinkIfSparse()
+        return credits.shrinkIfSparse() || connections
+    }
+
     mutating func forget(_ connection: ConnectionID) {
         backloggedUntil[connection] = nil
     }

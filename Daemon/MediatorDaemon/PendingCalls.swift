@@ -124,4 +124,11 @@ public struct PendingCalls: Sendable {
     }
 
     public var all: [Call] { calls.values.sorted { $0.daemonID < $1.daemonID } }
+
+    /// Gives back the storage of a burst of calls now answered (see ``SparseStorage``).
+    @discardableResult
+    mutating func shrinkIfSparse() -> Bool {
+        let shrank = [calls.shrinkIfSparse(), byCaller.shrinkIfSparse(), callerTallies.shrinkIfSparse()]
+        return shrank.contains(true)
+    }
 }

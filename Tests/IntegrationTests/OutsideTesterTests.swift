@@ -48,5 +48,30 @@ extension Integration {
             let names = listed["targets"]?.arrayValue?.compactMap { $0["target"]?.stringValue } ?? []
             #expect(names == (0..<60).map { "Big\(100 + $0)" })
         }
+
+        @Test("After a burst of connections the daemon gives its memory back")
+        func memoryIsGivenBackAfterABurst() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let baseline = try ProcFS.residentKiB(daemon.pid)
+            var peers: [RawPeer] = []
+            // Within this process's own open-file limit.
+            for _ in 0..<800 { peers.append(try daemon.connect()) }
+            for peer in peers { _ = try peer.result("mediator", "ping") }
+            let held = try ProcFS.residentKiB(daemon.pid)
+            for peer in peers { peer.close() }
+            peers = []
+            // The trim runs every 5 s; wait for it, bounded.
+            let deadline = ContinuousClock.now + .seconds(15)
+            var after = held
+            while ContinuousClock.now < deadline {
+                after = try ProcFS.residentKiB(daemon.pid)
+                if after - baseline < (held - baseline) / 2 { break }
+                Thread.sleep(forTimeInterval: 0.25)  // polling a condition, bounded above
+            }
+            #expect(held - baseline > 1_000, "the burst took memory: \(baseline) → \(held) KiB")
+            #expect(after - baseline < (held - baseline) / 2, "RSS \(baseline) → \(held) → \(after) KiB")
+        }
     }
 }
