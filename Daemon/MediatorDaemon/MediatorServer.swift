@@ -5,6 +5,10 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The daemon as a `Service`: binds (or adopts) the socket, accepts
 /// connections, and on graceful shutdown stops accepting, lets calls in
 /// flight finish within the grace period, answers the rest and returns.
@@ -111,7 +115,7 @@ public final class MediatorServer: Service, Sendable {
         let host = self.host
         let eventLoop = host.eventLoop
         let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.backlog, value: Self.backlog)
 
         let initializer: @Sendable (any Channel) -> EventLoopFuture<any Channel> = { channel in
             PeerCredentialsReader.read(channel).flatMapThrowing { credentials in
@@ -146,27 +150,37 @@ public final class MediatorServer: Service, Sendable {
             host.apply(host.broker.loadManifests(manifests, now: .now()))
         }.get()
 
-        let server: NIOAsyncChannel<any Channel, Never>
+        // The listening socket is ours in both cases (made here, or passed
+        // in), so that AcceptGuard can accept on it to refuse peers when the
+        // daemon is out of file descriptors.
+        let listeningSocket: Int32
         var boundPath: String?
         switch listener {
         case .path(let path):
             try SocketFile.prepare(path)
-            // Created with its mode rather than chmod-ed after: NIO accepts as
-            // soon as the file exists, so a chmod after bind leaves a window in
-            // which peers meet the umask's mode (other uids refused, or let in
-            // past a stricter --socket-mode).
-            let previousMask = SocketFile.restrictCreation(to: socketMode)
-            do {
-                server = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
-            } catch {
-                SocketFile.restoreCreationMask(previousMask)
-                throw error
-            }
-            SocketFile.restoreCreationMask(previousMask)
-            SocketFile.setMode(path, socketMode)
+            listeningSocket = try SocketFile.listen(path, mode: socketMode, backlog: Self.backlog)
             boundPath = path
         case .adopted(let handle, _):
-            server = try await bootstrap.bind(handle, childChannelInitializer: initializer)
+            listeningSocket = handle
+        }
+        let logger = self.logger
+        let madeHere = boundPath != nil
+        let guarded = bootstrap.serverChannelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                // NIO listens again on an adopted socket, with its own default
+                // backlog; ours is restored for the socket made here.
+                if madeHere { _ = Glibc.listen(listeningSocket, Self.backlog) }
+                try channel.pipeline.syncOperations.addHandler(
+                    AcceptGuard(listener: listeningSocket, logger: logger) { host.connectionCount },
+                    position: .first)
+            }
+        }
+        let server: NIOAsyncChannel<any Channel, Never>
+        do {
+            server = try await guarded.bind(listeningSocket, childChannelInitializer: initializer)
+        } catch {
+            if let boundPath { SocketFile.remove(boundPath) }
+            throw error
         }
         logger.info("listening", metadata: ["socket": "\(listenerDescription)"])
         // Components need the socket to connect to, so they start only now.
@@ -206,6 +220,9 @@ public final class MediatorServer: Service, Sendable {
         logger.info("stopped", metadata: ["calls_routed": "\(host.broker.callsRouted)"])
         try await group.shutdownGracefully()
     }
+
+    /// Connections waiting to be accepted, at most.
+    static let backlog: Int32 = 256
 
     var listenerDescription: String {
         switch listener {

@@ -60,6 +60,54 @@ public enum SocketFile {
 }
 
 extension SocketFile {
+    /// Creating, binding or listening on the socket failed.
+    public struct ListenFailure: Error, CustomStringConvertible {
+        public var path: String
+        public var operation: String
+        public var errno: Int32
+        public var description: String {
+            "cannot \(operation) the socket \(path): \(String(cString: strerror(errno)))"
+        }
+    }
+
+    /// A listening Unix stream socket bound at `path` (prepared with
+    /// ``prepare(_:)``), created with at most `mode`: the umask is narrowed
+    /// for the bind, then the mode is set exactly, and only then does the
+    /// socket listen, so no peer ever meets another mode. Close-on-exec; the
+    /// caller owns the descriptor (the daemon hands it to NIO, and keeps its
+    /// number to accept peers it must refuse when out of descriptors).
+    public static func listen(_ path: String, mode: mode_t, backlog: Int32) throws(ListenFailure) -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ListenFailure(path: path, operation: "create", errno: errno) }
+        func fail(_ operation: String, _ code: Int32) -> ListenFailure {
+            close(fd)
+            return ListenFailure(path: path, operation: operation, errno: code)
+        }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw fail("bind", ENAMETOOLONG) }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        let previousMask = restrictCreation(to: mode)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        let bindErrno = errno
+        restoreCreationMask(previousMask)
+        guard bound == 0 else { throw fail("bind", bindErrno) }
+        setMode(path, mode)
+        guard Glibc.listen(fd, backlog) == 0 else {
+            let code = errno
+            unlink(path)
+            throw fail("listen on", code)
+        }
+        return fd
+    }
+
     /// Removes the socket file the daemon created (NIO does not on close).
     public static func remove(_ path: String) {
         unlink(path)

@@ -50,14 +50,24 @@ public struct JournalLogHandler: LogHandler {
         }
     }
 
-    /// Journal field names are upper-case letters, digits and underscores.
+    /// Journal field names are upper-case letters, digits and underscores,
+    /// at most 64 of them, not starting with `_` (the journal's trusted
+    /// fields). One invalid name makes `sd_journal_sendv` drop the whole
+    /// record, so every key maps to a valid name, whatever it holds. Values
+    /// cannot add fields: each field is an iovec of its own, and the journal
+    /// stores a value with newlines as one binary-safe field.
     static func fieldName(_ key: String) -> String {
         if let known = fieldNames[key] { return known }
-        let cleaned = key.uppercased().unicodeScalars.map { scalar -> Character in
+        let cleaned = key.uppercased().unicodeScalars.prefix(maximumFieldNameLength - prefix.count).map {
+            scalar -> Character in
             (("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)) ? Character(scalar) : "_"
         }
-        return "MEDIATOR_" + String(cleaned)
+        return prefix + String(cleaned)
     }
+
+    static let prefix = "MEDIATOR_"
+    /// journald refuses longer field names (`journal_field_valid`).
+    static let maximumFieldNameLength = 64
 
     /// `sd_journal_send` is variadic and unavailable to Swift: build the
     /// iovec array for `sd_journal_sendv` instead.

@@ -139,8 +139,11 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         guard let mode = UInt32(socketMode, radix: 8) else { throw ValidationError("--socket-mode must be octal, e.g. 0660") }
         let toJournal = logTarget == .journal || (logTarget == .auto && JournalLogHandler.stderrIsJournal)
         LoggingSystem.bootstrap { label in
-            var handler: any LogHandler =
+            let output: any LogHandler =
                 toJournal ? JournalLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            // Peers' strings (hello names, executable paths) reach log lines:
+            // escaped here, for every target and call site, they cannot forge one.
+            var handler = ControlEscapingLogHandler(wrapping: output)
             handler.logLevel = level
             return handler
         }
