@@ -2,7 +2,8 @@
 ///
 /// The limit counts the frame's bytes without its terminator (`\n` or
 /// `\r\n`). A longer frame is reported once, then discarded up to the next
-/// LF, and the stream goes on. Empty lines are skipped. The framer keeps how
+/// LF, and the stream goes on. Empty lines are skipped, and so are blank
+/// ones (only spaces and tabs, before the LF or CR LF). The framer keeps how
 /// far it has already looked, so each byte is scanned once however the
 /// stream is chunked.
 public struct LineFramer: Sendable {
@@ -79,11 +80,31 @@ public struct LineFramer: Sendable {
             if length > maxFrameBytes {
                 return .tooLarge(consumed: lf + 1)
             }
-            if length == 0 {
+            if length == 0 || Self.isBlank(bytes, from: offset, count: length) {
                 offset = lf + 1
                 continue
             }
             return .frame(start: offset, length: length, consumed: lf + 1)
         }
+    }
+
+    /// Whether the line of `count` bytes at `start` holds only spaces and
+    /// tabs. A JSON line starts with `{`, so the first byte settles it for
+    /// every ordinary line and the rest is read only for a line that starts blank.
+    @inline(__always)
+    private static func isBlank(_ bytes: UnsafeRawBufferPointer, from start: Int, count: Int) -> Bool {
+        guard isSpaceOrTab(bytes[start]) else { return false }
+        var index = start + 1
+        let end = start + count
+        while index < end {
+            guard isSpaceOrTab(bytes[index]) else { return false }
+            index += 1
+        }
+        return true
+    }
+
+    @inline(__always)
+    private static func isSpaceOrTab(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09
     }
 }

@@ -113,8 +113,14 @@ public struct Component: Sendable {
     func handle(_ context: CallContext) async throws -> JSONValue {
         var context = context
         if context.action == "notFound", let notFoundHandler {
-            let action = context.params["action"]?.stringValue ?? ""
+            // The members come from the wire: a daemon that forwards a bad
+            // name, or any peer on its behalf, must not reach the handler
+            // (`serve --exec` passes the action as argv).
+            let action = try Self.validatedActionName(context.params["action"], member: "params.action")
             let params = context.params["params"] ?? .object([:])
+            guard params.objectValue != nil else {
+                throw MediatorError(.invalidParams, "params.params: expected an object, got \(Self.sample(params))")
+            }
             context.action = action
             context.params = params
             return try await notFoundHandler(action, params, context)
@@ -126,6 +132,40 @@ public struct Component: Sendable {
             return try await notFoundHandler(context.action, context.params, context)
         }
         throw MediatorError(.actionNotFound, "\"\(target)\" does not declare the action \"\(context.action)\"")
+    }
+
+    // MARK: - Checking names from the wire
+
+    /// `name` when it follows the action name rules (contract section 3:
+    /// `[A-Za-z_][A-Za-z0-9_.-]*`, at most 128 bytes).
+    ///
+    /// - Throws: `invalid_params`, its message naming `member`.
+    public static func validatedActionName(_ name: String, member: String) throws(MediatorError) -> String {
+        try validatedActionName(.string(name), member: member)
+    }
+
+    /// The string in `value` when it is one that follows the action name
+    /// rules; `value` nil means the member is missing.
+    ///
+    /// - Throws: `invalid_params`, its message naming `member`.
+    public static func validatedActionName(_ value: JSONValue?, member: String) throws(MediatorError) -> String {
+        guard let value else {
+            throw MediatorError(.invalidParams, "\(member): missing; expected an action name")
+        }
+        guard let name = value.stringValue, NameRules.isValidAction(name) else {
+            throw MediatorError(
+                .invalidParams,
+                "\(member): expected an action name ([A-Za-z_][A-Za-z0-9_.-]*, at most \(NameRules.maxNameBytes) bytes), got \(sample(value))")
+        }
+        return name
+    }
+
+    /// A peer's value for an error message: JSON (so that control characters
+    /// show escaped), cut short so that a huge value does not make a huge error.
+    static func sample(_ value: JSONValue) -> String {
+        let text = value.jsonText
+        let limit = 64
+        return text.count <= limit ? text : String(text.prefix(limit)) + "... (\(text.utf8.count) bytes)"
     }
 
     // MARK: - Running

@@ -1,4 +1,6 @@
 import Foundation
+import MediatorClient
+import MediatorProtocol
 import NIOConcurrencyHelpers
 
 /// One run of a program for `serve`: started with `posix_spawn`, its stdin
@@ -41,9 +43,15 @@ final class ExecRun: @unchecked Sendable {
     private var exitContinuation: CheckedContinuation<Termination, Never>?
     private var termination: Termination?
 
-    init(program: URL, arguments: [String], environment: [String: String], input: [UInt8]) {
+    /// Runs `program ACTION`.
+    ///
+    /// - Throws: `invalid_params` when `action` breaks the action name rules.
+    ///   Callers check it first; checking again where argv is built keeps a
+    ///   name like `-rf` or `../x; rm` from ever reaching a program however
+    ///   the call got here.
+    init(program: URL, action: String, environment: [String: String], input: [UInt8]) throws(MediatorError) {
         self.program = program.path
-        self.arguments = arguments
+        self.arguments = [try Component.validatedActionName(action, member: "action")]
         self.environment = environment
         self.input = input
     }

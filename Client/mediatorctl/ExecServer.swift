@@ -5,7 +5,9 @@ import MediatorProtocol
 /// `mediatorctl serve`: any executable as a component, like OpenWrt's rpcd
 /// exec plugins.
 ///
-/// For each call it runs `PROGRAM ACTION` with the params JSON (and a LF) on
+/// For each call it runs `PROGRAM ACTION` (ACTION always follows the action
+/// name rules: anything else is answered `invalid_params` and nothing runs)
+/// with the params JSON (and a LF) on
 /// stdin and `MEDIATOR_CALLER_PID/UID/GID` (and `MEDIATOR_CALLER_NAME`,
 /// `MEDIATOR_TARGET`, `MEDIATOR_ACTION`) in its environment:
 ///
@@ -50,6 +52,8 @@ struct ExecServer: Sendable {
     static func execute(_ program: URL, action: String, params: JSONValue, context: CallContext)
         async throws -> JSONValue
     {
+        // Before anything else: the action becomes argv[1] and MEDIATOR_ACTION.
+        let action = try Component.validatedActionName(action, member: "action")
         var environment = ProcessInfo.processInfo.environment
         for key in ["PID", "UID", "GID", "NAME"] { environment["MEDIATOR_CALLER_" + key] = nil }
         if let caller = context.caller {
@@ -60,8 +64,8 @@ struct ExecServer: Sendable {
         }
         environment["MEDIATOR_TARGET"] = context.target
         environment["MEDIATOR_ACTION"] = action
-        let run = ExecRun(program: program, arguments: [action], environment: environment,
-                          input: Array((params.jsonText + "\n").utf8))
+        let run = try ExecRun(program: program, action: action, environment: environment,
+                              input: Array((params.jsonText + "\n").utf8))
         let outcome: ExecRun.Outcome
         do {
             outcome = try await run.run()

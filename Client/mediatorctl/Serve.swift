@@ -14,7 +14,9 @@ struct Serve: AsyncParsableCommand {
             its message and {"status": N} as its data. A cancelled call (timeout, \
             mediator.cancel) terminates the program's process group.
 
-            Without --action, every action reaches the program (a notFound catch-all). \
+            Without --action, every action reaches the program (a notFound catch-all); \
+            a call whose action name breaks the name rules is answered invalid_params \
+            and the program is not run. \
             Logs "serving TARGET" on stderr once registered, and registers again if the \
             daemon restarts. SIGINT or SIGTERM stops it (exit 0).
 

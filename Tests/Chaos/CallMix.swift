@@ -16,6 +16,8 @@ enum ChaosTargets {
     static let demandPool = "ChaosDemandPool"
     /// Nothing serves it and no manifest names it.
     static let missing = "NoSuchTarget"
+    /// A pool that the pool probe's raw connections join (twice each), and nobody calls.
+    static let poolProbe = "ChaosPoolProbe"
 }
 
 /// One kind of call the clients make, with what may come back.
@@ -24,15 +26,22 @@ enum CallKind: String, CaseIterable, Comparable {
     case notesEcho, notesSleep, notesInvalid, notesFallback
     case demandEcho, demandStream, demandPoolSlow
     case ping, missingTarget, cancel, subscribe
+    /// `mediator/open` of a URL that reaches `mediator/open` again, nested 1-64 deep (now and then ~2,000).
+    case nestedOpen
+    /// A call held while `ChaosOnDemand` is being started, then sent again with the same id.
+    case heldDuplicate
+    /// A call held while `ChaosOnDemand` is being started, then cancelled.
+    case heldCancel
 
     static func < (a: CallKind, b: CallKind) -> Bool { a.rawValue < b.rawValue }
 
-    /// How often each kind is picked; `cancel` and `subscribe` are made on purpose, not drawn.
+    /// How often each kind is picked; `cancel`, `subscribe` and the held-call
+    /// probes are made on purpose, not drawn.
     static let weights: [(CallKind, Int)] = [
         (.swiftEcho, 10), (.swiftSlow, 8), (.swiftStream, 6), (.swiftFail, 3), (.swiftURL, 3), (.poolEcho, 6),
         (.notesEcho, 6), (.notesSleep, 6), (.notesInvalid, 2), (.notesFallback, 3),
         (.demandEcho, 8), (.demandStream, 5), (.demandPoolSlow, 8),
-        (.ping, 4), (.missingTarget, 2),
+        (.ping, 4), (.missingTarget, 2), (.nestedOpen, 2),
     ]
 
     /// Calls that a `mediator/cancel` may be aimed at: they take a while.
@@ -54,10 +63,16 @@ enum CallKind: String, CaseIterable, Comparable {
         case .notesInvalid:
             // Refused by the daemon's schema check, or nobody registered: never forwarded.
             return ["target_not_found"]
-        case .demandEcho, .demandStream, .demandPoolSlow:
+        case .demandEcho, .demandStream, .demandPoolSlow, .heldDuplicate:
             // A manifest names them: never target_not_found.
             return ["component_unavailable", "timeout", "activation_failed"]
         case .ping, .missingTarget, .cancel, .subscribe:
+            return []
+        case .nestedOpen:
+            // Refused before anything is routed: nothing else may answer it.
+            return []
+        case .heldCancel:
+            // Cancelled while held (or just forwarded): `cancelled`, and nothing else.
             return []
         }
     }
@@ -71,6 +86,8 @@ struct PlannedCall {
     var params: JSONValue
     var timeoutMs: Int64?
     var more = false
+    /// For `nestedOpen`: how many `mediator/open` URLs are nested inside the call.
+    var nesting = 0
 
     func request(id: Int64) -> JSONValue {
         var members: [String: JSONValue] = [
@@ -91,11 +108,23 @@ struct CallMix {
     /// a stream lasts at most 8 × 100 ms).
     static let longestCallMs: Int64 = daemonDefaultTimeoutMs + 1000
 
-    private let totalWeight = CallKind.weights.reduce(0) { $0 + $1.1 }
+    /// Depths of the usual nested opens, and of the rare deep ones (whose
+    /// URL, about 27 bytes a level, stays far below the 1 MiB frame limit).
+    static let nesting: ClosedRange<Int> = 1...64
+    static let deepNesting: ClosedRange<Int> = 1900...2100
+    static let deepNestingOneIn = 32
+    /// A nested open this deep or deeper counts as a deep one in the tally.
+    static var deepNestingCounted: Int { deepNesting.lowerBound }
+
+    /// The kinds the run leaves out (`--skip-probe`), so that it can be run
+    /// against a daemon without the fixes they check.
+    var skipped: Set<CallKind> = []
+
+    private var totalWeight: Int { CallKind.weights.filter { !skipped.contains($0.0) }.reduce(0) { $0 + $1.1 } }
 
     func draw(using rng: inout SeededGenerator) -> CallKind {
         var pick = Int.random(in: 0..<totalWeight, using: &rng)
-        for (kind, weight) in CallKind.weights {
+        for (kind, weight) in CallKind.weights where !skipped.contains(kind) {
             if pick < weight { return kind }
             pick -= weight
         }
@@ -159,6 +188,20 @@ struct CallMix {
             return PlannedCall(kind: kind, target: "mediator", action: "ping", params: [:], timeoutMs: nil)
         case .missingTarget:
             return PlannedCall(kind: kind, target: ChaosTargets.missing, action: "echo", params: tag, timeoutMs: someTimeout())
+        case .nestedOpen:
+            let leaf = "chaos://\(ChaosTargets.swift)/echo?c=\(client)&n=\(id)"
+            let deep = Int.random(in: 0..<Self.deepNestingOneIn, using: &rng) == 0
+            let depth = deep ? Int.random(in: Self.deepNesting, using: &rng) : Int.random(in: Self.nesting, using: &rng)
+            let url = NestedOpenURL.make(depth: depth, leaf: leaf, using: &rng)
+            var call = PlannedCall(kind: kind, target: "mediator", action: "open", params: ["url": .string(url)], timeoutMs: someTimeout())
+            call.nesting = depth
+            return call
+        case .heldDuplicate:
+            // Slow, so that were the duplicate (an `echo`) served as well, its answer would come first and show.
+            return PlannedCall(kind: kind, target: ChaosTargets.onDemand, action: "slow", params: ["ms": 200, "n": .int(id)], timeoutMs: 3000)
+        case .heldCancel:
+            // Far longer than the cancel takes to follow it.
+            return PlannedCall(kind: kind, target: ChaosTargets.onDemand, action: "slow", params: ["ms": 1500, "n": .int(id)], timeoutMs: 3000)
         case .cancel, .subscribe:
             // Built by the client, which knows the call to cancel.
             return PlannedCall(kind: kind, target: "mediator", action: "ping", params: [:], timeoutMs: nil)
@@ -183,9 +226,10 @@ enum AnswerCheck {
             if call.kind == .swiftFail && code == "chaos_failure" { return nil }
             if call.kind == .notesInvalid && code == "invalid_params" { return nil }
             if call.kind == .missingTarget && code == "target_not_found" { return nil }
+            if call.kind == .nestedOpen && code == "forbidden" { return nil }
             if code == "cancelled" && cancelAsked { return nil }
             if call.kind.toleratedErrors.contains(code) { return nil }
-            return "unexpected error \(code) (\(message))"
+            return "unexpected error \(code) (\(message.prefix(300)))"
         case .result(let result):
             return resultProblem(result, call: call, partials: partials, ourPID: ourPID, ourUID: ourUID)
         }
@@ -220,10 +264,55 @@ enum AnswerCheck {
             good = result["fallback"] == "chaosUndeclared" && result["params"] == params
         case .ping, .cancel, .subscribe:
             good = result == .object([:])
-        case .swiftFail, .notesInvalid, .missingTarget:
+        case .heldDuplicate:
+            // The first call's answer; an echo of the duplicate's params would mean it was served.
+            good = result["slept"] != nil && result["slept"] == params["ms"]
+        case .swiftFail, .notesInvalid, .missingTarget, .nestedOpen, .heldCancel:
             good = false
         }
         if good { return nil }
+        if call.kind == .nestedOpen {
+            // Its URL runs to tens of kilobytes: the depth says enough.
+            return "wrong result \(result.jsonText.prefix(200)) for mediator/open nested \(call.nesting) deep (forbidden expected)"
+        }
         return "wrong result \(result.jsonText) for \(call.target)/\(call.action) \(params.jsonText) after \(partials) partial(s)"
+    }
+}
+
+/// URLs for `mediator/open` that reach `mediator/open` again, `depth` times,
+/// around a `leaf` URL: what crashed the daemon by recursion (issue 10).
+enum NestedOpenURL {
+    /// Each level is `SCHEME://mediator/open?url=` and the level inside it,
+    /// escaped: in full (every byte but the unreserved ones, as a browser
+    /// would; the URL grows with the square of the depth) up to 64 deep, or
+    /// else only where the query needs it (`%`, `&`, `#`; it grows linearly).
+    /// Schemes vary and some levels say `open/`: a fix must look at what a URL
+    /// routes to, not compare text.
+    static func make(depth: Int, leaf: String, using rng: inout SeededGenerator) -> String {
+        let fullEscapes = depth <= 64 && Bool.random(using: &rng)
+        var url = leaf
+        for _ in 0..<depth {
+            let scheme = ["app", "chaos", "X-Mediator"].randomElement(using: &rng) ?? "app"
+            let action = Int.random(in: 0..<4, using: &rng) == 0 ? "open/" : "open"
+            url = "\(scheme)://mediator/\(action)?url=" + escape(url, full: fullEscapes)
+        }
+        return url
+    }
+
+    static func escape(_ text: String, full: Bool) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var escaped: [UInt8] = []
+        escaped.reserveCapacity(text.utf8.count * (full ? 3 : 1))
+        for byte in text.utf8 {
+            let unreserved = (byte >= 0x30 && byte <= 0x39) || ((byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+            let needed = byte == UInt8(ascii: "%") || byte == UInt8(ascii: "&") || byte == UInt8(ascii: "#")
+            if full ? !unreserved : needed {
+                escaped += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            } else {
+                escaped.append(byte)
+            }
+        }
+        return String(decoding: escaped, as: UTF8.self)
     }
 }

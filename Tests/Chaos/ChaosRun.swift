@@ -45,6 +45,11 @@ struct ChaosRun: ParsableCommand {
     @Option(help: "The Python interpreter (default: python3 on PATH).")
     var python: String?
 
+    @Option(help: ArgumentHelp(
+        "Leave out one of the issue 10 probes (repeatable): \(Probe.allCases.map(\.rawValue).joined(separator: ", ")).",
+        valueName: "probe"))
+    var skipProbe: [Probe] = []
+
     @Flag(help: "Keep the work folder (logs, manifests) even when the run passes.")
     var keep = false
 
@@ -74,7 +79,8 @@ struct ChaosRun: ParsableCommand {
             let session = try ChaosSession(
                 settings: ChaosSession.Settings(
                     seconds: seconds, warmup: warmup, clients: clients, depth: depth, seed: chosenSeed,
-                    rssTolerancePercent: rssTolerance, minCalls: minCalls ?? Int(20 * seconds)),
+                    rssTolerancePercent: rssTolerance, minCalls: minCalls ?? Int(20 * seconds),
+                    probes: Set(Probe.allCases).subtracting(skipProbe)),
                 paths: paths, workFolder: work)
             outcome = session.run()
         } catch {

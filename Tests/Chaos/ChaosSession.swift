@@ -15,6 +15,8 @@ final class ChaosSession {
         var seed: UInt64
         var rssTolerancePercent: Double
         var minCalls: Int
+        /// The issue 10 probes that run (`--skip-probe` leaves some out).
+        var probes: Set<Probe> = Set(Probe.allCases)
     }
 
     struct Paths {
@@ -40,12 +42,14 @@ final class ChaosSession {
     let socketPath: String
     let violations = Violations()
     private var rng: SeededGenerator
-    private let mix = CallMix()
+    private let mix: CallMix
     private var daemon: ChildProcess?
     private var daemonPID: pid_t { daemon?.pid ?? 0 }
     private var daemonEnded: Int32?
     private var fleet: Fleet?
+    /// The load clients, and last the probe client (no load; the held-call probes).
     private var clients: [LoadClient] = []
+    private var probes: Probes?
 
     /// Margin on top of the longest call when waiting for the last answers.
     static let drainMarginMs: Int64 = 5000
@@ -58,6 +62,9 @@ final class ChaosSession {
         self.work = workFolder
         self.socketPath = "\(workFolder)/mediator.sock"
         self.rng = SeededGenerator(seed: settings.seed)
+        var mix = CallMix()
+        if !settings.probes.contains(.nestedOpen) { mix.skipped.insert(.nestedOpen) }
+        self.mix = mix
     }
 
     /// Runs everything; the exit status (0: every check passed).
@@ -95,6 +102,11 @@ final class ChaosSession {
         }
         // Two clients also watch the daemon's events, which flow at every kill and restart.
         for client in clients.prefix(2) { client.subscribe() }
+        let probeClient = try LoadClient(
+            index: settings.clients, role: .probe, socketPath: socketPath, violations: violations,
+            pid: Int64(getpid()), uid: Int64(getuid()))
+        clients.append(probeClient)
+        probes = Probes(enabled: settings.probes, fleet: fleet, client: probeClient, violations: violations)
         _ = drain(within: 5)
 
         print("mediator-chaos: mediatord pid \(daemonPID)")
@@ -117,9 +129,15 @@ final class ChaosSession {
         }
         let unanswered = clients.flatMap { $0.unanswered() }
         for line in unanswered { violations.add("call without a final answer (hangs)", line) }
+        for client in clients where client.duplicatesAwaitingRefusal > 0 {
+            violations.add(
+                "duplicate id of a held call not refused (no bad_request with id null)",
+                "client \(client.index): \(client.duplicatesAwaitingRefusal) duplicate(s)")
+        }
 
         var tally = Tally()
         for client in clients { tally.add(client.tally) }
+        if let probes { tally.add(probes.tally) }
         let seen = fleet.managedPIDsSeen
         checkNotVacuous(chaos: chaos, tally: tally, seen: seen)
 
@@ -223,6 +241,7 @@ final class ChaosSession {
             fleet.reap(now: now)
             fleet.restartDue(now: now)
             fleet.closeAbandoned(now: now)
+            probes?.tick(now: now, mix: mix, rng: &rng)
             if now >= nextStrike {
                 fleet.strike(using: &rng, now: now)
                 nextStrike = monotonicNanos() + UInt64.random(in: Self.strikeIntervalNs, using: &rng)
@@ -283,6 +302,24 @@ final class ChaosSession {
         require(tally.errorsByCode["timeout", default: 0] > 0, "no call got timeout")
         require(tally.streamsCompleted > 0, "no stream got partials and then its final result")
         require(tally.passedThroughErrors > 0, "no component error was passed through")
+        // The issue 10 probes: each must have been made and answered as expected.
+        let probes = settings.probes
+        if probes.contains(.nestedOpen) {
+            require(tally.nestedOpensForbidden > 0, "no nested mediator/open was answered forbidden")
+            require(
+                tally.deepNestedOpensForbidden > 0,
+                "no mediator/open nested \(CallMix.deepNestingCounted) or more deep was answered forbidden")
+        }
+        if probes.contains(.heldDuplicate) {
+            require(tally.duplicateIDsRefused > 0, "no duplicate id of a held call was refused with bad_request")
+            require(tally.heldDuplicatesAnswered > 0, "no held call sent twice got its answer")
+        }
+        if probes.contains(.heldCancel) {
+            require(tally.heldCancelsCancelled > 0, "no cancelled held call was answered cancelled")
+        }
+        if probes.contains(.poolTwice) {
+            require(tally.poolSecondJoinsRefused > 0, "no second join of a pool on one connection was refused")
+        }
     }
 
     private func printSummary(
@@ -304,6 +341,11 @@ final class ChaosSession {
             errors by code: \(errors)
             partials \(tally.partials); streams completed after partials \(tally.streamsCompleted); errors after partials \(tally.errorsAfterPartials)
             cancels sent \(tally.cancelsSent); events received \(tally.eventsReceived)
+            probes (\(settings.probes.map(\.rawValue).sorted().joined(separator: ", "))): nested opens forbidden \(tally.nestedOpensForbidden) \
+            (deep \(tally.deepNestedOpensForbidden)); held calls sent twice \(tally.heldDuplicatesSent), duplicates refused \
+            \(tally.duplicateIDsRefused), answered \(tally.heldDuplicatesAnswered); held calls cancelled \
+            \(tally.heldCancelsCancelled) of \(tally.heldCancelsSent); pools joined twice \(tally.poolJoinProbes), \
+            refused \(tally.poolSecondJoinsRefused); ChaosOnDemand kills for probes \(f.probeKills), probes skipped \(f.probesSkipped)
             by kind: \(kinds)
             chaos phase kills: run-started SIGKILL \(f.ownedSIGKILL), SIGTERM \(f.ownedSIGTERM), restarted \(f.ownedRestarts), \
             ended by themselves \(f.ownedUnexpectedExits); daemon-started SIGKILL \(f.daemonStartedSIGKILL), \
@@ -332,7 +374,8 @@ final class ChaosSession {
             daemonStartedSIGTERM: a.daemonStartedSIGTERM - b.daemonStartedSIGTERM,
             daemonStartedNoneRunning: a.daemonStartedNoneRunning - b.daemonStartedNoneRunning,
             abandonedConnections: a.abandonedConnections - b.abandonedConnections,
-            abandonedCalls: a.abandonedCalls - b.abandonedCalls)
+            abandonedCalls: a.abandonedCalls - b.abandonedCalls,
+            probeKills: a.probeKills - b.probeKills, probesSkipped: a.probesSkipped - b.probesSkipped)
     }
 
     // MARK: - The end

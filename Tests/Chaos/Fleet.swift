@@ -39,6 +39,10 @@ final class Fleet {
         var abandonedConnections = 0
         /// Calls left in flight on the abandoned connections.
         var abandonedCalls = 0
+        /// `ChaosOnDemand` processes SIGKILLed so that a held-call probe finds it being started.
+        var probeKills = 0
+        /// Held-call probes skipped: the daemon still counted it running after the bound.
+        var probesSkipped = 0
     }
 
     let socketPath: String
@@ -248,6 +252,38 @@ final class Fleet {
             guard now.map({ entry.closeAt <= $0 }) ?? true else { return false }
             entry.socket.close()
             return true
+        }
+    }
+
+    /// For the held-call probes: SIGKILLs the running `ChaosOnDemand`
+    /// process, if any, and waits (at most `seconds`, polling its status)
+    /// until the daemon no longer counts it as running, so that the next call
+    /// to it is held while the daemon starts it again. False when that does
+    /// not happen in time (the probe is then skipped and counted).
+    func bringOnDemandDown(within seconds: Double) -> Bool {
+        let target = ChaosTargets.onDemand
+        let deadline = monotonicNanos() + UInt64(seconds * 1e9)
+        var killed: Set<Int32> = []
+        do {
+            while true {
+                let status = try managedState(target)
+                let pids = (status["pids"]?.arrayValue ?? []).compactMap { $0.intValue.map { Int32(truncatingIfNeeded: $0) } }
+                managedPIDsSeen[target, default: []].formUnion(pids)
+                if status["state"]?.stringValue != "running" { return true }
+                for pid in pids where pid > 0 && !killed.contains(pid) {
+                    kill(pid, SIGKILL)
+                    killed.insert(pid)
+                    counters.probeKills += 1
+                }
+                guard monotonicNanos() < deadline else {
+                    counters.probesSkipped += 1
+                    return false
+                }
+                usleep(5_000)  // the polling interval; the deadline bounds it
+            }
+        } catch {
+            violations.add("daemon did not answer a control call", "status \(target): \(error)")
+            return false
         }
     }
 

@@ -5,7 +5,12 @@ import MediatorProtocol
 /// line it receives: exactly one final response per id issued, partials
 /// only for `more` calls and only before the final one, no response to an
 /// id never issued, no request or unasked-for event.
+///
+/// The probe client (`role: .probe`) issues no load; the run has it make the
+/// held-call probes, whose answers it checks the same way.
 final class LoadClient {
+    enum Role { case load, probe }
+
     struct Record {
         var call: PlannedCall
         var partials = 0
@@ -14,6 +19,7 @@ final class LoadClient {
     }
 
     let index: Int
+    let role: Role
     let socket: LineSocket
     let violations: Violations
     private(set) var tally = Tally()
@@ -22,11 +28,14 @@ final class LoadClient {
     private var records: [Int64: Record] = [:]
     private(set) var inFlight: Set<Int64> = []
     private var closedByDaemon = false
+    /// Duplicate ids sent that still wait for their `bad_request` with `"id": null`.
+    private(set) var duplicatesAwaitingRefusal = 0
     private let ourPID: Int64
     private let ourUID: Int64
 
-    init(index: Int, socketPath: String, violations: Violations, pid: Int64, uid: Int64) throws {
+    init(index: Int, role: Role = .load, socketPath: String, violations: Violations, pid: Int64, uid: Int64) throws {
         self.index = index
+        self.role = role
         self.socket = try LineSocket.connect(path: socketPath)
         self.violations = violations
         self.ourPID = pid
@@ -46,7 +55,7 @@ final class LoadClient {
     /// Issues calls until `depth` are in flight; now and then one of them is
     /// a `mediator/cancel` of a slow call of this client's.
     func topUp(depth: Int, mix: CallMix, rng: inout SeededGenerator) {
-        guard isOpen else { return }
+        guard isOpen, role == .load else { return }
         while inFlight.count < depth {
             if Int.random(in: 0..<25, using: &rng) == 0, let victim = cancellableVictim(using: &rng) {
                 records[victim]?.cancelAsked = true
@@ -57,6 +66,34 @@ final class LoadClient {
             let kind = mix.draw(using: &rng)
             issue(mix.plan(kind, client: index, id: nextID, using: &rng))
         }
+    }
+
+    /// A call to `ChaosOnDemand` (which the run has just brought down, so
+    /// that the call is held while the daemon starts it), then a second
+    /// request with the same id at once: the daemon must refuse the second
+    /// with `bad_request` and `"id": null`, and answer the first exactly once.
+    func sendHeldDuplicate(mix: CallMix, rng: inout SeededGenerator) {
+        guard isOpen else { return }
+        let id = nextID
+        issue(mix.plan(.heldDuplicate, client: index, id: id, using: &rng))
+        tally.heldDuplicatesSent += 1
+        duplicatesAwaitingRefusal += 1
+        let duplicate = PlannedCall(
+            kind: .heldDuplicate, target: ChaosTargets.onDemand, action: "echo", params: ["duplicate": .int(id)], timeoutMs: 3000)
+        send(duplicate.request(id: id))
+    }
+
+    /// A call to `ChaosOnDemand` while it is being started, then a
+    /// `mediator/cancel` of it at once: the call must be answered `cancelled`
+    /// (and the cancel `{}`).
+    func sendHeldCancel(mix: CallMix, rng: inout SeededGenerator) {
+        guard isOpen else { return }
+        let id = nextID
+        issue(mix.plan(.heldCancel, client: index, id: id, using: &rng))
+        records[id]?.cancelAsked = true
+        tally.heldCancelsSent += 1
+        tally.cancelsSent += 1
+        issue(PlannedCall(kind: .cancel, target: "mediator", action: "cancel", params: ["id": .int(id)], timeoutMs: nil))
     }
 
     private func cancellableVictim(using rng: inout SeededGenerator) -> Int64? {
@@ -74,8 +111,12 @@ final class LoadClient {
         inFlight.insert(id)
         tally.issued += 1
         tally.issuedByKind[call.kind, default: 0] += 1
+        send(call.request(id: id))
+    }
+
+    private func send(_ request: JSONValue) {
         do {
-            try socket.send(call.request(id: id))
+            try socket.send(request)
         } catch {
             violations.add("client could not send", "client \(index): \(error)")
             closedByDaemon = true
@@ -114,6 +155,12 @@ final class LoadClient {
         }
         guard let idValue = message["id"] else {
             return violations.add("line of no known kind", "client \(index): \(text.prefix(200))")
+        }
+        if idValue == .null, message["error"]?["code"] == "bad_request", duplicatesAwaitingRefusal > 0 {
+            // The refusal of a duplicate id; which one does not show, only how many.
+            duplicatesAwaitingRefusal -= 1
+            tally.duplicateIDsRefused += 1
+            return
         }
         guard case .int(let id) = idValue else {
             return violations.add("response without one of our ids", "client \(index): \(text.prefix(200))")
@@ -158,7 +205,13 @@ final class LoadClient {
             tally.errorsByCode[code, default: 0] += 1
             if record.partials > 0 { tally.errorsAfterPartials += 1 }
             if code == "chaos_failure" { tally.passedThroughErrors += 1 }
+            if record.call.kind == .nestedOpen && code == "forbidden" {
+                tally.nestedOpensForbidden += 1
+                if record.call.nesting >= CallMix.deepNestingCounted { tally.deepNestedOpensForbidden += 1 }
+            }
+            if record.call.kind == .heldCancel && code == "cancelled" { tally.heldCancelsCancelled += 1 }
         }
+        if record.call.kind == .heldDuplicate { tally.heldDuplicatesAnswered += 1 }
         if let problem = AnswerCheck.problem(
             answer, call: record.call, partials: record.partials, cancelAsked: record.cancelAsked,
             ourPID: ourPID, ourUID: ourUID)
@@ -177,6 +230,6 @@ final class LoadClient {
     }
 
     /// Whether every id issued has exactly one final answer (recorded as it
-    /// came; a second one was a violation then).
-    var allAnswered: Bool { inFlight.isEmpty }
+    /// came; a second one was a violation then), and every duplicate id its refusal.
+    var allAnswered: Bool { inFlight.isEmpty && duplicatesAwaitingRefusal == 0 }
 }

@@ -14,6 +14,21 @@ struct Tally {
     var passedThroughErrors = 0
     var cancelsSent = 0
     var eventsReceived = 0
+    /// Nested `mediator/open` calls answered `forbidden`, and those of them ~2,000 deep.
+    var nestedOpensForbidden = 0
+    var deepNestedOpensForbidden = 0
+    /// Calls held for `ChaosOnDemand` and sent again with the same id; the
+    /// `bad_request` answers with `"id": null` they got; their final answers.
+    var heldDuplicatesSent = 0
+    var duplicateIDsRefused = 0
+    var heldDuplicatesAnswered = 0
+    /// Calls held for `ChaosOnDemand` and cancelled; those answered `cancelled`.
+    var heldCancelsSent = 0
+    var heldCancelsCancelled = 0
+    /// Connections that joined a pool twice; those refused `already_registered`
+    /// the second time with one instance listed.
+    var poolJoinProbes = 0
+    var poolSecondJoinsRefused = 0
 
     var finals: Int { results + errorsByCode.values.reduce(0, +) }
 
@@ -28,6 +43,15 @@ struct Tally {
         passedThroughErrors += other.passedThroughErrors
         cancelsSent += other.cancelsSent
         eventsReceived += other.eventsReceived
+        nestedOpensForbidden += other.nestedOpensForbidden
+        deepNestedOpensForbidden += other.deepNestedOpensForbidden
+        heldDuplicatesSent += other.heldDuplicatesSent
+        duplicateIDsRefused += other.duplicateIDsRefused
+        heldDuplicatesAnswered += other.heldDuplicatesAnswered
+        heldCancelsSent += other.heldCancelsSent
+        heldCancelsCancelled += other.heldCancelsCancelled
+        poolJoinProbes += other.poolJoinProbes
+        poolSecondJoinsRefused += other.poolSecondJoinsRefused
     }
 }
 

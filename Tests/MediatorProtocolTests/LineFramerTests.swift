@@ -101,6 +101,8 @@ private struct Harness {
 }
 
 /// The contract's framing, written the obvious way over the whole stream.
+/// Blank lines (only spaces and tabs) are skipped like empty ones; one over
+/// the limit is still too large (the framer reports that before its LF).
 private func reference(_ stream: [UInt8], max: Int) -> [Output] {
     var outputs: [Output] = []
     var lines = stream.split(separator: 0x0A, omittingEmptySubsequences: false).map(Array.init)
@@ -108,7 +110,11 @@ private func reference(_ stream: [UInt8], max: Int) -> [Output] {
     for var line in lines {
         if line.last == 0x0D { line.removeLast() }
         if line.isEmpty { continue }
-        outputs.append(line.count > max ? .tooLarge : .frame(line))
+        if line.count > max {
+            outputs.append(.tooLarge)
+        } else if !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
+            outputs.append(.frame(line))
+        }
     }
     // An unfinished line already over the limit, whatever a later CR LF would strip.
     var unfinished = trailing
@@ -142,6 +148,79 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         #expect(Harness.whole(bytes("\r\r\n"), max: 64) == [.text("\r")])
         #expect(Harness.whole(bytes("x\r\r\n"), max: 64) == [.text("x\r")])
         #expect(Harness.whole(bytes("\r"), max: 64) == [])
+    }
+
+    // MARK: - Blank lines
+
+    /// Lines of only spaces and tabs, before LF or CR LF: skipped like empty lines.
+    static let blankLines = [" \n", "\t\n", " \r\n", "\t\r\n", " \t \t\n", "        \t\r\n", String(repeating: " ", count: 17) + "\n"]
+
+    @Test(arguments: blankLines)
+    func blankLineIsSkipped(line: String) {
+        let stream = bytes(line + #"{"a":1}"# + "\n" + line + line + #"{"b":2}"# + "\r\n" + line)
+        let expected: [Output] = [.text(#"{"a":1}"#), .text(#"{"b":2}"#)]
+        #expect(Harness.whole(stream, max: 64) == expected)
+        #expect(Harness.byteByByte(stream, max: 64) == expected)
+        #expect(Harness.whole(bytes(line), max: 64) == [])
+        #expect(Harness.byteByByte(bytes(line), max: 64) == [])
+    }
+
+    @Test func linesWithMoreThanSpacesAndTabsAreFrames() {
+        // Whitespace around JSON is the parser's business, not the framer's.
+        #expect(Harness.byteByByte(bytes(" {}\n"), max: 64) == [.text(" {}")])
+        #expect(Harness.byteByByte(bytes("\t{}\t\n"), max: 64) == [.text("\t{}\t")])
+        #expect(Harness.byteByByte(bytes("{} \n"), max: 64) == [.text("{} ")])
+        // Only a CR right before the LF is the terminator; elsewhere it is content.
+        #expect(Harness.byteByByte(bytes(" \r \n"), max: 64) == [.text(" \r ")])
+        #expect(Harness.byteByByte(bytes(" \r\r\n"), max: 64) == [.text(" \r")])
+        // Other white space is not blank: vertical tab, form feed, NBSP.
+        #expect(Harness.byteByByte(bytes(" \u{0B}\n"), max: 64) == [.text(" \u{0B}")])
+        #expect(Harness.byteByByte(bytes("\u{0C}\n"), max: 64) == [.text("\u{0C}")])
+        #expect(Harness.byteByByte(bytes(" \u{A0}\n"), max: 64) == [.text(" \u{A0}")])
+        // A blank start and a non-blank last byte, across the eight-byte words.
+        let late = String(repeating: " ", count: 15) + "x"
+        #expect(Harness.whole(bytes(late + "\n"), max: 64) == [.text(late)])
+        #expect(Harness.byteByByte(bytes(late + "\n"), max: 64) == [.text(late)])
+    }
+
+    @Test func blankLinesAtTheLimit() {
+        let max = 8
+        let atLimit = [UInt8](repeating: 0x20, count: max)
+        let overLimit = [UInt8](repeating: 0x09, count: max + 1)
+        // At the limit: skipped. Over it: too large, like any line, since that
+        // is known before the LF arrives.
+        let stream = atLimit + bytes("\r\n") + overLimit + bytes("\n") + bytes("ok\n")
+        let expected: [Output] = [.tooLarge, .text("ok")]
+        #expect(Harness.whole(stream, max: max) == expected)
+        #expect(Harness.byteByByte(stream, max: max) == expected)
+        #expect(reference(stream, max: max) == expected)
+    }
+
+    @Test func blankLinesAreConsumedWithTheNextFrame() {
+        var framer = LineFramer(maxFrameBytes: 10)
+        let stream = bytes(" \t\r\n \nab\n")
+        let step = stream.withUnsafeBytes { framer.next($0) }
+        #expect(step == .frame(start: 6, length: 2, consumed: 9))
+
+        var second = LineFramer(maxFrameBytes: 10)
+        let onlyBlank = bytes("\t \n  \r\n ")
+        // The unfinished " " may still become a frame: it stays pending.
+        #expect(onlyBlank.withUnsafeBytes { second.next($0) } == .needMore(consumed: 7))
+        // The caller dropped 7 bytes; "x" and the LF follow the pending " ".
+        #expect(bytes(" x\n").withUnsafeBytes { second.next($0) } == .frame(start: 0, length: 2, consumed: 3))
+    }
+
+    @Test(arguments: Array(UInt64(1)...20))
+    func chunkingDoesNotMatterWithBlankLines(seed: UInt64) {
+        let max = [1, 2, 8, 31, 64][Int(seed % 5)]
+        let stream = Self.randomStream(seed: seed, max: max, blankLines: true)
+        let expected = reference(stream, max: max)
+        #expect(Harness.whole(stream, max: max) == expected, "whole, seed \(seed)")
+        #expect(Harness.byteByByte(stream, max: max) == expected, "byte by byte, seed \(seed)")
+        for chunkSeed in UInt64(0)..<10 {
+            let got = Harness.randomChunks(stream, max: max, seed: seed &* 1000 &+ chunkSeed, largest: 7)
+            #expect(got == expected, "seed \(seed), chunk seed \(chunkSeed)")
+        }
     }
 
     @Test func stepValuesAreExact() {
@@ -303,13 +382,19 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     // MARK: - Any chunking gives the same frames
 
-    static func randomStream(seed: UInt64, max: Int) -> [UInt8] {
+    /// `blankLines` adds lines of spaces and tabs (some over the limit); without
+    /// it the streams are the ones the seeds have always given.
+    static func randomStream(seed: UInt64, max: Int, blankLines: Bool = false) -> [UInt8] {
         var generator = SplitMix64(seed: seed)
         var stream: [UInt8] = []
         for _ in 0..<60 {
             switch Int.random(in: 0..<10, using: &generator) {
             case 0: stream += bytes("\n")
             case 1: stream += bytes("\r\n")
+            case 2 where blankLines:
+                let count = Int.random(in: 1...(max + 2), using: &generator)
+                for _ in 0..<count { stream.append(Bool.random(using: &generator) ? 0x20 : 0x09) }
+                stream += Bool.random(using: &generator) ? bytes("\r\n") : bytes("\n")
             default:
                 // Lengths cluster around the limit.
                 let length = Int.random(in: Swift.max(1, max - 3)...(max + 3), using: &generator)
