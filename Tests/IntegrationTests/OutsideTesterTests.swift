@@ -73,5 +73,40 @@ extension Integration {
             #expect(held - baseline > 1_000, "the burst took memory: \(baseline) → \(held) KiB")
             #expect(after - baseline < (held - baseline) / 2, "RSS \(baseline) → \(held) → \(after) KiB")
         }
+
+        /// Defect 3: 4,000 tiny events to 500 subscribers in one write from
+        /// one uid held another uid's ping for 1.06 s. Fair turns must bound
+        /// the wait by work, not by lines: the ping is answered long before
+        /// the flood has been fanned out (a ratio of the two, no fixed time).
+        @Test(
+            "Costly small lines from one uid do not hold another uid's ping behind them",
+            .enabled(if: OtherUser.available, "needs root and util-linux setpriv"))
+        func costlyEventsDoNotHoldAnotherUidsPing() throws {
+            let world = try World()
+            defer { world.close() }
+            try world.shareDirectory()
+            let daemon = try world.daemon()
+            // Root subscribers (exempt from the queued-bytes quota) that never read.
+            var subscribers: [RawPeer] = []
+            for _ in 0..<200 {
+                let subscriber = try daemon.connect()
+                _ = try subscriber.result("mediator", "subscribe", params: ["events": ["flood.*"]])
+                subscribers.append(subscriber)
+            }
+            let publisher = try OtherUser(uid: 4101, gid: 4101).connect(daemon)
+            let victim = try OtherUser(uid: 4102, gid: 4102).connect(daemon)
+            // The events, then a request answered only once all of them were handled.
+            var flood = String(repeating: #"{"event":"flood.tick"}"# + "\n", count: 2_000)
+            flood += #"{"id":"last","target":"mediator","action":"ping"}"#
+            let start = ContinuousClock.now
+            try publisher.sendLine(flood)
+            let pingID = try victim.request("mediator", "ping")
+            _ = try victim.response(to: pingID, within: .seconds(60))
+            let ping = ContinuousClock.now - start
+            _ = try publisher.response(to: "last", within: .seconds(120))
+            let whole = ContinuousClock.now - start
+            #expect(ping * 4 < whole, "ping answered after \(ping); the flood took \(whole)")
+            _ = subscribers
+        }
     }
 }
