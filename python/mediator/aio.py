@@ -200,6 +200,7 @@ class Subscription:
 
     def close(self) -> None:
         if not self.closed:
+            self.closed = True
             self._client._unsubscribe(self)
             self._end()
 

@@ -235,6 +235,7 @@ class Subscription:
         """Stops the subscription; the daemon stops sending patterns that no
         other subscription of this client uses."""
         if not self.closed:
+            self.closed = True
             self._client._unsubscribe(self)
             self._end()
 
