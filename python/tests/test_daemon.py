@@ -220,14 +220,20 @@ class LifecycleTests(DaemonTestCase):
         self.assertEqual(caught.exception.code, "already_registered")
 
     def test_stop_without_mediator_stop_lets_calls_finish(self):
-        svc, events = notes_service()
+        svc, started = mediator.Service("Slow"), threading.Event()
+
+        @svc.action("sleep")
+        def sleep(params, ctx):
+            started.set()
+            time.sleep(0.5)
+            return {"slept": True}
         thread, _ = self.serve(svc)
         client = self.connect()
         answers = queue.Queue()
-        caller = threading.Thread(target=lambda: answers.put(client.call("Notes", "sleep", {"s": 0.5})))
+        caller = threading.Thread(target=lambda: answers.put(client.call("Slow", "sleep")))
         caller.start()
-        self.assertTrue(wait_until(lambda: client.describe("Notes")["instances"][0].get("in_flight") == 1, 10))
-        svc.stop()
+        self.assertTrue(started.wait(10))
+        svc.stop()  # not mediator.stop: the program decides to leave
         thread.join(10)
         self.assertFalse(thread.is_alive())
         self.assertEqual(answers.get(timeout=10), {"slept": True})
