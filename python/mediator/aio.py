@@ -26,7 +26,7 @@ from .client import DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Event, Hooks, pattern_
 from .errors import DISCONNECTED, UNREACHABLE, MediatorError, error_from_exception
 from .framing import MAX_FRAME, FrameDecoder, check_size, encode, kind, local_deadline
 from .paths import socket_path
-from .service import STOP_TIMEOUT, CallContext, Responder, ServiceBase, request_key
+from .service import REGISTER_TIMEOUT, STOP_TIMEOUT, CallContext, Responder, ServiceBase, request_key
 
 __all__ = ["CallContext", "Client", "Event", "MediatorError", "Service", "Subscription", "connect"]
 
@@ -534,11 +534,11 @@ class Service(ServiceBase):
             while not self._stopping:
                 session = _Session(self)
                 self._session = session
-                client = Client(socket=socket, name=name, user=user, timeout=10.0, _hooks=session.hooks)
+                client = Client(socket=socket, name=name, user=user, _hooks=session.hooks)
                 session.client = client
                 try:
                     await client._current()
-                    await client.call(DAEMON, "register", self.register_params())
+                    await client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)
                 except MediatorError:
                     await client.close()
                     if self._stopping:
@@ -556,7 +556,12 @@ class Service(ServiceBase):
                     outcome = on_registered()
                     if inspect.isawaitable(outcome):
                         await outcome
-                await session.ended.wait()
+                try:
+                    await session.ended.wait()
+                except BaseException:  # the task running run() was cancelled
+                    session.abandon()
+                    await asyncio.shield(client.close())
+                    raise
                 if session.leaving or self._stopping:
                     await session.drain(self.stop_timeout)
                     session.abandon()

@@ -9,6 +9,8 @@ from .framing import encode
 
 #: How long `run()` lets calls in flight finish after `mediator.stop` or `stop()`.
 STOP_TIMEOUT = 2.5
+#: How long `run()` waits for the daemon to answer `register`.
+REGISTER_TIMEOUT = 10.0
 
 
 class Responder:
@@ -286,9 +288,9 @@ class Service(ServiceBase):
             self._session = session
             client = None
             try:
-                client = Client(socket=socket, name=name, user=user, timeout=10.0, _hooks=session.hooks)
+                client = Client(socket=socket, name=name, user=user, _hooks=session.hooks)
                 session.client = client
-                client.call(DAEMON, "register", self.register_params())
+                client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)
             except MediatorError:
                 if client is not None:
                     client.close()
@@ -305,7 +307,12 @@ class Service(ServiceBase):
                 session.ended.set()
             elif on_registered is not None:
                 on_registered()
-            session.ended.wait()
+            try:
+                session.ended.wait()
+            except BaseException:  # KeyboardInterrupt: leave at once
+                session.abandon()
+                client.close()
+                raise
             if session.leaving or self._stopping.is_set():
                 session.drain(self.stop_timeout)
                 session.abandon()
