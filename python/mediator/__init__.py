@@ -1,0 +1,20 @@
+"""Mediator: call and serve targets through mediatord (standard library only).
+
+    import mediator
+
+    with mediator.connect() as client:
+        print(client.call("Notes", "add", {"text": "hi"}))
+
+The asyncio flavour of the same names is in `mediator.aio`.
+"""
+from .client import Client, Event, Stream, Subscription, connect
+from .errors import DISCONNECTED, FAILED, UNREACHABLE, MediatorError
+from .paths import SYSTEM_SOCKET, socket_path
+from .service import CallContext, Service
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CallContext", "Client", "DISCONNECTED", "Event", "FAILED", "MediatorError", "SYSTEM_SOCKET",
+    "Service", "Stream", "Subscription", "UNREACHABLE", "connect", "socket_path", "__version__",
+]

@@ -1,0 +1,578 @@
+"""The asyncio flavour: the same names as the sync API, over
+`asyncio.open_unix_connection`.
+
+    client = await mediator.aio.connect()
+    result = await client.call("Notes", "add", {"text": "hi"})
+    async for partial in client.stream("Notes", "watch"): ...
+    sub = await client.subscribe(["user.*"])
+    async for event in sub: ...
+
+    svc = mediator.aio.Service("Notes")
+    @svc.action("add")
+    async def add(params, ctx): return {"id": 1}
+    await svc.run()
+
+Service handlers may be `async def` (cancelled as a task on
+`mediator.cancel`) or plain functions (run in the default executor; they see
+`ctx.cancelled`). `ctx.client` is the asyncio client.
+"""
+import asyncio
+import functools
+import inspect
+import threading
+from typing import Any, AsyncIterator, Callable, Dict, List, Optional
+
+from .client import DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Event, Hooks, pattern_matches, request_message
+from .errors import DISCONNECTED, UNREACHABLE, MediatorError, error_from_exception
+from .framing import MAX_FRAME, FrameDecoder, check_size, encode, kind, local_deadline
+from .paths import socket_path
+from .service import REGISTER_TIMEOUT, STOP_TIMEOUT, CallContext, Responder, ServiceBase, request_key
+
+__all__ = ["CallContext", "Client", "Event", "MediatorError", "Service", "Subscription", "connect"]
+
+
+class _Link:
+    """One connection: the writer, the calls in flight by id, the reader task."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 on_event: Callable[[Event], None], on_closed: Callable[["_Link"], None], max_frame: int):
+        self.reader, self.writer = reader, writer
+        self.peer_max_frame: Optional[int] = None
+        self.hooks: Optional[Hooks] = None
+        self.closed: Optional[MediatorError] = None
+        self._on_event, self._on_closed = on_event, on_closed
+        self._decoder = FrameDecoder(max_frame)
+        self._pending: Dict[int, asyncio.Queue] = {}
+        self._next_id = 1
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.get_ident()
+        self._task = self._loop.create_task(self._read())
+
+    def send(self, message: dict) -> None:
+        """Queues a frame; safe from other threads (sync handlers)."""
+        frame = encode(message)
+        check_size(frame, self.peer_max_frame)
+        if self.closed is not None:
+            raise self.closed
+        if threading.get_ident() == self._thread:
+            self.writer.write(frame)
+        else:
+            self._loop.call_soon_threadsafe(self._write, frame)
+
+    def _write(self, frame: bytes) -> None:
+        if self.closed is None:
+            self.writer.write(frame)
+
+    async def drain(self) -> None:
+        try:
+            await self.writer.drain()
+        except (ConnectionError, OSError):
+            self.close(MediatorError(DISCONNECTED, "the connection closed"))
+            raise self.closed from None
+
+    def start_call(self, target: str, action: str, params: Any, timeout: Optional[float], more: bool = False):
+        if self.closed is not None:
+            raise self.closed
+        call_id = self._next_id
+        self._next_id += 1
+        responses: asyncio.Queue = asyncio.Queue()
+        self._pending[call_id] = responses
+        try:
+            self.send(request_message(target, action, params, call_id, timeout, more))
+        except BaseException:
+            self._pending.pop(call_id, None)
+            raise
+        return call_id, responses
+
+    async def wait(self, call_id: int, responses: asyncio.Queue, timeout: Optional[float]):
+        try:
+            kind_, value = await asyncio.wait_for(responses.get(), local_deadline(timeout))
+        except asyncio.TimeoutError:
+            self.cancel(call_id)
+            raise MediatorError("timeout", "no response within %.3g s" % local_deadline(timeout)) from None
+        except asyncio.CancelledError:
+            self.cancel(call_id)
+            raise
+        if kind_ == "error":
+            raise value
+        return kind_, value
+
+    def cancel(self, call_id: int) -> None:
+        if self._pending.pop(call_id, None) is not None and self.closed is None:
+            try:
+                self.send(request_message(DAEMON, "cancel", {"id": call_id}))
+            except MediatorError:
+                pass
+
+    def close(self, error: MediatorError) -> None:
+        if self.closed is not None:
+            return
+        self.closed = error
+        pending, self._pending = list(self._pending.values()), {}
+        for responses in pending:
+            responses.put_nowait(("error", error))
+        self.writer.close()
+        if asyncio.current_task() is not self._task:
+            self._task.cancel()
+        if self.hooks is not None:
+            self.hooks.closed()
+        self._on_closed(self)
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                data = await self.reader.read(65536)
+                if not data:
+                    break
+                for message in self._decoder.feed(data):
+                    self._dispatch(message)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self.close(MediatorError(DISCONNECTED, "the connection closed"))
+
+    def _dispatch(self, message: dict) -> None:
+        what = kind(message)
+        if what == "response":
+            call_id = message.get("id")
+            if not isinstance(call_id, int) or isinstance(call_id, bool):
+                return
+            continues = message.get("continues") is True
+            responses = self._pending.get(call_id)
+            if responses is None:
+                return
+            if not continues:
+                del self._pending[call_id]
+            if "error" in message:
+                responses.put_nowait(("error", MediatorError.from_wire(message["error"])))
+            else:
+                responses.put_nowait(("partial" if continues else "final", message.get("result")))
+        elif what == "request":
+            if self.hooks is not None:
+                self.hooks.request(message)
+        elif what == "event":
+            name, data = message.get("event"), message.get("data")
+            if not isinstance(name, str):
+                return
+            if name == "mediator.cancel":
+                if self.hooks is not None and isinstance(data, dict) and "id" in data:
+                    self.hooks.cancel(data["id"])
+                return
+            if name == "mediator.stop" and self.hooks is not None:
+                self.hooks.stop()
+            self._on_event(Event(name, data))
+
+
+class Subscription:
+    """The matching events as an async iterator; ends when closed or when
+    the connection is lost for good."""
+
+    _END = object()
+
+    def __init__(self, client: "Client", patterns: List[str]):
+        self.patterns = list(patterns)
+        self._client = client
+        self._queue: asyncio.Queue = asyncio.Queue()
+        self.closed = False
+
+    def __aiter__(self) -> "Subscription":
+        return self
+
+    async def __anext__(self) -> Event:
+        if self.closed and self._queue.empty():
+            raise StopAsyncIteration
+        item = await self._queue.get()
+        if item is self._END:
+            self.closed = True
+            raise StopAsyncIteration
+        return item
+
+    async def get(self, timeout: Optional[float] = None) -> Optional[Event]:
+        """The next event, or None when none came within `timeout` or it ended."""
+        try:
+            item = await asyncio.wait_for(self._queue.get(), timeout)
+        except asyncio.TimeoutError:
+            return None
+        if item is self._END:
+            self.closed = True
+            return None
+        return item
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._client._unsubscribe(self)
+            self._end()
+
+    def _end(self) -> None:
+        self._queue.put_nowait(self._END)
+
+    def _deliver(self, event: Event) -> None:
+        if any(pattern_matches(p, event.name) for p in self.patterns):
+            self._queue.put_nowait(event)
+
+
+class Client:
+    """An asyncio connection to mediatord; use `await mediator.aio.connect()`.
+    Same behaviour as `mediator.Client`."""
+
+    def __init__(self, socket: Optional[str] = None, name: Optional[str] = None,
+                 timeout: Optional[float] = None, reconnect: bool = False, user: bool = False,
+                 max_frame: int = MAX_FRAME, _hooks: Optional[Hooks] = None):
+        self.socket_path = socket_path(socket, user=user)
+        self.name, self.timeout, self.reconnect, self.max_frame = name, timeout, reconnect, max_frame
+        self.connection_id: Optional[int] = None
+        self._hooks = _hooks
+        self._link: Optional[_Link] = None
+        self._subscriptions: List[Subscription] = []
+        self._closed = False
+        self._connect_lock = asyncio.Lock()
+        self._retry_task: Optional[asyncio.Task] = None
+
+    async def _open(self) -> _Link:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(self.socket_path),
+                self.timeout or 10.0)
+        except (OSError, asyncio.TimeoutError) as e:
+            raise MediatorError(UNREACHABLE, "cannot connect to %s: %s" % (self.socket_path, e or "timed out")) from None
+        link = _Link(reader, writer, self._deliver_event, self._link_closed, self.max_frame)
+        link.hooks = self._hooks
+        params: Dict[str, Any] = {"protocol": 1}
+        if self.name is not None:
+            params["name"] = self.name
+        try:
+            hello = await self._call_on(link, DAEMON, "hello", params, self.timeout or 10.0)
+        except MediatorError as e:
+            link.close(MediatorError(DISCONNECTED, "closed after a failed hello"))
+            if e.code == DISCONNECTED:
+                raise MediatorError(UNREACHABLE, "cannot connect to %s: the daemon closed the connection"
+                                    % self.socket_path) from None
+            raise
+        if isinstance(hello, dict):
+            if isinstance(hello.get("max_frame"), int):
+                link.peer_max_frame = hello["max_frame"]
+            if isinstance(hello.get("connection"), int):
+                self.connection_id = hello["connection"]
+        return link
+
+    async def _current(self) -> _Link:
+        link = self._link
+        if not self._closed and link is not None and link.closed is None:
+            return link
+        async with self._connect_lock:
+            link = self._link
+            if self._closed:
+                raise MediatorError(DISCONNECTED, "the client is closed")
+            if link is not None and link.closed is None:
+                return link
+            if link is not None and not self.reconnect:
+                raise link.closed or MediatorError(DISCONNECTED, "the connection closed")
+            link = await self._open()
+            if self._closed:
+                link.close(MediatorError(DISCONNECTED, "the client is closed"))
+                raise MediatorError(DISCONNECTED, "the client is closed")
+            self._link = link
+            patterns = sorted({p for s in self._subscriptions for p in s.patterns})
+            if patterns:
+                await self._call_on(link, DAEMON, "subscribe", {"events": patterns}, self.timeout)
+            return link
+
+    def _link_closed(self, link: _Link) -> None:
+        if link is not self._link or self._closed:
+            return
+        if not self.reconnect:
+            subscriptions, self._subscriptions = self._subscriptions, []
+            for subscription in subscriptions:
+                subscription._end()
+        elif self._retry_task is None or self._retry_task.done():
+            self._retry_task = asyncio.get_running_loop().create_task(self._retry())
+
+    async def _retry(self) -> None:
+        delay = INITIAL_BACKOFF
+        while not self._closed:
+            await asyncio.sleep(delay)
+            try:
+                await self._current()
+                return
+            except MediatorError:
+                delay = min(delay * 2, MAX_BACKOFF)
+
+    async def _call_on(self, link: _Link, target: str, action: str, params: Any, timeout: Optional[float]) -> Any:
+        call_id, responses = link.start_call(target, action, params, timeout)
+        await link.drain()
+        return (await link.wait(call_id, responses, timeout))[1]
+
+    async def call(self, target: str, action: str, params: Any = None, timeout: Optional[float] = None) -> Any:
+        timeout = self.timeout if timeout is None else timeout
+        return await self._call_on(await self._current(), target, action, params, timeout)
+
+    async def stream(self, target: str, action: str, params: Any = None,
+                     timeout: Optional[float] = None) -> AsyncIterator[Any]:
+        """`async for r in client.stream(...)`: the partial results, then the final one."""
+        timeout = self.timeout if timeout is None else timeout
+        link = await self._current()
+        call_id, responses = link.start_call(target, action, params, timeout, more=True)
+        done = False
+        try:
+            await link.drain()
+            while not done:
+                kind_, value = await link.wait(call_id, responses, timeout)
+                done = kind_ == "final"
+                yield value
+        finally:
+            if not done:
+                link.cancel(call_id)
+
+    async def send(self, target: str, action: str, params: Any = None) -> None:
+        link = await self._current()
+        link.send(request_message(target, action, params))
+        await link.drain()
+
+    async def open(self, url: str, timeout: Optional[float] = None) -> Any:
+        return await self.call(DAEMON, "open", {"url": url}, timeout)
+
+    async def publish(self, event: str, data: Any = None) -> int:
+        params: Dict[str, Any] = {"event": event}
+        if data is not None:
+            params["data"] = data
+        result = await self.call(DAEMON, "publish", params)
+        delivered = result.get("delivered") if isinstance(result, dict) else None
+        return delivered if isinstance(delivered, int) else 0
+
+    async def ping(self) -> None:
+        await self.call(DAEMON, "ping")
+
+    async def describe(self, target: str) -> Any:
+        return await self.call(DAEMON, "describe", {"target": target})
+
+    async def subscribe(self, patterns: List[str]) -> Subscription:
+        if isinstance(patterns, str):
+            patterns = [patterns]
+        subscription = Subscription(self, patterns)
+        link = await self._current()
+        self._subscriptions.append(subscription)
+        try:
+            await self._call_on(link, DAEMON, "subscribe", {"events": list(patterns)}, self.timeout)
+        except BaseException:
+            if subscription in self._subscriptions:
+                self._subscriptions.remove(subscription)
+            raise
+        return subscription
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        if subscription not in self._subscriptions:
+            return
+        self._subscriptions.remove(subscription)
+        kept = {p for s in self._subscriptions for p in s.patterns}
+        orphans = [p for p in dict.fromkeys(subscription.patterns) if p not in kept]
+        link = self._link
+        if orphans and link is not None and link.closed is None:
+            try:
+                link.send(request_message(DAEMON, "unsubscribe", {"events": orphans}))
+            except MediatorError:
+                pass
+
+    def _deliver_event(self, event: Event) -> None:
+        for subscription in list(self._subscriptions):
+            subscription._deliver(event)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._retry_task is not None:
+            self._retry_task.cancel()
+        subscriptions, self._subscriptions = self._subscriptions, []
+        for subscription in subscriptions:
+            subscription._end()
+        link = self._link
+        if link is not None:
+            link.close(MediatorError(DISCONNECTED, "the client is closed"))
+            try:
+                await asyncio.wait_for(link.writer.wait_closed(), 2.0)
+            except (OSError, asyncio.TimeoutError):
+                pass
+
+    @property
+    def is_connected(self) -> bool:
+        link = self._link
+        return not self._closed and link is not None and link.closed is None
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+
+async def connect(socket: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None,
+                  reconnect: bool = False, user: bool = False) -> Client:
+    """Connects and says `hello`; raises MediatorError `unreachable` without a daemon."""
+    client = Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user)
+    await client._current()
+    return client
+
+
+class _Session:
+    """One connection of a running asyncio service: a task per call."""
+
+    def __init__(self, service: "Service"):
+        self.service = service
+        self.client: Optional[Client] = None
+        self.calls: Dict[Any, Any] = {}  # daemon id -> (ctx, task)
+        self.tasks: set = set()
+        self.ended = asyncio.Event()
+        self.leaving = False
+
+    @property
+    def hooks(self) -> Hooks:
+        return Hooks(self.on_request, self.on_cancel, self.on_stop, self.ended.set)
+
+    def on_request(self, request: dict) -> None:
+        client = self.client
+        if client is None or client._link is None:
+            return
+        responder = Responder(request.get("id"), request.get("more") is True, client._link.send)
+        ctx = CallContext(self.service.target, request, client, responder)
+        task = asyncio.get_running_loop().create_task(self.execute(ctx))
+        self.tasks.add(task)
+        if ctx.id is not None:
+            self.calls[request_key(ctx.id)] = (ctx, task)
+
+    async def execute(self, ctx: CallContext) -> None:
+        try:
+            handler, args = self.service.resolve(ctx)
+            if inspect.iscoroutinefunction(handler):
+                result = await handler(*args)
+            else:
+                loop = asyncio.get_running_loop()
+                result = await loop.run_in_executor(None, functools.partial(handler, *args))
+            if inspect.isawaitable(result):
+                result = await result
+            ctx._responder.finish(result=result)
+        except asyncio.CancelledError:
+            ctx._responder.finish(error=MediatorError("cancelled", "the handler was cancelled"))
+        except Exception as e:
+            ctx._responder.finish(error=error_from_exception(e))
+        finally:
+            self.tasks.discard(asyncio.current_task())
+            key = request_key(ctx.id)
+            if ctx.id is not None and self.calls.get(key, (None,))[0] is ctx:
+                del self.calls[key]
+
+    def on_cancel(self, request_id: Any) -> None:
+        entry = self.calls.pop(request_key(request_id), None)
+        if entry is not None:
+            ctx, task = entry
+            ctx._responder.suppress()
+            ctx.cancelled.set()
+            task.cancel()
+
+    def on_stop(self) -> None:
+        self.leaving = True
+        self.ended.set()
+
+    async def drain(self, timeout: float) -> None:
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=timeout)
+
+    def abandon(self) -> None:
+        for ctx, task in list(self.calls.values()):
+            ctx._responder.suppress()
+            ctx.cancelled.set()
+        for task in list(self.tasks):
+            task.cancel()
+        self.calls.clear()
+
+
+class Service(ServiceBase):
+    """`mediator.Service` for asyncio: `await svc.run(...)`."""
+
+    def __init__(self, target: str, description: Optional[str] = None, mode: str = "exclusive",
+                 actions: Optional[List[Any]] = None):
+        super().__init__(target, description, mode, actions)
+        self.stop_timeout = STOP_TIMEOUT
+        self._stopping = False
+        self._session: Optional[_Session] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._wake: Optional[asyncio.Event] = None
+        self._loop_thread: Optional[int] = None
+
+    def stop(self) -> None:
+        """Makes `run()` return after the calls in flight finish (bounded);
+        safe from any thread."""
+        self._stopping = True
+        loop, session = self._loop, self._session
+        if loop is not None:
+            def wake() -> None:
+                if session is not None:
+                    session.ended.set()
+                if self._wake is not None:
+                    self._wake.set()
+            if threading.get_ident() != self._loop_thread:
+                loop.call_soon_threadsafe(wake)
+            else:
+                wake()
+
+    async def _pause(self, delay: float) -> None:
+        try:
+            await asyncio.wait_for(self._wake.wait(), delay)
+        except asyncio.TimeoutError:
+            pass
+
+    async def run(self, socket: Optional[str] = None, name: Optional[str] = None, reconnect: bool = True,
+                  user: bool = False, on_registered: Optional[Callable[[], Any]] = None) -> None:
+        """As `mediator.Service.run`; `on_registered` may be a coroutine function."""
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._wake = asyncio.Event()
+        self._stopping = False
+        registered_once = False
+        delay = INITIAL_BACKOFF
+        try:
+            while not self._stopping:
+                session = _Session(self)
+                self._session = session
+                client = Client(socket=socket, name=name, user=user, _hooks=session.hooks)
+                session.client = client
+                try:
+                    await client._current()
+                    await client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)
+                except MediatorError:
+                    await client.close()
+                    if self._stopping:
+                        break
+                    if not registered_once or not reconnect:
+                        raise
+                    await self._pause(delay)
+                    delay = min(delay * 2, MAX_BACKOFF)
+                    continue
+                registered_once = True
+                delay = INITIAL_BACKOFF
+                if self._stopping:
+                    session.ended.set()
+                elif on_registered is not None:
+                    outcome = on_registered()
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                try:
+                    await session.ended.wait()
+                except BaseException:  # the task running run() was cancelled
+                    session.abandon()
+                    await asyncio.shield(client.close())
+                    raise
+                if session.leaving or self._stopping:
+                    await session.drain(self.stop_timeout)
+                    session.abandon()
+                    await client.close()
+                    break
+                session.abandon()
+                await client.close()
+                if not reconnect:
+                    raise MediatorError(DISCONNECTED, "the connection to the daemon closed")
+                await self._pause(delay)
+                delay = min(delay * 2, MAX_BACKOFF)
+        finally:
+            self._session = None
+            self._loop = None

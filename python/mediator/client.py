@@ -1,0 +1,535 @@
+"""The synchronous client: a socket, a reader thread, and calls matched to
+their responses by id. Every method may be called from any thread."""
+import queue
+import socket as _socket
+import threading
+import time
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional
+
+from .errors import DISCONNECTED, UNREACHABLE, MediatorError
+from .framing import MAX_FRAME, FrameDecoder, check_size, encode, kind, local_deadline, timeout_ms
+from .paths import socket_path
+
+DAEMON = "mediator"
+INITIAL_BACKOFF = 0.1
+MAX_BACKOFF = 5.0
+
+
+class Event(NamedTuple):
+    name: str
+    data: Any
+
+
+def pattern_matches(pattern: str, name: str) -> bool:
+    """An exact name, `prefix.*` (anything below the prefix) or `*`."""
+    if pattern == "*":
+        return True
+    if pattern.endswith(".*"):
+        return name.startswith(pattern[:-1])
+    return pattern == name
+
+
+def request_message(target: str, action: str, params: Any, id: Optional[int] = None,
+                    timeout: Optional[float] = None, more: bool = False) -> dict:
+    message = {"target": target, "action": action, "params": {} if params is None else params}
+    if id is not None:
+        message["id"] = id
+    ms = timeout_ms(timeout)
+    if ms is not None:
+        message["timeout_ms"] = ms
+    if more:
+        message["more"] = True
+    return message
+
+
+class Hooks(NamedTuple):
+    """What a service does with the requests and control events it receives
+    (called on the reader thread; must not block)."""
+    request: Callable[[dict], None]
+    cancel: Callable[[Any], None]
+    stop: Callable[[], None]
+    closed: Callable[[], None]
+
+
+class _Link:
+    """One connection: the writer, the table of calls in flight, the reader thread."""
+
+    def __init__(self, sock: _socket.socket, on_event: Callable[[Event], None],
+                 on_closed: Callable[["_Link"], None], max_frame: int):
+        self.sock = sock
+        self.peer_max_frame: Optional[int] = None
+        self.hooks: Optional[Hooks] = None
+        self._on_event = on_event
+        self._on_closed = on_closed
+        self._decoder = FrameDecoder(max_frame)
+        self._write_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._pending: Dict[int, "queue.Queue"] = {}
+        self._next_id = 1
+        self.closed: Optional[MediatorError] = None
+        self._thread = threading.Thread(target=self._read, name="mediator-reader", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def send(self, message: dict) -> None:
+        frame = encode(message)
+        check_size(frame, self.peer_max_frame)
+        with self._write_lock:
+            if self.closed is not None:
+                raise self.closed
+            try:
+                self.sock.sendall(frame)
+            except OSError as e:
+                error = MediatorError(DISCONNECTED, "cannot send: %s" % e)
+                self.close(error)
+                raise error from None
+
+    def start_call(self, target: str, action: str, params: Any, timeout: Optional[float],
+                   more: bool = False):
+        """Sends a request; returns its id and the queue its responses arrive on."""
+        responses: "queue.Queue" = queue.Queue()
+        with self._lock:
+            if self.closed is not None:
+                raise self.closed
+            call_id = self._next_id
+            self._next_id += 1
+            self._pending[call_id] = responses
+        try:
+            self.send(request_message(target, action, params, call_id, timeout, more))
+        except BaseException:
+            self.forget(call_id)
+            raise
+        return call_id, responses
+
+    def wait(self, call_id: int, responses: "queue.Queue", timeout: Optional[float]):
+        """The next response of a call: ("partial" | "final", value); raises
+        its error, or `timeout` after the call's timeout plus a margin."""
+        try:
+            kind_, value = responses.get(timeout=local_deadline(timeout))
+        except queue.Empty:
+            self.cancel(call_id)
+            raise MediatorError("timeout", "no response within %.3g s" % local_deadline(timeout)) from None
+        if kind_ == "error":
+            raise value
+        return kind_, value
+
+    def forget(self, call_id: int) -> bool:
+        with self._lock:
+            return self._pending.pop(call_id, None) is not None
+
+    def cancel(self, call_id: int) -> None:
+        """Stops waiting for `call_id` and tells the daemon (oneway)."""
+        if self.forget(call_id):
+            try:
+                self.send(request_message(DAEMON, "cancel", {"id": call_id}))
+            except MediatorError:
+                pass
+
+    def close(self, error: MediatorError) -> None:
+        """Fails every call in flight with `error`; idempotent."""
+        with self._lock:
+            if self.closed is not None:
+                return
+            self.closed = error
+            pending, self._pending = list(self._pending.values()), {}
+        try:
+            self.sock.shutdown(_socket.SHUT_RDWR)  # wakes the reader
+        except OSError:
+            pass
+        for responses in pending:
+            responses.put(("error", error))
+        if self.hooks is not None:
+            self.hooks.closed()
+        self._on_closed(self)
+
+    def join(self, timeout: float) -> None:
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    def _read(self) -> None:
+        try:
+            while True:
+                try:
+                    data = self.sock.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    break
+                for message in self._decoder.feed(data):
+                    self._dispatch(message)
+        finally:
+            self.close(MediatorError(DISCONNECTED, "the connection closed"))
+            self.sock.close()
+
+    def _dispatch(self, message: dict) -> None:
+        what = kind(message)
+        if what == "response":
+            call_id = message.get("id")
+            if not isinstance(call_id, int) or isinstance(call_id, bool):
+                return  # "id": null (our bad frame) or not ours
+            continues = message.get("continues") is True
+            with self._lock:
+                responses = self._pending.get(call_id)
+                if responses is not None and not continues:
+                    del self._pending[call_id]
+            if responses is None:
+                return  # late, cancelled, or unknown
+            if "error" in message:
+                responses.put(("error", MediatorError.from_wire(message["error"])))
+            else:
+                responses.put(("partial" if continues else "final", message.get("result")))
+        elif what == "request":
+            if self.hooks is not None:
+                self.hooks.request(message)
+        elif what == "event":
+            name, data = message.get("event"), message.get("data")
+            if not isinstance(name, str):
+                return
+            if name == "mediator.cancel":
+                if self.hooks is not None and isinstance(data, dict) and "id" in data:
+                    self.hooks.cancel(data["id"])
+                return
+            if name == "mediator.stop" and self.hooks is not None:
+                self.hooks.stop()
+            self._on_event(Event(name, data))
+
+
+class Subscription:
+    """The events matching `patterns`, as an iterator; ends when closed or
+    when the connection is lost for good."""
+
+    _END = object()
+
+    def __init__(self, client: "Client", patterns: List[str]):
+        self.patterns = list(patterns)
+        self._client = client
+        self._queue: "queue.Queue" = queue.Queue()
+        self.closed = False
+
+    def __iter__(self) -> "Subscription":
+        return self
+
+    def __next__(self) -> Event:
+        if self.closed and self._queue.empty():
+            raise StopIteration
+        item = self._queue.get()
+        if item is self._END:
+            self.closed = True
+            raise StopIteration
+        return item
+
+    def get(self, timeout: Optional[float] = None) -> Optional[Event]:
+        """The next event, or None when none came within `timeout` or the
+        subscription ended (see `closed`)."""
+        try:
+            item = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if item is self._END:
+            self.closed = True
+            return None
+        return item
+
+    def close(self) -> None:
+        """Stops the subscription; the daemon stops sending patterns that no
+        other subscription of this client uses."""
+        if not self.closed:
+            self.closed = True
+            self._client._unsubscribe(self)
+            self._end()
+
+    def _end(self) -> None:
+        self._queue.put(self._END)
+
+    def _deliver(self, event: Event) -> None:
+        if any(pattern_matches(p, event.name) for p in self.patterns):
+            self._queue.put(event)
+
+    def __enter__(self) -> "Subscription":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Stream:
+    """The responses to a `more` call: each partial result, then the final
+    one. An error response raises. Closing it early cancels the call."""
+
+    def __init__(self, link: _Link, call_id: int, responses: "queue.Queue", timeout: Optional[float]):
+        self._link, self._id, self._responses, self._timeout = link, call_id, responses, timeout
+        self._done = False
+
+    def __iter__(self) -> "Stream":
+        return self
+
+    def __next__(self) -> Any:
+        if self._done:
+            raise StopIteration
+        try:
+            kind_, value = self._link.wait(self._id, self._responses, self._timeout)
+        except BaseException:
+            self._done = True
+            raise
+        if kind_ == "final":
+            self._done = True
+        return value
+
+    def close(self) -> None:
+        if not self._done:
+            self._done = True
+            self._link.cancel(self._id)
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Client:
+    """A connection to mediatord. Use `mediator.connect()`.
+
+    `timeout` (seconds) is the default of every call that gives none, and
+    bounds connecting. With `reconnect=True`, a lost connection is opened
+    again (backoff 0.1 s doubling to 5 s) and subscriptions are renewed;
+    calls in flight when it was lost still fail with `disconnected`.
+    """
+
+    def __init__(self, socket: Optional[str] = None, name: Optional[str] = None,
+                 timeout: Optional[float] = None, reconnect: bool = False, user: bool = False,
+                 max_frame: int = MAX_FRAME, _hooks: Optional[Hooks] = None):
+        self.socket_path = socket_path(socket, user=user)
+        self.name = name
+        self.timeout = timeout
+        self.reconnect = reconnect
+        self.max_frame = max_frame
+        self.connection_id: Optional[int] = None
+        self._hooks = _hooks
+        self._lock = threading.Lock()  # guards _link, _subscriptions, _closed; held briefly
+        self._connect_lock = threading.Lock()  # one reconnection at a time
+        self._link: Optional[_Link] = None
+        self._subscriptions: List[Subscription] = []
+        self._closed = False
+        self._retrying = False
+        self._wake = threading.Event()
+        self._link = self._open()
+
+    # -- connecting
+
+    def _open(self) -> _Link:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout or 10.0)
+            sock.connect(self.socket_path)
+            sock.settimeout(None)
+        except OSError as e:
+            sock.close()
+            raise MediatorError(UNREACHABLE, "cannot connect to %s: %s" % (self.socket_path, e)) from None
+        link = _Link(sock, self._deliver_event, self._link_closed, self.max_frame)
+        link.hooks = self._hooks
+        link.start()
+        params: Dict[str, Any] = {"protocol": 1}
+        if self.name is not None:
+            params["name"] = self.name
+        try:
+            hello = self._call_on(link, DAEMON, "hello", params, self.timeout or 10.0)
+        except MediatorError as e:
+            link.close(MediatorError(DISCONNECTED, "closed after a failed hello"))
+            if e.code == DISCONNECTED:
+                raise MediatorError(UNREACHABLE, "cannot connect to %s: the daemon closed the connection"
+                                    % self.socket_path) from None
+            raise
+        if isinstance(hello, dict):
+            if isinstance(hello.get("max_frame"), int):
+                link.peer_max_frame = hello["max_frame"]
+            if isinstance(hello.get("connection"), int):
+                self.connection_id = hello["connection"]
+        return link
+
+    def _current(self) -> _Link:
+        """The live connection; with `reconnect`, opens a new one if needed."""
+        link = self._link
+        if not self._closed and link is not None and link.closed is None:
+            return link
+        with self._connect_lock:
+            link = self._link
+            if self._closed:
+                raise MediatorError(DISCONNECTED, "the client is closed")
+            if link is not None and link.closed is None:
+                return link
+            if not self.reconnect:
+                raise link.closed if link is not None and link.closed else MediatorError(
+                    DISCONNECTED, "the connection closed")
+            link = self._open()
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._link = link
+            if closed:
+                link.close(MediatorError(DISCONNECTED, "the client is closed"))
+                raise MediatorError(DISCONNECTED, "the client is closed")
+            self._renew_subscriptions(link)
+            return link
+
+    def _renew_subscriptions(self, link: _Link) -> None:
+        with self._lock:
+            patterns = sorted({p for s in self._subscriptions for p in s.patterns})
+        if patterns:
+            self._call_on(link, DAEMON, "subscribe", {"events": patterns}, self.timeout)
+
+    def _link_closed(self, link: _Link) -> None:
+        with self._lock:
+            if link is not self._link or self._closed:
+                return
+            if not self.reconnect:
+                subscriptions, self._subscriptions = self._subscriptions, []
+                for subscription in subscriptions:
+                    subscription._end()
+                return
+            if self._retrying:
+                return
+            self._retrying = True
+        threading.Thread(target=self._retry, name="mediator-reconnect", daemon=True).start()
+
+    def _retry(self) -> None:
+        """Reopens the connection in the background, so that events flow again."""
+        delay = INITIAL_BACKOFF
+        try:
+            while True:
+                if self._wake.wait(delay):
+                    return  # closed
+                try:
+                    self._current()
+                    return
+                except MediatorError:
+                    if self._closed:
+                        return
+                    delay = min(delay * 2, MAX_BACKOFF)
+        finally:
+            with self._lock:
+                self._retrying = False
+
+    # -- calls
+
+    def _call_on(self, link: _Link, target: str, action: str, params: Any, timeout: Optional[float]) -> Any:
+        call_id, responses = link.start_call(target, action, params, timeout)
+        return link.wait(call_id, responses, timeout)[1]
+
+    def call(self, target: str, action: str, params: Any = None, timeout: Optional[float] = None) -> Any:
+        """Calls `action` of `target`; returns the result or raises MediatorError."""
+        timeout = self.timeout if timeout is None else timeout
+        return self._call_on(self._current(), target, action, params, timeout)
+
+    def stream(self, target: str, action: str, params: Any = None,
+               timeout: Optional[float] = None) -> Iterator[Any]:
+        """Calls with `more`: iterates over the partial results, then the final one.
+        The timeout applies to each response in turn."""
+        timeout = self.timeout if timeout is None else timeout
+        link = self._current()
+        call_id, responses = link.start_call(target, action, params, timeout, more=True)
+        return Stream(link, call_id, responses, timeout)
+
+    def send(self, target: str, action: str, params: Any = None) -> None:
+        """A oneway request: no id, and nothing comes back."""
+        self._current().send(request_message(target, action, params))
+
+    def open(self, url: str, timeout: Optional[float] = None) -> Any:
+        """`mediator/open`: the result of the call the URL routes to."""
+        return self.call(DAEMON, "open", {"url": url}, timeout)
+
+    def publish(self, event: str, data: Any = None) -> int:
+        """`mediator/publish`; returns how many connections got the event."""
+        params: Dict[str, Any] = {"event": event}
+        if data is not None:
+            params["data"] = data
+        result = self.call(DAEMON, "publish", params)
+        delivered = result.get("delivered") if isinstance(result, dict) else None
+        return delivered if isinstance(delivered, int) else 0
+
+    def ping(self) -> None:
+        self.call(DAEMON, "ping")
+
+    def describe(self, target: str) -> Any:
+        return self.call(DAEMON, "describe", {"target": target})
+
+    # -- events
+
+    def subscribe(self, patterns: List[str]) -> Subscription:
+        """`mediator/subscribe`; returns the matching events as they arrive."""
+        if isinstance(patterns, str):
+            patterns = [patterns]
+        subscription = Subscription(self, patterns)
+        link = self._current()
+        with self._lock:
+            self._subscriptions.append(subscription)
+        try:
+            self._call_on(link, DAEMON, "subscribe", {"events": list(patterns)}, self.timeout)
+        except BaseException:
+            with self._lock:
+                if subscription in self._subscriptions:
+                    self._subscriptions.remove(subscription)
+            raise
+        return subscription
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            if subscription not in self._subscriptions:
+                return
+            self._subscriptions.remove(subscription)
+            kept = {p for s in self._subscriptions for p in s.patterns}
+            link = self._link
+        orphans = [p for p in dict.fromkeys(subscription.patterns) if p not in kept]
+        if orphans and link is not None and link.closed is None:
+            try:
+                link.send(request_message(DAEMON, "unsubscribe", {"events": orphans}))
+            except MediatorError:
+                pass
+
+    def _deliver_event(self, event: Event) -> None:
+        with self._lock:
+            subscriptions = list(self._subscriptions)
+        for subscription in subscriptions:
+            subscription._deliver(event)
+
+    # -- closing
+
+    def close(self) -> None:
+        """Closes the connection; calls in flight fail with `disconnected`. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._wake.set()
+            link = self._link
+            subscriptions, self._subscriptions = self._subscriptions, []
+        for subscription in subscriptions:
+            subscription._end()
+        if link is not None:
+            link.close(MediatorError(DISCONNECTED, "the client is closed"))
+            link.join(2.0)
+
+    @property
+    def is_connected(self) -> bool:
+        link = self._link
+        return not self._closed and link is not None and link.closed is None
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def connect(socket: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None,
+            reconnect: bool = False, user: bool = False) -> Client:
+    """Connects to mediatord and says `hello` (with `name` when given).
+    Raises MediatorError `unreachable` when no daemon answers at the socket."""
+    return Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user)

@@ -1,0 +1,327 @@
+"""Serving a target: register its actions and answer the daemon's calls,
+each in its own thread."""
+import threading
+from typing import Any, Callable, Dict, List, Optional
+
+from .client import DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Client, Hooks
+from .errors import DISCONNECTED, MediatorError, error_from_exception
+from .framing import encode
+
+#: How long `run()` lets calls in flight finish after `mediator.stop` or `stop()`.
+STOP_TIMEOUT = 2.5
+#: How long `run()` waits for the daemon to answer `register`.
+REGISTER_TIMEOUT = 10.0
+
+
+class Responder:
+    """Sends the responses of one request: partials while open, then at most
+    one final response; nothing for a oneway request or once suppressed
+    (the daemon cancelled the call, or the connection is going away)."""
+
+    def __init__(self, request_id: Any, more: bool, send: Callable[[dict], None]):
+        self.id = request_id
+        self.more = more
+        self._send = send
+        self._lock = threading.Lock()
+        self._state = "open"  # "finished", "suppressed"
+
+    def suppress(self) -> None:
+        with self._lock:
+            if self._state == "open":
+                self._state = "suppressed"
+
+    def partial(self, value: Any) -> None:
+        if not self.more or self.id is None:
+            return
+        with self._lock:
+            if self._state != "open":
+                return
+        self._deliver({"id": self.id, "result": value, "continues": True}, final=False)
+
+    def finish(self, result: Any = None, error: Optional[MediatorError] = None) -> None:
+        with self._lock:
+            if self._state != "open":
+                return
+            self._state = "finished"
+        if self.id is None:
+            return
+        if error is not None:
+            self._deliver({"id": self.id, "error": error.to_wire()}, final=True)
+        else:
+            self._deliver({"id": self.id, "result": result}, final=True)
+
+    def _deliver(self, message: dict, final: bool) -> None:
+        try:
+            encode(message)  # a result that is not JSON must not reach the wire half-made
+        except (TypeError, ValueError) as e:
+            message = {"id": self.id, "error": {"code": "failed",
+                                                "message": "the result is not JSON: %s" % e}}
+            if not final:
+                with self._lock:
+                    self._state = "finished"
+        try:
+            self._send(message)
+        except MediatorError as e:
+            if e.code == "frame_too_large":
+                with self._lock:
+                    self._state = "finished"
+                try:
+                    self._send({"id": self.id, "error": e.to_wire()})
+                except MediatorError:
+                    pass
+
+
+class CallContext:
+    """What a handler knows about the call it serves."""
+
+    def __init__(self, target: str, request: dict, client: Any, responder: Responder):
+        params = request.get("params")
+        caller = request.get("caller")
+        timeout_ms = request.get("timeout_ms")
+        self.target = target
+        #: The action called; for a `not_found` handler, the action asked for.
+        self.action: str = request.get("action", "")
+        #: The params (`{}` when absent); for `not_found`, the original params.
+        self.params: Any = {} if params is None else params
+        #: {"pid", "uid", "gid", "name"?, ...} from the daemon, or None.
+        self.caller: Optional[dict] = caller if isinstance(caller, dict) else None
+        #: Seconds the daemon still gives the call, or None.
+        self.timeout: Optional[float] = timeout_ms / 1000.0 if isinstance(timeout_ms, (int, float)) else None
+        #: Whether the caller accepts partial results (`more`).
+        self.more: bool = request.get("more") is True
+        #: The daemon's id of the call (None for a oneway call).
+        self.id: Any = request.get("id")
+        #: The connection, for nested calls (`mediator.Client` or `mediator.aio.Client`).
+        self.client = client
+        #: Set when the daemon cancels the call (its answer is then not sent).
+        self.cancelled = threading.Event()
+        self._responder = responder
+
+    def send_partial(self, value: Any) -> None:
+        """A non-final result; sent only when the request had `more` and an id."""
+        self._responder.partial(value)
+
+
+class ServiceBase:
+    """Actions, handlers and the `register` params; shared by the sync and asyncio services."""
+
+    def __init__(self, target: str, description: Optional[str] = None, mode: str = "exclusive",
+                 actions: Optional[List[Any]] = None):
+        if mode not in ("exclusive", "pool"):
+            raise ValueError("mode must be 'exclusive' or 'pool'")
+        self.target = target
+        self.description = description
+        self.mode = mode
+        self.actions = None if actions is None else list(actions)
+        self._specs: Dict[str, Any] = {}  # name -> spec dict or bare name, in order declared
+        self._handlers: Dict[str, Callable] = {}
+        self._not_found: Optional[Callable] = None
+
+    def action(self, name: str, spec: Optional[dict] = None) -> Callable[[Callable], Callable]:
+        """Decorator: `handler(params, ctx)` serves `name`. `spec` is the
+        ActionSpec dict to register (its `name` must be `name`)."""
+        if spec is not None and spec.get("name") != name:
+            raise ValueError("spec name %r does not match the action %r" % (spec.get("name"), name))
+
+        def decorate(handler: Callable) -> Callable:
+            self._specs.pop(name, None)
+            self._specs[name] = name if spec is None else spec
+            self._handlers[name] = handler
+            return handler
+        return decorate
+
+    def not_found(self, handler: Callable) -> Callable:
+        """`handler(action, params, ctx)` serves every action not declared
+        (registered as `notFound`). Usable as a decorator."""
+        self._not_found = handler
+        return handler
+
+    def register_params(self) -> dict:
+        if self.actions is not None:
+            actions = list(self.actions)  # exactly as given
+        else:
+            actions = list(self._specs.values())
+            if self._not_found is not None and "notFound" not in self._specs:
+                actions.append("notFound")
+        params: Dict[str, Any] = {"target": self.target, "actions": actions, "mode": self.mode}
+        if self.description is not None:
+            params["description"] = self.description
+        return params
+
+    def resolve(self, ctx: CallContext):
+        """The handler of a call and its arguments; adjusts ctx for `notFound`."""
+        if ctx.action == "notFound" and self._not_found is not None and "notFound" not in self._handlers:
+            inner = ctx.params if isinstance(ctx.params, dict) else {}
+            action, params = inner.get("action"), inner.get("params", {})
+            if not isinstance(action, str):
+                raise MediatorError("invalid_params", "params.action: expected an action name")
+            if not isinstance(params, dict):
+                raise MediatorError("invalid_params", "params.params: expected an object")
+            ctx.action, ctx.params = action, params
+            return self._not_found, (action, params, ctx)
+        handler = self._handlers.get(ctx.action)
+        if handler is not None:
+            return handler, (ctx.params, ctx)
+        if self._not_found is not None:
+            return self._not_found, (ctx.action, ctx.params, ctx)
+        raise MediatorError("action_not_found", "%r does not declare the action %r" % (self.target, ctx.action))
+
+
+def request_key(request_id: Any) -> Any:
+    return request_id if isinstance(request_id, (int, str)) else repr(request_id)
+
+
+class _Session:
+    """One connection of a running service: a thread per call, kept by the
+    daemon's id so that `mediator.cancel` reaches it."""
+
+    def __init__(self, service: "Service"):
+        self.service = service
+        self.client: Optional[Client] = None
+        self.calls: Dict[Any, CallContext] = {}
+        self.running = 0
+        self.lock = threading.Condition()
+        self.ended = threading.Event()  # connection closed, mediator.stop, or stop()
+        self.leaving = False            # mediator.stop
+
+    @property
+    def hooks(self) -> Hooks:
+        return Hooks(self.on_request, self.on_cancel, self.on_stop, self.ended.set)
+
+    def on_request(self, request: dict) -> None:
+        client = self.client
+        if client is None:
+            return
+        link = client._link
+        responder = Responder(request.get("id"), request.get("more") is True, link.send)
+        ctx = CallContext(self.service.target, request, client, responder)
+        with self.lock:
+            self.running += 1
+            if ctx.id is not None:
+                self.calls[request_key(ctx.id)] = ctx
+        threading.Thread(target=self.execute, args=(ctx,), name="mediator-call", daemon=True).start()
+
+    def execute(self, ctx: CallContext) -> None:
+        try:
+            handler, args = self.service.resolve(ctx)
+            result = handler(*args)
+            ctx._responder.finish(result=result)
+        except BaseException as e:  # a handler's failure must not kill the service
+            ctx._responder.finish(error=error_from_exception(e))
+        finally:
+            with self.lock:
+                self.running -= 1
+                if ctx.id is not None and self.calls.get(request_key(ctx.id)) is ctx:
+                    del self.calls[request_key(ctx.id)]
+                self.lock.notify_all()
+
+    def on_cancel(self, request_id: Any) -> None:
+        with self.lock:
+            ctx = self.calls.pop(request_key(request_id), None)
+        if ctx is not None:
+            ctx._responder.suppress()
+            ctx.cancelled.set()
+
+    def on_stop(self) -> None:
+        self.leaving = True
+        self.ended.set()
+
+    def drain(self, timeout: float) -> None:
+        """Waits (bounded) for the calls in flight to finish."""
+        with self.lock:
+            self.lock.wait_for(lambda: self.running == 0, timeout)
+
+    def abandon(self) -> None:
+        """The connection is gone: nothing can be answered; tell the handlers."""
+        with self.lock:
+            calls, self.calls = list(self.calls.values()), {}
+        for ctx in calls:
+            ctx._responder.suppress()
+            ctx.cancelled.set()
+
+
+class Service(ServiceBase):
+    """A target served by this process.
+
+        svc = mediator.Service("Notes")
+
+        @svc.action("add", spec={"name": "add", "params": {...}})
+        def add(params, ctx):
+            return {"id": 1}
+
+        svc.run()
+
+    A handler that raises MediatorError is answered with its code, message
+    and data; any other exception with the code `failed`.
+    """
+
+    def __init__(self, target: str, description: Optional[str] = None, mode: str = "exclusive",
+                 actions: Optional[List[Any]] = None):
+        super().__init__(target, description, mode, actions)
+        self.stop_timeout = STOP_TIMEOUT
+        self._stopping = threading.Event()
+        self._session: Optional[_Session] = None
+
+    def stop(self) -> None:
+        """Makes `run()` return (from another thread or a signal handler)
+        after the calls in flight finish (bounded by `stop_timeout`)."""
+        self._stopping.set()
+        session = self._session
+        if session is not None:
+            session.ended.set()
+
+    def run(self, socket: Optional[str] = None, name: Optional[str] = None, reconnect: bool = True,
+            user: bool = False, on_registered: Optional[Callable[[], None]] = None) -> None:
+        """Connects, registers, and serves until `mediator.stop` or `stop()`.
+
+        The first connection or registration failing raises MediatorError
+        (`unreachable`, `already_registered`...). Later, a lost connection is
+        opened again with backoff (0.1 s doubling to 5 s) and the target
+        registered again; without `reconnect`, it raises `disconnected`.
+        `on_registered` is called after each registration.
+        """
+        self._stopping.clear()
+        registered_once = False
+        delay = INITIAL_BACKOFF
+        while not self._stopping.is_set():
+            session = _Session(self)
+            self._session = session
+            client = None
+            try:
+                client = Client(socket=socket, name=name, user=user, _hooks=session.hooks)
+                session.client = client
+                client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)
+            except MediatorError:
+                if client is not None:
+                    client.close()
+                if self._stopping.is_set():
+                    break
+                if not registered_once or not reconnect:
+                    raise
+                self._stopping.wait(delay)
+                delay = min(delay * 2, MAX_BACKOFF)
+                continue
+            registered_once = True
+            delay = INITIAL_BACKOFF
+            if self._stopping.is_set():
+                session.ended.set()
+            elif on_registered is not None:
+                on_registered()
+            try:
+                session.ended.wait()
+            except BaseException:  # KeyboardInterrupt: leave at once
+                session.abandon()
+                client.close()
+                raise
+            if session.leaving or self._stopping.is_set():
+                session.drain(self.stop_timeout)
+                session.abandon()
+                client.close()
+                break
+            session.abandon()
+            client.close()
+            if not reconnect:
+                raise MediatorError(DISCONNECTED, "the connection to the daemon closed")
+            self._stopping.wait(delay)
+            delay = min(delay * 2, MAX_BACKOFF)
+        self._session = None

@@ -1,0 +1,190 @@
+"""Test helpers: the package on sys.path, a real mediatord on a temp socket,
+and a fake daemon for tests without one. Every wait here is bounded."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.dirname(HERE)
+REPO = os.path.dirname(PYTHON_DIR)
+if PYTHON_DIR not in sys.path:
+    sys.path.insert(0, PYTHON_DIR)
+
+import mediator  # noqa: E402
+
+MEDIATORD = os.environ.get("MEDIATORD") or os.path.join(REPO, ".build", "debug", "mediatord")
+MEDIATORCTL = os.environ.get("MEDIATORCTL") or os.path.join(os.path.dirname(MEDIATORD), "mediatorctl")
+HAVE_DAEMON = os.access(MEDIATORD, os.X_OK)
+NO_DAEMON = ("mediatord not found at %s: run `swift build` in the repository "
+             "(or set $MEDIATORD) to run the integration tests" % MEDIATORD)
+
+
+def wait_until(predicate, timeout=10.0, interval=0.02):
+    """Polls `predicate` until it is true; returns its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
+class Daemon:
+    """A mediatord of its own, in a temp folder, with no manifests or policy files."""
+
+    def __init__(self, *extra):
+        self.dir = tempfile.mkdtemp(prefix="medpy-")
+        self.socket = os.path.join(self.dir, "m.sock")
+        self.components = os.path.join(self.dir, "components")
+        os.mkdir(self.components)
+        os.mkdir(os.path.join(self.dir, "policy"))
+        self.extra = list(extra)
+        self.proc = None
+
+    def start(self, timeout=15.0):
+        log = open(os.path.join(self.dir, "daemon.log"), "ab")
+        self.proc = subprocess.Popen(
+            [MEDIATORD, "--socket", self.socket, "--components", self.components,
+             "--policy", os.path.join(self.dir, "policy"), "--log-target", "stderr",
+             "--log-level", "warning"] + self.extra,
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        log.close()
+        if not wait_until(self._answers_ping, timeout, 0.05):
+            self.stop()
+            raise AssertionError("mediatord did not answer ping within %s s; log:\n%s" % (timeout, self.log()))
+        return self
+
+    def _answers_ping(self):
+        if self.proc.poll() is not None:
+            raise AssertionError("mediatord exited with %s; log:\n%s" % (self.proc.returncode, self.log()))
+        try:
+            with mediator.connect(self.socket, timeout=1.0) as client:
+                client.call("mediator", "ping", timeout=1.0)
+            return True
+        except mediator.MediatorError:
+            return False
+
+    def log(self):
+        try:
+            with open(os.path.join(self.dir, "daemon.log"), errors="replace") as f:
+                return f.read()[-4000:]
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def ctl(self, *args, timeout=20.0):
+        return subprocess.run([MEDIATORCTL] + list(args[:1]) + ["--socket", self.socket] + list(args[1:]),
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+
+
+@unittest.skipUnless(HAVE_DAEMON, NO_DAEMON)
+class DaemonTestCase(unittest.TestCase):
+    """Starts a fresh daemon for each test and kills it afterwards."""
+
+    def setUp(self):
+        self.daemon = Daemon().start()
+        self.addCleanup(self.daemon.cleanup)
+        self.socket = self.daemon.socket
+
+    def connect(self, **kwargs):
+        client = mediator.connect(self.socket, timeout=kwargs.pop("timeout", 10.0), **kwargs)
+        self.addCleanup(client.close)
+        return client
+
+    def serve(self, service, **kwargs):
+        """Runs `service` in a thread until the test ends; returns once registered."""
+        registered = threading.Event()
+        outcome = {}
+
+        def run():
+            try:
+                service.run(socket=self.socket, on_registered=registered.set, **kwargs)
+            except BaseException as e:  # reported by the test that looks
+                outcome["error"] = e
+            finally:
+                registered.set()
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        self.assertTrue(registered.wait(10), "the service did not register")
+        self.assertNotIn("error", outcome, outcome.get("error"))
+
+        def stop():
+            service.stop()
+            thread.join(10)
+        self.addCleanup(stop)
+        return thread, outcome
+
+
+class FakeDaemon:
+    """A listening socket that answers `hello`, `register` and `ping` with
+    `{}` and hands every other line to `on_message(message, send)` (on its
+    own thread). `received` keeps every message."""
+
+    def __init__(self, on_message=None):
+        self.dir = tempfile.mkdtemp(prefix="medpy-fake-")
+        self.socket = os.path.join(self.dir, "fake.sock")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.socket)
+        self.listener.listen(4)
+        self.on_message = on_message
+        self.received = []
+        self.connections = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        def send(message, raw=None):
+            data = raw if raw is not None else json.dumps(message).encode() + b"\n"
+            with self.lock:
+                conn.sendall(data)
+        for line in conn.makefile("rb"):
+            if not line.strip():
+                continue
+            message = json.loads(line)
+            self.received.append(message)
+            if message.get("target") == "mediator" and message.get("action") in ("hello", "register", "ping"):
+                send({"id": message["id"], "result": {"max_frame": 1 << 20, "connection": 1}})
+            elif self.on_message is not None:
+                self.on_message(message, send)
+
+    def drop_connections(self):
+        for conn in self.connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.listener.close()
+        self.drop_connections()
+        shutil.rmtree(self.dir, ignore_errors=True)
