@@ -9,26 +9,41 @@ public struct ActionSpec: Sendable, Hashable {
     public var description: String?
     /// When present, the daemon checks each call's `params` against it.
     public var params: Schema?
+    /// When present, the daemon checks each result (and each partial of a
+    /// stream) against it, and answers a mismatch with `invalid_result`.
     public var result: Schema?
     /// `false` keeps the action out of reach of `mediator/open`.
     public var url: Bool?
+    /// Our extension (issue 11): `true` says the action answers with a stream
+    /// (partials, then a final response), so callers should ask with `more`.
+    /// For generated code only: routing does not change.
+    public var more: Bool?
+    /// Our extension (issue 11): `true` says the action is called without an
+    /// id and never answers. For generated code only: routing does not change.
+    /// Not `true` together with ``more`` (``init(json:)`` refuses that).
+    public var oneway: Bool?
 
     public init(
         name: String,
         description: String? = nil,
         params: Schema? = nil,
         result: Schema? = nil,
-        url: Bool? = nil
+        url: Bool? = nil,
+        more: Bool? = nil,
+        oneway: Bool? = nil
     ) {
         self.name = name
         self.description = description
         self.params = params
         self.result = result
         self.url = url
+        self.more = more
+        self.oneway = oneway
     }
 
-    /// Reads `"name"` or `{"name", "description"?, "params"?, "result"?, "url"?}`;
-    /// throws `bad_request` naming the faulty member. Unknown members are ignored.
+    /// Reads `"name"` or `{"name", "description"?, "params"?, "result"?, "url"?,
+    /// "more"?, "oneway"?}`; throws `bad_request` naming the faulty member.
+    /// Unknown members are ignored; `null` counts as absent.
     public init(json: JSONValue) throws(MediatorError) {
         switch json {
         case .string(let name):
@@ -52,17 +67,18 @@ public struct ActionSpec: Sendable, Hashable {
                 description = text
             }
 
-            var url: Bool?
-            if let value = members["url"], !value.isNull {
-                guard let flag = value.boolValue else {
-                    throw MediatorError(.badRequest, "\(context): \"url\" must be a boolean, got \(value.typeName)")
-                }
-                url = flag
+            let url = try Self.flag(members["url"], named: "url", context: context)
+            let more = try Self.flag(members["more"], named: "more", context: context)
+            let oneway = try Self.flag(members["oneway"], named: "oneway", context: context)
+            if more == true, oneway == true {
+                throw MediatorError(.badRequest, "\(context): \"more\" and \"oneway\" cannot both be true")
             }
 
             let params = try Self.schema(members["params"], named: "params", context: context)
             let result = try Self.schema(members["result"], named: "result", context: context)
-            self.init(name: name, description: description, params: params, result: result, url: url)
+            self.init(
+                name: name, description: description, params: params, result: result, url: url, more: more,
+                oneway: oneway)
         default:
             throw MediatorError(
                 .badRequest, "an action spec must be an action name or an object, got \(json.typeName)")
@@ -76,6 +92,8 @@ public struct ActionSpec: Sendable, Hashable {
         if let params { members["params"] = params.json }
         if let result { members["result"] = result.json }
         if let url { members["url"] = .bool(url) }
+        if let more { members["more"] = .bool(more) }
+        if let oneway { members["oneway"] = .bool(oneway) }
         return .object(members)
     }
 
@@ -94,6 +112,15 @@ public struct ActionSpec: Sendable, Hashable {
                 "invalid action name \"\(name)\": expected [A-Za-z_][A-Za-z0-9_.-]*, at most \(NameRules.maxNameBytes) bytes"
             )
         }
+    }
+
+    /// Reads an optional boolean member; `null` counts as absent.
+    private static func flag(_ value: JSONValue?, named member: String, context: String) throws(MediatorError) -> Bool? {
+        guard let value, !value.isNull else { return nil }
+        guard let flag = value.boolValue else {
+            throw MediatorError(.badRequest, "\(context): \"\(member)\" must be a boolean, got \(value.typeName)")
+        }
+        return flag
     }
 
     /// Reads an optional schema member; `null` counts as absent.

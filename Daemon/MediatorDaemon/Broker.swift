@@ -230,7 +230,7 @@ public final class Broker {
     /// What routing decided while looking at the target.
     enum RouteDecision {
         case refused(MediatorError)
-        case forward(action: String, params: ByteBuffer?, callee: ConnectionID, instance: Int)
+        case forward(action: String, params: ByteBuffer?, result: Schema?, callee: ConnectionID, instance: Int)
     }
 
     /// A connection's uid and `caller` member, read where the peer is
@@ -266,11 +266,10 @@ public final class Broker {
         // The target is looked at where it is stored (no copy of it), and the
         // instance is picked and its call counted in the same visit.
         let decision = registry.withTarget(request.target) { target -> RouteDecision in
-            let action: String
-            let params: ByteBuffer?
+            let resolved: ResolvedAction
             switch resolveAction(request, specs: target.actionsByName) {
             case .failure(let error): return .refused(error)
-            case .success(let resolved): (action, params) = resolved
+            case .success(let action): resolved = action
             }
             if let idBytes = request.idBytes,
                 let refusal = callLimitRefusal(connection, uid: uid, bytes: idBytes.readableBytes)
@@ -281,16 +280,19 @@ public final class Broker {
             let callee = target.instances[index].connection
             if let refusal = queueQuotaRefusal(toward: callee, target: request.target) { return .refused(refusal) }
             if request.id != nil, request.idBytes != nil { target.instances[index].inFlight += 1 }
-            return .forward(action: action, params: params, callee: callee, instance: target.instances[index].instance)
+            return .forward(
+                action: resolved.action, params: resolved.params, result: resolved.result, callee: callee,
+                instance: target.instances[index].instance)
         }
         let action: String
         let params: ByteBuffer?
+        let resultSchema: Schema?
         let instance: (connection: ConnectionID, instance: Int)
         switch decision {
         case nil: return fail(notFound())
         case .refused(let error)?: return fail(error)
-        case .forward(let resolvedAction, let resolvedParams, let callee, let number)?:
-            (action, params, instance) = (resolvedAction, resolvedParams, (callee, number))
+        case .forward(let resolvedAction, let resolvedParams, let resolvedResult, let callee, let number)?:
+            (action, params, resultSchema, instance) = (resolvedAction, resolvedParams, resolvedResult, (callee, number))
         }
         let timeoutMs = request.timeoutMs ?? configuration.defaultTimeoutMs
         var daemonID: Int64?
@@ -300,7 +302,7 @@ public final class Broker {
             pending.insert(PendingCalls.Call(
                 daemonID: newID, caller: connection, callerID: id, callerIDBytes: ownCopy(idBytes), callee: instance.connection,
                 target: request.target, action: action, instance: instance.instance, more: request.more,
-                timeoutMs: timeoutMs, deadline: deadline, startedAt: now))
+                timeoutMs: timeoutMs, deadline: deadline, startedAt: now, resultSchema: resultSchema))
             wakeUp(at: deadline)
             daemonID = newID
         }
@@ -326,9 +328,17 @@ public final class Broker {
         }
     }
 
+    /// The action a call reaches, the params to forward, and the schema its
+    /// results must match (a reference, nil for most actions).
+    struct ResolvedAction {
+        var action: String
+        var params: ByteBuffer?
+        var result: Schema?
+    }
+
     /// The action a call reaches among a target's specs (or `notFound`), with
     /// the params to forward; checks the URL guard and the params schema.
-    func resolveAction(_ request: RouteRequest, specs: [String: ActionSpec]) -> Result<(String, ByteBuffer?), MediatorError> {
+    func resolveAction(_ request: RouteRequest, specs: [String: ActionSpec]) -> Result<ResolvedAction, MediatorError> {
         // Built only when it is the answer: its message is an interpolation.
         var forbiddenByURL: MediatorError {
             MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL")
@@ -342,11 +352,13 @@ public final class Broker {
                 let value = request.params.map(decode) ?? .object([:])
                 if let mismatch = schema.validate(value ?? .null) { return .failure(mismatch) }
             }
-            return .success((request.action, request.params))
+            return .success(ResolvedAction(action: request.action, params: request.params, result: spec.result))
         }
         if let fallback = specs["notFound"] {
             if request.viaURL, !fallback.reachableByURL || request.action.hasPrefix("native") { return .failure(forbiddenByURL) }
-            return .success(("notFound", writer.notFoundParams(action: request.action, params: request.params)))
+            return .success(ResolvedAction(
+                action: "notFound", params: writer.notFoundParams(action: request.action, params: request.params),
+                result: fallback.result))
         }
         return .failure(MediatorError(.actionNotFound, "target \"\(request.target)\" has no action \"\(request.action)\""))
     }

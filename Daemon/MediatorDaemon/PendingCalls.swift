@@ -24,6 +24,9 @@ public struct PendingCalls: Sendable {
         public var deadline: NIODeadline
         /// When the call was forwarded, for the monitor's timing.
         public var startedAt: NIODeadline
+        /// The action's `result` schema, which each result must match; nil
+        /// (nothing to decode or check) for an action that declares none.
+        public var resultSchema: Schema? = nil
     }
 
     struct CallerKey: Hashable {

@@ -59,6 +59,31 @@ import Testing
         #expect(a != ActionSpec(name: "a"))
     }
 
+    @Test func moreAndOnewayAreReadAndEchoed() throws {
+        let stream = try ActionSpec(json: ["name": "watch", "more": true, "result": ["type": "object"]])
+        #expect(stream.more == true)
+        #expect(stream.oneway == nil)
+        #expect(stream.json == ["name": "watch", "more": true, "result": ["type": "object"]])
+        #expect(try ActionSpec(json: stream.json) == stream)
+
+        let touch = try ActionSpec(json: ["name": "touch", "oneway": true, "more": false])
+        #expect(touch.oneway == true)
+        #expect(touch.more == false)
+        #expect(touch.json == ["name": "touch", "oneway": true, "more": false])
+
+        let plain = try ActionSpec(json: ["name": "a", "more": nil, "oneway": nil])
+        #expect(plain == ActionSpec(name: "a"))
+        #expect(plain.json == ["name": "a"])
+        #expect(ActionSpec(name: "a", more: true).json == ["name": "a", "more": true])
+    }
+
+    @Test func poolComparisonSeesMoreAndOneway() throws {
+        let a = try ActionSpec(json: ["name": "w", "more": true])
+        #expect(a == (try ActionSpec(json: ["more": true, "name": "w"])))
+        #expect(a != ActionSpec(name: "w"))
+        #expect(a != (try ActionSpec(json: ["name": "w", "oneway": true])))
+    }
+
     static let invalid: [(JSONValue, String)] = [
         ("", "invalid action name \"\""),
         ("9show", "invalid action name \"9show\""),
@@ -72,6 +97,11 @@ import Testing
         (["name": "show", "description": 1], "action \"show\": \"description\" must be a string, got integer"),
         (["name": "show", "url": "yes"], "action \"show\": \"url\" must be a boolean, got string"),
         (["name": "show", "url": 1], "action \"show\": \"url\" must be a boolean, got integer"),
+        (["name": "w", "more": "yes"], "action \"w\": \"more\" must be a boolean, got string"),
+        (["name": "w", "oneway": 1], "action \"w\": \"oneway\" must be a boolean, got integer"),
+        (["name": "w", "more": true, "oneway": true], "action \"w\": \"more\" and \"oneway\" cannot both be true"),
+        (["name": "w", "result": ["items": ["$ref": "#/$defs/X"]]],
+         "action \"w\": result.items.$ref: no definition \"X\" in the root schema's \"$defs\""),
         (["name": "show", "params": "object"], "action \"show\": params: a schema must be an object, got string"),
         (["name": "show", "params": ["type": "strin"]], "action \"show\": params.type: unknown type name \"strin\""),
         (["name": "show", "result": ["required": "x"]], "action \"show\": result.required: must be an array of strings"),

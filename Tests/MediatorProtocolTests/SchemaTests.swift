@@ -120,6 +120,212 @@ import Testing
              [["id": 1], ["id": "2"]], "params[1].id: expected integer, got string"),
     ]
 
+    // MARK: - $defs, $ref, title (issue 11)
+
+    static let notes: JSONValue = [
+        "type": "object",
+        "required": ["notes"],
+        "properties": ["notes": ["type": "array", "items": ["$ref": "#/$defs/Note"]]],
+        "$defs": [
+            "Note": [
+                "type": "object", "title": "Note", "required": ["id", "text"],
+                "properties": [
+                    "id": ["type": "integer"], "text": ["type": "string"], "due": ["type": ["string", "null"]],
+                ],
+            ]
+        ],
+    ]
+
+    /// A recursive type through an array: `Node.children: [Node]`.
+    static let tree: JSONValue = [
+        "$defs": [
+            "Node": [
+                "type": "object", "required": ["name"],
+                "properties": ["name": ["type": "string"], "children": ["type": "array", "items": ["$ref": "#/$defs/Node"]]],
+            ]
+        ],
+        "type": "object",
+        "properties": ["root": ["$ref": "#/$defs/Node", "description": "the top"]],
+    ]
+
+    /// `A` and `B` refer to each other through object properties.
+    static let mutual: JSONValue = [
+        "$defs": [
+            "A": ["type": "object", "properties": ["b": ["$ref": "#/$defs/B"]]],
+            "B": ["type": "object", "properties": ["a": ["$ref": "#/$defs/A"]]],
+        ],
+        "properties": ["a": ["$ref": "#/$defs/A"]],
+    ]
+
+    static let referenceCases: [Case] = [
+        Case("notes ok", notes, ["notes": [["id": 1, "text": "a"], ["id": 2, "text": "b", "due": nil], ["id": 3.0, "text": "c", "due": "d"]]], nil),
+        Case("notes empty", notes, ["notes": []], nil),
+        Case("notes[2].id", notes, ["notes": [["id": 1, "text": "a"], ["id": 2, "text": "b"], ["id": "3", "text": "c"]]],
+             "params.notes[2].id: expected integer, got string"),
+        Case("notes[0] missing text", notes, ["notes": [["id": 1]]], "params.notes[0]: missing required member \"text\""),
+        Case("nullable is not optional-typed", notes, ["notes": [["id": 1, "text": "a", "due": 5]]],
+             "params.notes[0].due: expected string or null, got integer"),
+        Case("notes item not object", notes, ["notes": [7]], "params.notes[0]: expected object, got integer"),
+        Case("title alone", ["type": "object", "title": "Point"], [:], nil),
+        Case("tree ok", tree, ["root": ["name": "a", "children": [["name": "b", "children": [["name": "c", "children": []]]]]]], nil),
+        Case("tree deep error", tree, ["root": ["name": "a", "children": [["name": "b", "children": [["name": 3]]]]]],
+             "params.root.children[0].children[0].name: expected string, got integer"),
+        Case("tree missing name", tree, ["root": ["children": []]], "params.root: missing required member \"name\""),
+        Case("mutual ok", mutual, ["a": ["b": ["a": ["b": [:]]]]], nil),
+        Case("mutual", mutual, ["a": ["b": ["a": ["b": 5]]]], "params.a.b.a.b: expected object, got integer"),
+        Case("chain of refs", ["$defs": ["A": ["$ref": "#/$defs/B", "description": "alias"], "B": ["type": "integer"]],
+                               "properties": ["x": ["$ref": "#/$defs/A"]]], ["x": "s"], "params.x: expected integer, got string"),
+        Case("ref in additionalProperties", ["$defs": ["N": ["type": "number"]], "additionalProperties": ["$ref": "#/$defs/N"]],
+             ["a": 1, "b": "x"], "params.b: expected number, got string"),
+        Case("ref in a definition's additionalProperties", ["$defs": ["Map": ["type": "object", "additionalProperties": ["$ref": "#/$defs/Map"]]],
+             "items": ["$ref": "#/$defs/Map"]], [["a": ["b": [:]]], ["c": 1]], "params[1].c: expected object, got integer"),
+        Case("refs resolve against the root's $defs", [
+            "$defs": ["S": ["type": "string"]],
+            "properties": ["p": ["$defs": ["S": ["type": "integer"]], "properties": ["q": ["$ref": "#/$defs/S"]]]],
+        ], ["p": ["q": 1]], "params.p.q: expected string, got integer"),
+        Case("unused $defs are read but check nothing", ["$defs": ["X": ["type": "string"]], "type": "integer"], 3, nil),
+        Case("enum through ref", ["$defs": ["Kind": ["type": "string", "enum": ["plain", "todo"]]],
+                                  "properties": ["kind": ["$ref": "#/$defs/Kind"]]], ["kind": "memo"],
+             "params.kind: expected one of [\"plain\",\"todo\"]"),
+    ]
+
+    @Test(arguments: referenceCases)
+    func validatesReferences(_ example: Case) throws {
+        let schema = try Schema(json: example.schema)
+        let error = schema.validate(example.value)
+        if let message = example.message {
+            #expect(error?.code == .invalidParams)
+            #expect(error?.message == message)
+        } else {
+            #expect(error == nil)
+        }
+    }
+
+    static let malformedReferences: [(JSONValue, String)] = [
+        (["$defs": ["X": [:]], "properties": ["a": ["$ref": "#/$defs/Nope"]]],
+         "schema.properties.a.$ref: no definition \"Nope\" in the root schema's \"$defs\""),
+        (["items": ["$ref": "#/$defs/X"]], "schema.items.$ref: no definition \"X\" in the root schema's \"$defs\""),
+        // Only the root's definitions can be referred to.
+        (["properties": ["p": ["$defs": ["X": [:]], "items": ["$ref": "#/$defs/X"]]]],
+         "schema.properties.p.items.$ref: no definition \"X\""),
+        (["$ref": "http://example.com/note.json"],
+         "schema.$ref: must be \"#/$defs/NAME\" (a definition of the root schema), got \"http://example.com/note.json\""),
+        (["$ref": "#/definitions/X"], "schema.$ref: must be \"#/$defs/NAME\""),
+        (["$ref": "#"], "schema.$ref: must be \"#/$defs/NAME\""),
+        (["$ref": "#/$defs/"], "schema.$ref: must be \"#/$defs/NAME\""),
+        (["$defs": ["a": ["$defs": ["b": [:]]]], "items": ["$ref": "#/$defs/a/$defs/b"]], "schema.items.$ref: must be \"#/$defs/NAME\""),
+        (["$defs": ["a~b": [:]], "items": ["$ref": "#/$defs/a~0b"]], "schema.items.$ref: must be \"#/$defs/NAME\""),
+        (["$ref": 3], "schema.$ref: must be a string, got integer"),
+        (["$defs": ["A": ["$ref": "#/$defs/B"], "B": ["$ref": "#/$defs/A"]]],
+         "schema.$defs.A: a cycle of \"$ref\" with no object or array in between: A -> B -> A"),
+        (["$defs": ["A": ["$ref": "#/$defs/A"]]], "schema.$defs.A: a cycle of \"$ref\" with no object or array in between: A -> A"),
+        (["$defs": ["A": ["$ref": "#/$defs/B"], "B": ["$ref": "#/$defs/C"], "C": ["$ref": "#/$defs/B"]]],
+         "schema.$defs.B: a cycle of \"$ref\" with no object or array in between: B -> C -> B"),
+        (["$defs": ["A": [:]], "properties": ["x": ["$ref": "#/$defs/A", "type": "object"]]],
+         "schema.properties.x: \"$ref\" allows no other keyword but \"description\", found \"type\""),
+        (["$defs": ["A": [:]], "items": ["$ref": "#/$defs/A", "title": "T"]],
+         "schema.items: \"$ref\" allows no other keyword but \"description\", found \"title\""),
+        (["$ref": "#/$defs/A", "$defs": ["A": [:]]], "schema: \"$ref\" allows no other keyword but \"description\", found \"$defs\""),
+        (["$defs": ["A": [:]], "items": ["$ref": "#/$defs/A", "description": 1]], "schema.items.description: must be a string"),
+        (["title": 3], "schema.title: must be a string"),
+        (["properties": ["p": ["title": ["x"]]]], "schema.properties.p.title: must be a string"),
+        (["$defs": []], "schema.$defs: must be an object of schemas"),
+        (["$defs": ["A": "string"]], "schema.$defs.A: a schema must be an object, got string"),
+        (["$defs": ["a b": ["type": "strin"]]], "schema.$defs[\"a b\"].type: unknown type name \"strin\""),
+        (["properties": ["p": ["$defs": ["X": ["type": "strin"]]]]], "schema.properties.p.$defs.X.type: unknown type name \"strin\""),
+        // A malformed `$defs` is the error, not the reference to what it would hold.
+        (["properties": ["a": ["$ref": "#/$defs/A"]], "$defs": ["A": ["required": "x"]]], "schema.$defs.A.required: must be an array of strings"),
+    ]
+
+    @Test(arguments: malformedReferences)
+    func rejectsMalformedReferences(json: JSONValue, messagePrefix: String) {
+        #expect {
+            try Schema(json: json)
+        } throws: { error in
+            guard let error = error as? MediatorError else { return false }
+            return error.code == .badRequest && error.message.hasPrefix(messagePrefix)
+        }
+    }
+
+    @Test func recursiveTypeChecksAsDeepAsTheParserAllows() throws {
+        let schema = try Schema(json: Self.tree)
+        // 60 levels of Node: 120 of JSON nesting, under the parser's 128.
+        var node: JSONValue = ["name": "leaf"]
+        for level in 0..<60 { node = ["name": .string("n\(level)"), "children": [node]] }
+        let text = String(decoding: (["root": node] as JSONValue).encoded, as: UTF8.self)
+        let parsed = try JSONParser.parse(text)
+        #expect(schema.validate(parsed) == nil)
+
+        var bad: JSONValue = ["name": 1]
+        for _ in 0..<60 { bad = ["name": "n", "children": [bad]] }
+        let message = schema.validate(["root": bad])?.message
+        #expect(message?.hasSuffix(".children[0].name: expected string, got integer") == true)
+        #expect(message?.hasPrefix("params.root.children[0].children[0]") == true)
+    }
+
+    @Test func recursiveTypeStopsAtAValueTooDeepToCheck() throws {
+        // Only a value built in code gets this deep; checking stops instead of exhausting the stack.
+        let schema = try Schema(json: Self.tree)
+        var node: JSONValue = ["name": "leaf"]
+        for _ in 0..<1000 { node = ["name": "n", "children": [node]] }
+        let error = schema.validate(["root": node])
+        #expect(error?.code == .invalidParams)
+        #expect(error?.message.hasSuffix(": nested too deeply to check") == true)
+    }
+
+    @Test func longChainOfReferencesIsReadOnceAndCheckedInOneHop() throws {
+        var definitions: [String: JSONValue] = ["D5000": ["type": "integer"]]
+        for index in 0..<5000 { definitions["D\(index)"] = ["$ref": .string("#/$defs/D\(index + 1)")] }
+        let schema = try Schema(json: ["$defs": .object(definitions), "properties": ["x": ["$ref": "#/$defs/D0"]]])
+        #expect(schema.validate(["x": 1]) == nil)
+        #expect(schema.validate(["x": "s"])?.message == "params.x: expected integer, got string")
+    }
+
+    @Test func exposesDefinitionsReferencesAndTitles() throws {
+        let schema = try Schema(json: Self.notes)
+        #expect(schema.title == nil)
+        #expect(schema.reference == nil)
+        #expect(schema.referenced == nil)
+        #expect(Array(schema.definitions.keys) == ["Note"])
+        let note = try #require(schema.definitions["Note"])
+        #expect(note.title == "Note")
+        #expect(note.required == ["id", "text"])
+        #expect(note.properties["due"]?.types == ["string", "null"])
+        #expect(note.json == Self.notes["$defs"]?["Note"])
+
+        let items = try #require(schema.properties["notes"]?.items)
+        #expect(items.reference == "#/$defs/Note")
+        #expect(items.referenceName == "Note")
+        #expect(items.types == nil)
+        #expect(items.referenced == note)
+        // A definition reached from a sub-schema still resolves against the root.
+        #expect(items.referenced?.properties["id"]?.validate("x", path: "id")?.message == "id: expected integer, got string")
+
+        let tree = try Schema(json: Self.tree)
+        let children = try #require(tree.definitions["Node"]?.properties["children"]?.items)
+        #expect(children.referenced?.properties["children"]?.items?.referenced?.required == ["name"])
+        #expect(tree.properties["root"]?.description == "the top")
+        #expect(tree.properties["root"]?.validate(["name": 1], path: "root")?.message == "root.name: expected string, got integer")
+    }
+
+    @Test func exposesAdditionalProperties() throws {
+        #expect(try Schema(json: [:]).additionalProperties == .allowed)
+        #expect(try Schema(json: ["additionalProperties": true]).additionalProperties == .allowed)
+        #expect(try Schema(json: ["additionalProperties": false]).additionalProperties == .forbidden)
+        let extra = try Schema(json: ["additionalProperties": ["type": "string"]]).additionalProperties
+        #expect(extra == .schema(try Schema(json: ["type": "string"])))
+        guard case .schema(let schema) = extra else { return }
+        #expect(schema.types == ["string"])
+    }
+
+    @Test func referencesCompareByJSON() throws {
+        let a = try Schema(json: Self.tree)
+        let b = try Schema(json: Self.tree)
+        #expect(a == b)
+        #expect(a.hashValue == b.hashValue)
+        #expect(a != (try Schema(json: Self.notes)))
+    }
+
     @Test(arguments: cases)
     func validates(_ example: Case) throws {
         let schema = try Schema(json: example.schema)
