@@ -23,6 +23,10 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let activationFailed = ErrorCode("activation_failed")
     public static let overloaded = ErrorCode("overloaded")
     public static let `internal` = ErrorCode("internal")
+    /// An extension (docs/protocol.md): a result that does not match the
+    /// action's declared `result` schema, from the daemon; the client library
+    /// also uses it when a typed call's result does not decode as asked.
+    public static let invalidResult = ErrorCode("invalid_result")
 }
 
 /// An error as the wire carries it: a code, a message for people, optional data.

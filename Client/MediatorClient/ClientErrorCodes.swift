@@ -7,9 +7,6 @@ extension ErrorCode {
     /// Client side only, never on the wire: the connection closed while the
     /// call was in flight, or before it could be sent.
     public static let disconnected = ErrorCode("disconnected")
-    /// Client side only, never on the wire: a typed call's result could not
-    /// be decoded into the type asked for.
-    public static let invalidResult = ErrorCode("invalid_result")
     /// What a ``Component`` answers when a handler throws an error that is
     /// not a ``MediatorError``; the message is the error's description.
     public static let failed = ErrorCode("failed")

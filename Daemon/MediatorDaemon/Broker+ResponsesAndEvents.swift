@@ -62,12 +62,8 @@ extension Broker {
     /// a partial of a stream it would go on with, `mediator.cancel`.
     func refuseResult(_ daemonID: Int64, problem: String, partial: Bool, from connection: ConnectionID, now: NIODeadline) {
         guard let call = finish(daemonID, now: now) else { return }
-        // `invalid_result`: spelled out, because MediatorClient declares
-        // `ErrorCode.invalidResult` and a second declaration in
-        // MediatorProtocol would make `.invalidResult` ambiguous for code
-        // that imports both (moving it is for whoever owns Client/).
         let error = MediatorError(
-            ErrorCode("invalid_result"), problem, data: ["target": .string(call.target), "action": .string(call.action)])
+            .invalidResult, problem, data: ["target": .string(call.target), "action": .string(call.action)])
         let answer = writer.error(callerID: call.callerIDBytes, error)
         send(call.caller, answer)
         send(connection, writer.event("mediator.invalid_result", data: ["id": .int(daemonID), "message": .string(problem)]))
