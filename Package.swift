@@ -34,6 +34,7 @@ let package = Package(
             name: "MediatorDaemon",
             dependencies: [
                 "MediatorProtocol",
+                "MediatorInterface",
                 "MediatorTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
