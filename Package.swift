@@ -34,6 +34,7 @@ let package = Package(
             name: "MediatorDaemon",
             dependencies: [
                 "MediatorProtocol",
+                "MediatorInterface",
                 "MediatorTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -85,10 +86,14 @@ let package = Package(
             ],
             path: "Client/MediatorClient"
         ),
+        // Interface files (issue 11): reading, checking and comparing them.
+        // Pure: the caller gives file names and bytes.
+        .target(name: "MediatorInterface", dependencies: ["MediatorProtocol"], path: "Client/MediatorInterface"),
         .executableTarget(
             name: "mediatorctl",
             dependencies: [
                 "MediatorClient",
+                "MediatorInterface",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -136,6 +141,11 @@ let package = Package(
 
         .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
         .testTarget(
+            name: "MediatorInterfaceTests",
+            dependencies: ["MediatorInterface", "MediatorProtocol"],
+            path: "Tests/MediatorInterfaceTests"
+        ),
+        .testTarget(
             name: "MediatorDaemonTests",
             dependencies: [
                 "MediatorDaemon",
@@ -168,7 +178,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["MediatorClient", "MediatorProtocol"],
+            dependencies: ["MediatorClient", "MediatorInterface", "MediatorProtocol"],
             path: "Tests/IntegrationTests"
         ),
     ]

@@ -1,3 +1,4 @@
+import MediatorInterface
 import MediatorProtocol
 
 /// One component the daemon knows before it runs (a JSON file in a components folder).
@@ -22,6 +23,10 @@ public struct Manifest: Sendable, Equatable {
     public var target: String
     public var description: String?
     public var actions: [ActionSpec]
+    /// The interface file the actions (and maybe the description) came
+    /// from, as an absolute or manifest-relative path resolved; nil when the
+    /// manifest lists its `actions` itself.
+    public var interfaceFile: String?
     public var launch: Launch
     /// `.exclusive` (default) or `.pool`.
     public var mode: Registry.Mode
@@ -54,14 +59,15 @@ public struct Manifest: Sendable, Equatable {
 
     /// The JSON members a manifest may have, in the order they are checked.
     public static let knownMembers = [
-        "target", "description", "actions", "exec", "environment", "working_directory", "unit", "mode",
+        "target", "description", "actions", "interface", "exec", "environment", "working_directory", "unit", "mode",
         "instances", "start", "priority", "idle_exit_s", "restart", "restart_backoff_ms", "restart_limit",
         "start_timeout_s", "user", "group",
     ]
 
     /// A manifest built in code, with the defaults of the JSON form.
     public init(
-        file: String = "", target: String, description: String? = nil, actions: [ActionSpec], launch: Launch,
+        file: String = "", target: String, description: String? = nil, actions: [ActionSpec],
+        interfaceFile: String? = nil, launch: Launch,
         mode: Registry.Mode = .exclusive, instances: Int = 1, start: Start = .onDemand, priority: Int = 0,
         idleExitSeconds: Int = 0, restart: RestartPolicy = .onFailure,
         restartBackoffMs: Int = Manifest.defaultRestartBackoffMs, restartLimit: Int = Manifest.defaultRestartLimit,
@@ -71,6 +77,7 @@ public struct Manifest: Sendable, Equatable {
         self.target = target
         self.description = description
         self.actions = actions
+        self.interfaceFile = interfaceFile
         self.launch = launch
         self.mode = mode
         self.instances = instances
@@ -88,7 +95,13 @@ public struct Manifest: Sendable, Equatable {
     /// Reads a manifest object; the first problem found is thrown, naming the
     /// member and the reason. Unknown members are a problem, so a typo never
     /// silently leaves a default in place.
-    public init(json: JSONValue, file: String) throws(ManifestProblem) {
+    ///
+    /// `readFile` gives the bytes of the interface file that an `interface`
+    /// member names (the path resolved against the manifest's folder), or
+    /// why it cannot; without it such a manifest is a problem.
+    public init(
+        json: JSONValue, file: String, readFile: ((String) -> Result<[UInt8], InterfaceFileUnreadable>)? = nil
+    ) throws(ManifestProblem) {
         guard let members = json.objectValue else {
             throw ManifestProblem(file: file, reason: "a manifest must be a JSON object, got \(json.typeName)")
         }
@@ -113,26 +126,47 @@ public struct Manifest: Sendable, Equatable {
             throw reader.problem("target", "\"mediator\" is the daemon itself and cannot be a component")
         }
 
-        let description = try reader.string("description")
+        var description = try reader.string("description")
 
-        // actions
-        guard let actionsValue = members["actions"] else { throw reader.problem("actions", "is required") }
-        guard let rawActions = actionsValue.arrayValue else {
-            throw reader.expected("actions", "an array of action names or specs", actionsValue)
-        }
+        // actions, or an interface file that has them
         var actions: [ActionSpec] = []
-        var seen: Set<String> = []
-        for (index, raw) in rawActions.enumerated() {
-            let spec: ActionSpec
-            do {
-                spec = try ActionSpec(json: raw)
-            } catch {
-                throw reader.problem("actions", "item \(index): \(error.message)")
+        var interfaceFile: String?
+        switch (members["actions"], members["interface"]) {
+        case (nil, nil):
+            throw reader.problem("actions", "is required, unless \"interface\" names an interface file that has them")
+        case (.some, .some):
+            throw reader.problem("interface", "\"actions\" and \"interface\" exclude each other; give one of them")
+        case (nil, .some(let interfaceValue)):
+            guard let path = interfaceValue.stringValue, !path.isEmpty, !path.utf8.contains(0) else {
+                throw reader.expected("interface", "the path of an interface file", interfaceValue)
             }
-            guard seen.insert(spec.name).inserted else {
-                throw reader.problem("actions", "action \(Self.quoted(spec.name)) is declared twice")
+            let resolved = Self.resolve(path, besides: file)
+            let interface = try Self.readInterface(resolved, readFile: readFile, reader: reader)
+            guard interface.target == target else {
+                throw reader.problem(
+                    "interface",
+                    "\(resolved) is the interface of target \(Self.quoted(interface.target)), not \(Self.quoted(target))")
             }
-            actions.append(spec)
+            actions = interface.actions
+            description = description ?? interface.description
+            interfaceFile = resolved
+        case (.some(let actionsValue), nil):
+            guard let rawActions = actionsValue.arrayValue else {
+                throw reader.expected("actions", "an array of action names or specs", actionsValue)
+            }
+            var seen: Set<String> = []
+            for (index, raw) in rawActions.enumerated() {
+                let spec: ActionSpec
+                do {
+                    spec = try ActionSpec(json: raw)
+                } catch {
+                    throw reader.problem("actions", "item \(index): \(error.message)")
+                }
+                guard seen.insert(spec.name).inserted else {
+                    throw reader.problem("actions", "action \(Self.quoted(spec.name)) is declared twice")
+                }
+                actions.append(spec)
+            }
         }
 
         // exec or unit
@@ -229,13 +263,43 @@ public struct Manifest: Sendable, Equatable {
         let group = try reader.string("group", nonEmpty: true)
 
         self.init(
-            file: file, target: target, description: description, actions: actions, launch: launch, mode: mode,
+            file: file, target: target, description: description, actions: actions, interfaceFile: interfaceFile,
+            launch: launch, mode: mode,
             instances: instances, start: start, priority: priority, idleExitSeconds: idleExitSeconds, restart: restart,
             restartBackoffMs: restartBackoffMs, restartLimit: restartLimit, startTimeoutSeconds: startTimeoutSeconds,
             user: user, group: group)
     }
 
     // MARK: - Helpers
+
+    /// `path` as it is when absolute, else relative to the folder of `manifestFile`.
+    static func resolve(_ path: String, besides manifestFile: String) -> String {
+        guard !path.hasPrefix("/") else { return path }
+        guard let slash = manifestFile.lastIndex(of: "/") else { return path }
+        return String(manifestFile[...slash]) + path
+    }
+
+    /// The interface file, checked as `mediatorctl interface check` does; its
+    /// first problem (and how many more) is the manifest's problem.
+    private static func readInterface(
+        _ path: String, readFile: ((String) -> Result<[UInt8], InterfaceFileUnreadable>)?, reader: MemberReader
+    ) throws(ManifestProblem) -> InterfaceFile {
+        guard let readFile else { throw reader.problem("interface", "\(path): interface files are not read here") }
+        switch readFile(path) {
+        case .failure(let unreadable):
+            throw reader.problem("interface", "\(path): \(unreadable.reason)")
+        case .success(let bytes):
+            do {
+                return try InterfaceFile(bytes: bytes, file: path)
+            } catch {
+                let first = error.problems.first?.description ?? path
+                let more = error.problems.count - 1
+                throw reader.problem(
+                    "interface",
+                    more > 0 ? "\(first) (and \(more) more: mediatorctl interface check \(path))" : first)
+            }
+        }
+    }
 
     /// `name.service` or `name@instance.service`, with systemd's unit name bytes.
     static func isValidServiceUnit(_ unit: String) -> Bool {
@@ -301,3 +365,13 @@ public struct Manifest: Sendable, Equatable {
 
 /// Why a manifest file was not loaded.
 public typealias ManifestProblem = ConfigFileProblem
+
+/// Why the interface file a manifest names could not be read (`cannot be
+/// read: No such file or directory`).
+public struct InterfaceFileUnreadable: Error, Sendable, Equatable {
+    public var reason: String
+
+    public init(reason: String) {
+        self.reason = reason
+    }
+}

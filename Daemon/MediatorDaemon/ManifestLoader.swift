@@ -40,7 +40,7 @@ public struct ManifestLoader: Sendable {
                 continue  // empty: masked
             case .success(let json?):
                 do {
-                    manifest = try Manifest(json: json, file: path)
+                    manifest = try Manifest(json: json, file: path, readFile: Self.readInterfaceFile)
                 } catch {
                     problems.append(error)
                     continue
@@ -125,6 +125,29 @@ public struct ManifestLoader: Sendable {
             return .success(try JSONParser.parse(data))
         } catch {
             return .failure(ManifestProblem(file: path, reason: "is not valid JSON: \(error)"))
+        }
+    }
+
+    /// The bytes of an interface file a manifest names, at most
+    /// ``maxFileBytes`` like the manifest itself.
+    static func readInterfaceFile(_ path: String) -> Result<[UInt8], InterfaceFileUnreadable> {
+        guard kind(path) == .file else {
+            var info = stat()
+            let exists = stat(path, &info) == 0
+            return .failure(InterfaceFileUnreadable(reason: exists ? "is not a regular file" : "does not exist"))
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            return .failure(InterfaceFileUnreadable(reason: "cannot be read (permissions?)"))
+        }
+        defer { try? handle.close() }
+        do {
+            let data = try handle.read(upToCount: maxFileBytes + 1) ?? Data()
+            guard data.count <= maxFileBytes else {
+                return .failure(InterfaceFileUnreadable(reason: "is larger than \(maxFileBytes) bytes"))
+            }
+            return .success([UInt8](data))
+        } catch {
+            return .failure(InterfaceFileUnreadable(reason: "cannot be read: \(reason(error))"))
         }
     }
 

@@ -109,7 +109,9 @@ private let badCases: [BadManifestCase] = [
     BadManifestCase(json: #"{\#(base), "description": 3}"#, member: "description", reason: "must be a string, got 3"),
     BadManifestCase(json: #"{\#(base), "description": null}"#, member: "description", reason: "must be a string, got null"),
     // actions
-    BadManifestCase(json: #"{"target": "A", "exec": ["/a"]}"#, member: "actions", reason: "is required"),
+    BadManifestCase(
+        json: #"{"target": "A", "exec": ["/a"]}"#, member: "actions",
+        reason: #"is required, unless "interface" names an interface file that has them"#),
     BadManifestCase(
         json: #"{"target": "A", "actions": "open", "exec": ["/a"]}"#, member: "actions",
         reason: #"must be an array of action names or specs, got "open""#),
@@ -244,6 +246,101 @@ struct ManifestTests {
     @Test func defaultsOfTheCodeInitMatchTheJSON() throws {
         let fromJSON = try Manifest(json: JSONParser.parse(#"{"target": "A", "actions": [], "unit": "a.service"}"#), file: "f")
         #expect(fromJSON == Manifest(file: "f", target: "A", actions: [], launch: .unit("a.service")))
+    }
+}
+
+// MARK: - Actions from an interface file
+
+/// Interface files the tests hand to `Manifest(json:file:readFile:)`, by resolved path.
+private let interfaceFiles: [String: String] = [
+    "/etc/mediator/components.d/notes.mediator.json": #"""
+        {"target": "Notes", "description": "From the interface",
+         "actions": [{"name": "add", "params": {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}}, "list"]}
+        """#,
+    "/usr/share/mediator/Notes.mediator.json": #"{"target": "Notes", "actions": ["get"]}"#,
+    "/etc/mediator/components.d/bad.mediator.json": #"{"target": "Notes", "actions": [{"name": "a", "more": true, "oneway": true}], "extra": 1}"#,
+    "/etc/mediator/components.d/one-problem.mediator.json": #"{"target": "Notes", "actions": [5]}"#,
+]
+
+private func readInterface(_ path: String) -> Result<[UInt8], InterfaceFileUnreadable> {
+    guard let text = interfaceFiles[path] else { return .failure(InterfaceFileUnreadable(reason: "does not exist")) }
+    return .success(Array(text.utf8))
+}
+
+private func manifest(_ members: String) throws -> Manifest {
+    try Manifest(json: JSONParser.parse(#"{"target": "Notes", "exec": ["/bin/notes"]\#(members)}"#), file: file, readFile: readInterface)
+}
+
+@Suite("Manifest: interface")
+struct ManifestInterfaceTests {
+    @Test func actionsAndDescriptionComeFromAFileBesideTheManifest() throws {
+        let notes = try manifest(#", "interface": "notes.mediator.json""#)
+        #expect(notes.actions.map(\.name) == ["add", "list"])
+        #expect(notes.actions.first?.params?.required == ["text"])
+        #expect(notes.description == "From the interface")
+        #expect(notes.interfaceFile == "/etc/mediator/components.d/notes.mediator.json")
+    }
+
+    @Test func theManifestsDescriptionWinsAndAbsolutePathsAreKept() throws {
+        let notes = try manifest(#", "interface": "/usr/share/mediator/Notes.mediator.json", "description": "Mine""#)
+        #expect(notes.actions == [ActionSpec(name: "get")])
+        #expect(notes.description == "Mine")
+        #expect(notes.interfaceFile == "/usr/share/mediator/Notes.mediator.json")
+    }
+
+    @Test(arguments: [
+        (#", "interface": "notes.mediator.json", "actions": []"#,
+         #""actions" and "interface" exclude each other; give one of them"#),
+        (#", "interface": 5"#, "must be the path of an interface file, got 5"),
+        (#", "interface": """#, #"must be the path of an interface file, got """#),
+        (#", "interface": "gone.mediator.json""#, "/etc/mediator/components.d/gone.mediator.json: does not exist"),
+        (#", "interface": "one-problem.mediator.json""#,
+         "/etc/mediator/components.d/one-problem.mediator.json: actions[0]: an action spec must be an action name or an object, got integer"),
+        (#", "interface": "bad.mediator.json""#,
+         "/etc/mediator/components.d/bad.mediator.json: extra: unknown member; known members: target, description, actions (and mode, state, calls_served, instances, activation, uptime_s, which describe adds) (and 1 more: mediatorctl interface check /etc/mediator/components.d/bad.mediator.json)"),
+    ])
+    func problemsNameTheManifestAndTheMemberInterface(_ members: String, _ reason: String) throws {
+        #expect(throws: ManifestProblem(file: file, member: "interface", reason: reason)) { try manifest(members) }
+    }
+
+    @Test func theInterfaceMustBeTheManifestsTarget() throws {
+        #expect(
+            throws: ManifestProblem(
+                file: file, member: "interface",
+                reason: #"/usr/share/mediator/Notes.mediator.json is the interface of target "Notes", not "Other""#)
+        ) {
+            try Manifest(
+                json: JSONParser.parse(#"{"target": "Other", "exec": ["/a"], "interface": "/usr/share/mediator/Notes.mediator.json"}"#),
+                file: file, readFile: readInterface)
+        }
+    }
+
+    @Test func withoutAReaderAnInterfaceIsAProblem() throws {
+        let json = try JSONParser.parse(#"{"target": "Notes", "exec": ["/a"], "interface": "/x.json"}"#)
+        #expect(throws: ManifestProblem(file: file, member: "interface", reason: "/x.json: interface files are not read here")) {
+            try Manifest(json: json, file: file)
+        }
+    }
+
+    @Test func theLoaderReadsTheFileRelativeToTheManifestsFolder() throws {
+        let temp = ManifestScratchFolder()
+        let dir = temp.folder("components.d")
+        let shared = temp.folder("interfaces")
+        ManifestScratchFolder.write(#"{"target": "Notes", "actions": ["add"]}"#, to: shared + "/Notes.mediator.json")
+        ManifestScratchFolder.write(
+            #"{"target": "Notes", "exec": ["/bin/true"], "interface": "../interfaces/Notes.mediator.json"}"#, to: dir + "/notes.json")
+        ManifestScratchFolder.write(
+            #"{"target": "Gone", "exec": ["/bin/true"], "interface": "Gone.mediator.json"}"#, to: dir + "/gone.json")
+        ManifestScratchFolder.write(
+            #"{"target": "Dir", "exec": ["/bin/true"], "interface": "\#(shared)"}"#, to: dir + "/dir.json")
+        let (manifests, problems) = ManifestLoader(directories: [dir]).load()
+        #expect(manifests.map(\.target) == ["Notes"])
+        #expect(manifests.first?.actions == [ActionSpec(name: "add")])
+        #expect(manifests.first?.interfaceFile == dir + "/../interfaces/Notes.mediator.json")
+        #expect(problems == [
+            ManifestProblem(file: dir + "/dir.json", member: "interface", reason: "\(shared): is not a regular file"),
+            ManifestProblem(file: dir + "/gone.json", member: "interface", reason: "\(dir)/Gone.mediator.json: does not exist"),
+        ])
     }
 }
 

@@ -1,0 +1,408 @@
+import MediatorProtocol
+
+/// Collects every problem of one interface file, walking its JSON itself
+/// rather than stopping at the first error as `ActionSpec(json:)` and
+/// `Schema(json:)` do. Those still run last on each action that passed, so
+/// that nothing they refuse can pass here.
+struct InterfaceChecker {
+    /// The members an interface file has.
+    static let fileMembers = ["target", "description", "actions"]
+    /// The members `describe` adds, so that its output is an interface file.
+    static let describeMembers = ["mode", "state", "calls_served", "instances", "activation", "uptime_s"]
+    static let actionMembers = ["name", "description", "params", "result", "url", "more", "oneway"]
+    static let schemaKeywords = [
+        "type", "properties", "required", "items", "enum", "additionalProperties", "description", "$defs", "$ref",
+        "title",
+    ]
+    static let typeNames = ["null", "boolean", "integer", "number", "string", "array", "object"]
+    /// As `Schema` refuses deeper schemas, so does the check.
+    static let maxSchemaDepth = 64
+
+    let file: String
+    private(set) var problems: [InterfaceProblem] = []
+    /// Every `$defs` entry seen so far, by name: one name is one generated type,
+    /// so two different definitions under one name are a problem.
+    private var definitions: [String: (path: String, json: JSONValue)] = [:]
+
+    init(file: String) {
+        self.file = file
+    }
+
+    mutating func report(_ member: String, _ reason: String) {
+        problems.append(InterfaceProblem(file: file, member: member, reason: reason))
+    }
+
+    // MARK: - The file
+
+    /// Checks the whole file; returns what could be read when nothing was wrong.
+    mutating func checkFile(_ json: JSONValue) -> (target: String, description: String?, actions: [ActionSpec])? {
+        guard let members = json.objectValue else {
+            report("", "an interface file must be a JSON object, got \(json.typeName)")
+            return nil
+        }
+        for name in sortedKeys(members)
+        where !Self.fileMembers.contains(name) && !Self.describeMembers.contains(name) {
+            report(
+                MemberPath.member("", name),
+                "unknown member; known members: target, description, actions (and "
+                    + Self.describeMembers.joined(separator: ", ") + ", which describe adds)")
+        }
+
+        var target: String?
+        if let value = members["target"] {
+            if let name = value.stringValue {
+                if NameRules.isValidTarget(name) {
+                    target = name
+                } else {
+                    report(
+                        "target",
+                        "invalid target name \(MemberPath.quoted(name)): expected [A-Za-z][A-Za-z0-9_.-]*, at most \(NameRules.maxNameBytes) bytes"
+                    )
+                }
+            } else {
+                report("target", "must be a string, got \(MemberPath.shown(value))")
+            }
+        } else {
+            report("target", "is required")
+        }
+
+        var description: String?
+        if let value = members["description"], !value.isNull {
+            if let text = value.stringValue { description = text } else {
+                report("description", "must be a string, got \(MemberPath.shown(value))")
+            }
+        }
+
+        var actions: [ActionSpec] = []
+        if let value = members["actions"] {
+            if let items = value.arrayValue {
+                var firstPathOfName: [String: String] = [:]
+                for (index, item) in items.enumerated() {
+                    let path = MemberPath.index("actions", index)
+                    let before = problems.count
+                    let (name, spec) = checkAction(item, path: path)
+                    if let name {
+                        if let first = firstPathOfName[name] {
+                            report(
+                                item.stringValue == nil ? path + ".name" : path,
+                                "action \(MemberPath.quoted(name)) is declared twice (first at \(first))")
+                        } else {
+                            firstPathOfName[name] = path
+                        }
+                    }
+                    if let spec, problems.count == before { actions.append(spec) }
+                }
+            } else {
+                report("actions", "must be an array of action names or specs, got \(MemberPath.shown(value))")
+            }
+        } else {
+            report("actions", "is required")
+        }
+
+        guard problems.isEmpty, let target else { return nil }
+        return (target, description, actions)
+    }
+
+    // MARK: - One action
+
+    /// Checks one action spec; returns its name when it has a valid one, and
+    /// the spec when nothing was wrong with it.
+    private mutating func checkAction(_ value: JSONValue, path: String) -> (name: String?, spec: ActionSpec?) {
+        let before = problems.count
+        var name: String?
+        switch value {
+        case .string(let text):
+            name = checkName(text, path: path)
+        case .object(let members):
+            for key in sortedKeys(members) where !Self.actionMembers.contains(key) {
+                report(
+                    MemberPath.member(path, key),
+                    "unknown member of an action spec; known members: " + Self.actionMembers.joined(separator: ", "))
+            }
+            if let nameValue = members["name"] {
+                if let text = nameValue.stringValue {
+                    name = checkName(text, path: path + ".name")
+                } else {
+                    report(path + ".name", "must be a string, got \(MemberPath.shown(nameValue))")
+                }
+            } else {
+                report(path + ".name", "is required")
+            }
+            if let value = present(members["description"]), value.stringValue == nil {
+                report(path + ".description", "must be a string, got \(MemberPath.shown(value))")
+            }
+            var flags: [String: Bool] = [:]
+            for flag in ["url", "more", "oneway"] {
+                guard let value = present(members[flag]) else { continue }
+                if let bool = value.boolValue { flags[flag] = bool } else {
+                    report(MemberPath.member(path, flag), "must be a boolean, got \(MemberPath.shown(value))")
+                }
+            }
+            if flags["more"] == true && flags["oneway"] == true {
+                report(path, "\"more\" and \"oneway\" exclude each other: a oneway action never answers")
+            }
+            for member in ["params", "result"] {
+                guard let schema = present(members[member]) else { continue }
+                let schemaPath = path + "." + member
+                if member == "result" && flags["oneway"] == true {
+                    report(schemaPath, "a oneway action never answers, so it has no result")
+                }
+                checkRootSchema(schema, path: schemaPath)
+            }
+        default:
+            report(path, "an action spec must be an action name or an object, got \(value.typeName)")
+        }
+        guard problems.count == before else { return (name, nil) }
+        do {
+            return (name, try ActionSpec(json: value))
+        } catch {
+            report(path, error.message)
+            return (name, nil)
+        }
+    }
+
+    private mutating func checkName(_ name: String, path: String) -> String? {
+        guard NameRules.isValidAction(name) else {
+            report(
+                path,
+                "invalid action name \(MemberPath.quoted(name)): expected [A-Za-z_][A-Za-z0-9_.-]*, at most \(NameRules.maxNameBytes) bytes"
+            )
+            return nil
+        }
+        return name
+    }
+
+    // MARK: - Schemas
+
+    /// A params or result schema: the root that its `$ref`s resolve against.
+    mutating func checkRootSchema(_ schema: JSONValue, path: String) {
+        let definitions = schema["$defs"]?.objectValue ?? [:]
+        checkSchema(schema, path: path, rootPath: path, definitions: definitions, depth: 0)
+        checkCycles(definitions, rootPath: path)
+    }
+
+    private mutating func checkSchema(
+        _ schema: JSONValue, path: String, rootPath: String, definitions: [String: JSONValue], depth: Int
+    ) {
+        guard depth <= Self.maxSchemaDepth else {
+            report(path, "schema is nested too deeply (more than \(Self.maxSchemaDepth) levels)")
+            return
+        }
+        guard let members = schema.objectValue else {
+            report(path, "a schema must be an object, got \(MemberPath.shown(schema))")
+            return
+        }
+        for key in sortedKeys(members) where !Self.schemaKeywords.contains(key) {
+            report(
+                MemberPath.member(path, key),
+                "unknown schema keyword; known keywords: " + Self.schemaKeywords.joined(separator: ", "))
+        }
+
+        if let type = members["type"] { checkType(type, path: path + ".type") }
+
+        var propertyNames: Set<String>?
+        if let properties = members["properties"] {
+            if let declared = properties.objectValue {
+                propertyNames = Set(declared.keys)
+                for name in sortedKeys(declared) {
+                    if let property = declared[name] {
+                        checkSchema(
+                            property, path: MemberPath.member(path + ".properties", name), rootPath: rootPath,
+                            definitions: definitions, depth: depth + 1)
+                    }
+                }
+            } else {
+                report(path + ".properties", "must be an object of schemas, got \(MemberPath.shown(properties))")
+            }
+        }
+
+        if let required = members["required"] {
+            if let names = required.arrayValue {
+                var seen: Set<String> = []
+                for (index, item) in names.enumerated() {
+                    let itemPath = MemberPath.index(path + ".required", index)
+                    guard let name = item.stringValue else {
+                        report(itemPath, "must be a string, got \(MemberPath.shown(item))")
+                        continue
+                    }
+                    if !seen.insert(name).inserted {
+                        report(itemPath, "\(MemberPath.quoted(name)) is listed twice")
+                    } else if members["properties"] == nil || propertyNames.map({ !$0.contains(name) }) == true {
+                        // JSON Schema allows it, but no type can be generated for such a member.
+                        report(itemPath, "\(MemberPath.quoted(name)) is not declared in \"properties\"")
+                    }
+                }
+            } else {
+                report(path + ".required", "must be an array of strings, got \(MemberPath.shown(required))")
+            }
+        }
+
+        if let items = members["items"] {
+            if items.objectValue != nil {
+                checkSchema(items, path: path + ".items", rootPath: rootPath, definitions: definitions, depth: depth + 1)
+            } else {
+                report(path + ".items", "must be a schema object, got \(MemberPath.shown(items))")
+            }
+        }
+
+        if let values = members["enum"] {
+            if let list = values.arrayValue {
+                if list.isEmpty { report(path + ".enum", "must not be empty") }
+            } else {
+                report(path + ".enum", "must be an array, got \(MemberPath.shown(values))")
+            }
+        }
+
+        if let extra = members["additionalProperties"] {
+            switch extra {
+            case .bool: break
+            case .object:
+                checkSchema(
+                    extra, path: path + ".additionalProperties", rootPath: rootPath, definitions: definitions,
+                    depth: depth + 1)
+            default:
+                report(
+                    path + ".additionalProperties", "must be a boolean or a schema object, got \(MemberPath.shown(extra))")
+            }
+        }
+
+        for keyword in ["description", "title"] {
+            if let value = members[keyword], value.stringValue == nil {
+                report(path + "." + keyword, "must be a string, got \(MemberPath.shown(value))")
+            }
+        }
+
+        if let declared = members["$defs"] {
+            if let entries = declared.objectValue {
+                for name in sortedKeys(entries) {
+                    guard let entry = entries[name] else { continue }
+                    let entryPath = MemberPath.member(path + ".$defs", name)
+                    if let earlier = self.definitions[name] {
+                        if earlier.json != entry {
+                            report(
+                                entryPath,
+                                "differs from the definition at \(earlier.path); one name is one generated type")
+                        }
+                    } else {
+                        self.definitions[name] = (entryPath, entry)
+                    }
+                    checkSchema(entry, path: entryPath, rootPath: rootPath, definitions: definitions, depth: depth + 1)
+                }
+            } else {
+                report(path + ".$defs", "must be an object of named schemas, got \(MemberPath.shown(declared))")
+            }
+        }
+
+        if let reference = members["$ref"] {
+            let refPath = path + ".$ref"
+            if let text = reference.stringValue {
+                if let name = Self.definitionName(text) {
+                    if definitions[name] == nil {
+                        report(refPath, "refers to nothing: no \(MemberPath.quoted(name)) in the \"$defs\" of \(rootPath)")
+                    }
+                } else {
+                    report(refPath, "must be of the form \"#/$defs/NAME\", got \(MemberPath.quoted(text))")
+                }
+            } else {
+                report(refPath, "must be a string of the form \"#/$defs/NAME\", got \(MemberPath.shown(reference))")
+            }
+            // `$defs` only holds definitions (a root may be a `$ref` into its
+            // own `$defs`); any other keyword would be a second constraint.
+            let others = sortedKeys(members).filter {
+                !["$ref", "description", "$defs"].contains($0) && Self.schemaKeywords.contains($0)
+            }
+            if !others.isEmpty {
+                report(
+                    path,
+                    "a schema with \"$ref\" has no other keywords but \"description\" and \"$defs\"; found "
+                        + others.map(MemberPath.quoted).joined(separator: ", "))
+            }
+        }
+    }
+
+    private mutating func checkType(_ type: JSONValue, path: String) {
+        let names: [String]
+        switch type {
+        case .string(let name):
+            names = [name]
+        case .array(let items) where !items.isEmpty:
+            var collected: [String] = []
+            for item in items {
+                guard let name = item.stringValue else {
+                    report(path, "must be a type name or an array of type names, got \(MemberPath.shown(type))")
+                    return
+                }
+                collected.append(name)
+            }
+            names = collected
+        case .array:
+            report(path, "must not be an empty array")
+            return
+        default:
+            report(path, "must be a type name or an array of type names, got \(MemberPath.shown(type))")
+            return
+        }
+        var seen: Set<String> = []
+        for name in names {
+            if !Self.typeNames.contains(name) {
+                report(
+                    path,
+                    "unknown type name \(MemberPath.quoted(name)); expected one of " + Self.typeNames.joined(separator: ", "))
+            } else if !seen.insert(name).inserted {
+                report(path, "lists \(MemberPath.quoted(name)) twice")
+            }
+        }
+    }
+
+    /// A cycle of `$defs` entries that are each only a `$ref` to the next
+    /// describes no value at all (and would send a generator round for ever);
+    /// through an object or an array a cycle is a recursive type, which is fine.
+    private mutating func checkCycles(_ definitions: [String: JSONValue], rootPath: String) {
+        for start in sortedKeys(definitions) {
+            var chain = [start]
+            var current = start
+            // Each step visits a new entry, so the walk ends within definitions.count steps.
+            while let next = definitions[current].flatMap(Self.referencedName), definitions[next] != nil {
+                if next == start {
+                    // Reported once, at the entry with the smallest name in the cycle.
+                    if chain.allSatisfy({ !$0.utf8.lexicographicallyPrecedes(start.utf8) }) {
+                        report(
+                            MemberPath.member(rootPath + ".$defs", start) + ".$ref",
+                            "a cycle of $refs with no object or array between: "
+                                + (chain + [start]).joined(separator: " -> "))
+                    }
+                    break
+                }
+                if chain.contains(next) { break }  // a cycle that does not pass through start
+                chain.append(next)
+                current = next
+            }
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// `NAME` of `#/$defs/NAME`; nil for any other form.
+    static func definitionName(_ reference: String) -> String? {
+        let prefix = "#/$defs/"
+        guard reference.hasPrefix(prefix) else { return nil }
+        let name = String(reference.dropFirst(prefix.count))
+        guard !name.isEmpty, !name.contains("/"), !name.contains("~") else { return nil }
+        return name
+    }
+
+    /// The definition a schema is only a reference to.
+    static func referencedName(_ schema: JSONValue) -> String? {
+        schema["$ref"]?.stringValue.flatMap(definitionName)
+    }
+
+    private func sortedKeys(_ members: [String: JSONValue]) -> [String] {
+        members.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// A member that is there and not null (null counts as absent, as in `ActionSpec`).
+    private func present(_ value: JSONValue?) -> JSONValue? {
+        guard let value, !value.isNull else { return nil }
+        return value
+    }
+}
