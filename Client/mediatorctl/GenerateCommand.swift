@@ -58,11 +58,15 @@ struct Generate: AsyncParsableCommand {
             inputs.append((described, "describe of \(liveTarget)"))
         } else {
             for file in files {
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    Output.write(STDERR_FILENO, "mediatorctl: \(file): cannot read the file\n")
+                    failed = true
+                    continue
+                }
                 do {
-                    let data = try Data(contentsOf: URL(fileURLWithPath: file))
                     inputs.append((try JSONParser.parse(data), URL(fileURLWithPath: file).lastPathComponent))
                 } catch {
-                    Output.write(STDERR_FILENO, "mediatorctl: \(file): \(error)\n")
+                    Output.write(STDERR_FILENO, "mediatorctl: \(file): not JSON: \(error)\n")
                     failed = true
                 }
             }

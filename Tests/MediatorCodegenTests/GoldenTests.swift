@@ -61,19 +61,37 @@ import Testing
     @Test(arguments: cases)
     func goldenPythonCompiles(name: String) throws {
         let path = Self.goldenDirectory.appendingPathComponent(Language.python.outputName(name)).path
+        let (status, message) = try Self.python(["-m", "py_compile", path])
+        #expect(status == 0, "\(path) does not compile: \(message)")
+    }
+
+    /// The golden modules run against a stand-in `mediator` package
+    /// (`PythonCheck/`): wire names, enums, streams, oneway, the service side.
+    @Test func goldenPythonRuns() throws {
+        let check = Self.goldenDirectory.deletingLastPathComponent().appendingPathComponent("PythonCheck")
+        let (status, message) = try Self.python(
+            [check.appendingPathComponent("check_generated.py").path],
+            path: [check.path, Self.goldenDirectory.path])
+        #expect(status == 0, "check_generated.py failed: \(message)")
+    }
+
+    /// Runs python3; returns its exit status and stderr.
+    static func python(_ arguments: [String], path: [String] = []) throws -> (Int32, String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        // py_compile writes bytecode; send it to a scratch directory, not the source tree.
         var environment = ProcessInfo.processInfo.environment
+        // Bytecode goes to a scratch directory, not the source tree.
         environment["PYTHONPYCACHEPREFIX"] = FileManager.default.temporaryDirectory
             .appendingPathComponent("mediator-codegen-pycache").path
+        if !path.isEmpty { environment["PYTHONPATH"] = path.joined(separator: ":") }
         process.environment = environment
-        process.arguments = ["python3", "-m", "py_compile", path]
+        process.arguments = ["python3"] + arguments
         let errors = Pipe()
         process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
         try process.run()
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(path) does not compile: \(message)")
+        return (process.terminationStatus, message)
     }
 }
