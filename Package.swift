@@ -10,6 +10,9 @@ let package = Package(
         .library(name: "MediatorClient", targets: ["MediatorClient"]),
         .executable(name: "mediatord", targets: ["mediatord"]),
         .executable(name: "mediatorctl", targets: ["mediatorctl"]),
+        .library(name: "MediatorCodegen", targets: ["MediatorCodegen"]),
+        .executable(name: "mediator-generate", targets: ["mediator-generate"]),
+        .plugin(name: "MediatorGenerator", targets: ["MediatorGenerator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -89,11 +92,27 @@ let package = Package(
         // Interface files (issue 11): reading, checking and comparing them.
         // Pure: the caller gives file names and bytes.
         .target(name: "MediatorInterface", dependencies: ["MediatorProtocol"], path: "Client/MediatorInterface"),
+        // Interface files to Swift and Python source: pure logic, no I/O.
+        .target(name: "MediatorCodegen", dependencies: ["MediatorProtocol"], path: "Client/MediatorCodegen"),
+        // The generator as a small tool of its own, for the build-tool plugin.
+        .executableTarget(
+            name: "mediator-generate",
+            dependencies: ["MediatorCodegen", "MediatorProtocol"],
+            path: "Client/mediator-generate"
+        ),
+        // Generates Swift for every `*.mediator.json` in a target's sources.
+        .plugin(
+            name: "MediatorGenerator",
+            capability: .buildTool(),
+            dependencies: ["mediator-generate"],
+            path: "Client/Plugins/MediatorGenerator"
+        ),
         .executableTarget(
             name: "mediatorctl",
             dependencies: [
                 "MediatorClient",
                 "MediatorInterface",
+                "MediatorCodegen",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -176,6 +195,22 @@ let package = Package(
             ],
             path: "Tests/MediatorctlTests"
         ),
+        // Golden files of the generators; the golden Swift files compile as
+        // part of this target (the JSON and Python ones are read at run time).
+        .testTarget(
+            name: "MediatorCodegenTests",
+            dependencies: ["MediatorCodegen", "MediatorClient", "MediatorProtocol"],
+            path: "Tests/MediatorCodegenTests",
+            exclude: GoldenFiles.excluded
+        ),
+        // Uses the MediatorGenerator plugin as a user would: proof that its
+        // output compiles and works.
+        .testTarget(
+            name: "GeneratedInterfaceTests",
+            dependencies: ["MediatorClient", "MediatorProtocol"],
+            path: "Tests/GeneratedInterfaceTests",
+            plugins: [.plugin(name: "MediatorGenerator")]
+        ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["MediatorClient", "MediatorInterface", "MediatorProtocol"],
@@ -183,3 +218,11 @@ let package = Package(
         ),
     ]
 )
+
+/// The golden interface files and Python outputs, kept out of the Swift
+/// sources of MediatorCodegenTests (the test finds them by #filePath).
+enum GoldenFiles {
+    static let names = ["Notes", "Shapes", "Keywords", "Streams"]
+    static let excluded: [String] =
+        names.flatMap { ["Golden/\($0).mediator.json", "Golden/\($0.lowercased()).py"] } + ["PythonCheck"]
+}

@@ -181,12 +181,6 @@ public struct Schema: Sendable, Hashable {
             }
             let description = try readString(members, "description", path: path)
 
-            if let referenceValue = members["$ref"] {
-                return try readReference(
-                    referenceValue, members, json: json, description: description, path: path,
-                    definitionIndex: definitionIndex)
-            }
-
             // Definitions first: a malformed `$defs` is the error to report,
             // not a `$ref` to a name it would have held.
             var definitions: [(name: String, node: Node)] = []
@@ -201,6 +195,15 @@ public struct Schema: Sendable, Hashable {
                         definitionIndex: definitionIndex)
                     definitions.append((name, node))
                 }
+            }
+
+            // A root that is only a reference to one of its own definitions
+            // (`{"$ref": "#/$defs/Note", "$defs": {...}}`) is the usual shape
+            // of a named type, so `$defs` may stand beside `$ref`.
+            if let referenceValue = members["$ref"] {
+                return try readReference(
+                    referenceValue, members, json: json, description: description, definitions: definitions,
+                    path: path, definitionIndex: definitionIndex)
             }
 
             var typeMask: UInt8 = 0
@@ -298,15 +301,15 @@ public struct Schema: Sendable, Hashable {
                 title: try readString(members, "title", path: path), definitions: definitions)
         }
 
-        /// A `{"$ref": "#/$defs/NAME", "description"?}` schema.
+        /// A `{"$ref": "#/$defs/NAME", "description"?, "$defs"?}` schema.
         private static func readReference(
-            _ value: JSONValue, _ members: [String: JSONValue], json: JSONValue, description: String?, path: String,
-            definitionIndex: [String: Int]
+            _ value: JSONValue, _ members: [String: JSONValue], json: JSONValue, description: String?,
+            definitions: [(name: String, node: Node)], path: String, definitionIndex: [String: Int]
         ) throws(MediatorError) -> Node {
-            // Siblings of `$ref` would be silently ignored (or, in JSON Schema
-            // 2020-12, apply too): refused rather than misread.
-            if let sibling = members.keys.filter({ $0 != "$ref" && $0 != "description" }).min() {
-                throw malformed(path, "\"$ref\" allows no other keyword but \"description\", found \(quoted(sibling))")
+            // Other siblings of `$ref` would be silently ignored (or, in JSON
+            // Schema 2020-12, apply too): refused rather than misread.
+            if let sibling = members.keys.filter({ $0 != "$ref" && $0 != "description" && $0 != "$defs" }).min() {
+                throw malformed(path, "\"$ref\" allows no other keyword but \"description\" and \"$defs\", found \(quoted(sibling))")
             }
             guard let text = value.stringValue else {
                 throw malformed(path + ".$ref", "must be a string, got \(value.typeName)")
@@ -319,7 +322,7 @@ public struct Schema: Sendable, Hashable {
             guard let index = definitionIndex[name] else {
                 throw malformed(path + ".$ref", "no definition \(quoted(name)) in the root schema's \"$defs\"")
             }
-            return Node(json: json, description: description, reference: (text, name, index))
+            return Node(json: json, description: description, definitions: definitions, reference: (text, name, index))
         }
 
         private static func readString(_ members: [String: JSONValue], _ keyword: String, path: String)

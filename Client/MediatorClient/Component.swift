@@ -62,7 +62,15 @@ public struct Component: Sendable {
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (P, CallContext) async throws -> R
     ) {
-        declare(ActionSpec(name: name, description: description, params: params, result: result, url: url)) { context in
+        declareDecoding(ActionSpec(name: name, description: description, params: params, result: result, url: url), handler)
+    }
+
+    /// Declares `spec` exactly as given, with a handler that decodes its
+    /// params and encodes its result.
+    mutating func declareDecoding<P: Decodable & Sendable, R: Encodable & Sendable>(
+        _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) async throws -> R
+    ) {
+        declare(spec) { context in
             let decoded: P
             do {
                 decoded = try JSONBridge.decode(P.self, from: context.params)

@@ -1,0 +1,17 @@
+import MediatorProtocol
+
+extension Component {
+    /// Declares an action from a complete ActionSpec (as read from an
+    /// interface file with `ActionSpec(json:)`), with `Decodable` params and
+    /// an `Encodable` result; what generated `Component(serving:)`
+    /// initializers use. Serving, streams and cancellation are those of
+    /// the typed `action(_:description:params:result:url:_:)`: params that
+    /// do not decode are answered with `invalid_params`.
+    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+        _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) async throws -> R
+    ) {
+        // Registered as given, every member included (`more`, `oneway`):
+        // the daemon then checks calls against the interface's own specs.
+        declareDecoding(spec, handler)
+    }
+}

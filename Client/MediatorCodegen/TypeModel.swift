@@ -1,0 +1,124 @@
+import MediatorProtocol
+
+/// The type of a value, as both generators need it.
+struct TypeRef: Hashable, Sendable {
+    indirect enum Shape: Hashable, Sendable {
+        case string, integer, number, boolean
+        /// Free-form: `JSONValue` in Swift, `typing.Any` in Python.
+        case any
+        case array(TypeRef)
+        /// A declaration of the model (struct, enum or alias), by type name.
+        case named(String)
+    }
+
+    var shape: Shape
+    /// JSON `null` is allowed (a type list with `"null"`).
+    var nullable: Bool
+
+    init(_ shape: Shape, nullable: Bool = false) {
+        self.shape = shape
+        self.nullable = nullable
+    }
+}
+
+/// One member of an object schema.
+struct Field: Sendable {
+    var jsonName: String
+    var swiftName: String
+    var pythonName: String
+    var type: TypeRef
+    /// Listed in the parent's `required`: absence is an error.
+    var required: Bool
+    var description: String?
+}
+
+struct StructDecl: Sendable {
+    var name: String
+    var description: String?
+    /// Sorted by JSON name.
+    var fields: [Field]
+}
+
+struct EnumDecl: Sendable {
+    struct Case: Sendable {
+        var value: String
+        var swiftName: String
+        var pythonName: String
+    }
+
+    var name: String
+    var description: String?
+    var cases: [Case]
+}
+
+/// A name for another type: a `$defs` entry or a params/result schema that is
+/// not an object with properties (`typealias WatchResult = JSONValue`).
+struct AliasDecl: Sendable {
+    var name: String
+    var description: String?
+    var target: TypeRef
+}
+
+enum Declaration: Sendable {
+    case structure(StructDecl)
+    case enumeration(EnumDecl)
+    case alias(AliasDecl)
+
+    var name: String {
+        switch self {
+        case .structure(let decl): decl.name
+        case .enumeration(let decl): decl.name
+        case .alias(let decl): decl.name
+        }
+    }
+}
+
+struct ActionModel: Sendable {
+    var name: String
+    var description: String?
+    var swiftName: String
+    var pythonName: String
+    /// The names of the params and result types (always declared).
+    var paramsType: String
+    var resultType: String
+    /// No params schema: the method's params argument may be left out.
+    var paramsFreeForm: Bool
+    var more: Bool
+    var oneway: Bool
+}
+
+/// Everything the generators write, built from one interface file.
+struct InterfaceModel: Sendable {
+    var target: String
+    var description: String?
+    /// The interface as embedded in the output: only `target`, `description`
+    /// and `actions` (bare names in object form), not what `describe` adds.
+    var embedded: JSONValue
+    var actions: [ActionModel]
+    /// In the order of creation: `$defs` first, then each action's types.
+    var declarations: [Declaration]
+    var typeNames: TypeNames
+
+    struct TypeNames: Sendable {
+        var client: String
+        var service: String
+        var interface: String
+        var coding: String
+    }
+
+    func declaration(named name: String) -> Declaration? {
+        declarations.first { $0.name == name }
+    }
+
+    /// `type` with aliases replaced by what they name (nullability kept).
+    func resolved(_ type: TypeRef) -> TypeRef {
+        var current = type
+        var seen: Set<String> = []
+        while case .named(let name) = current.shape, case .alias(let alias)? = declaration(named: name),
+            seen.insert(name).inserted
+        {
+            current = TypeRef(alias.target.shape, nullable: current.nullable || alias.target.nullable)
+        }
+        return current
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import MediatorCodegen
+import MediatorProtocol
+
+// mediator-generate swift|python INPUT OUTPUT
+//
+// The generator alone, for the MediatorGenerator build-tool plugin (which
+// should not have to build all of mediatorctl). The header names INPUT by its
+// file name only, so that the output does not depend on where the package is.
+
+let usage = "usage: mediator-generate swift|python INPUT.mediator.json OUTPUT\n"
+
+func fail(_ message: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data(("mediator-generate: " + message).utf8))
+    exit(status)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard arguments.count == 3, ["swift", "python"].contains(arguments[0]) else { fail(usage, status: 2) }
+let (language, inputPath, outputPath) = (arguments[0], arguments[1], arguments[2])
+let fileName = URL(fileURLWithPath: inputPath).lastPathComponent
+
+let interface: JSONValue
+do {
+    let data = try Data(contentsOf: URL(fileURLWithPath: inputPath))
+    interface = try JSONParser.parse(data)
+} catch {
+    fail("\(inputPath): \(error)\n", status: 1)
+}
+
+let source: String
+do {
+    source = language == "swift"
+        ? try SwiftGenerator.generate(interface: interface, fileName: fileName)
+        : try PythonGenerator.generate(interface: interface, fileName: fileName)
+} catch {
+    fail("\(inputPath): \(error)\n", status: 1)
+}
+
+do {
+    // Unchanged output is not rewritten, so that what depends on it is not rebuilt.
+    let existing = try? Data(contentsOf: URL(fileURLWithPath: outputPath))
+    if existing != Data(source.utf8) {
+        try Data(source.utf8).write(to: URL(fileURLWithPath: outputPath), options: .atomic)
+    }
+} catch {
+    fail("\(outputPath): \(error)\n", status: 1)
+}

@@ -1,0 +1,89 @@
+import MediatorCodegen
+import MediatorProtocol
+import Testing
+
+/// Bad interfaces give a ``CodegenError`` naming the member at fault, in
+/// both generators, never a crash.
+@Suite struct BadInterfaceTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        var label: String
+        var json: String
+        /// The error's text must contain each of these.
+        var mentions: [String]
+        var testDescription: String { label }
+    }
+
+    static let cases: [Case] = [
+        Case(label: "not an object", json: ##"["Notes"]"##, mentions: ["must be a JSON object", "array"]),
+        Case(label: "missing target", json: ##"{"actions": []}"##, mentions: ["target", "missing"]),
+        Case(label: "bad target name", json: ##"{"target": "1x", "actions": []}"##, mentions: ["target", "\"1x\""]),
+        Case(label: "missing actions", json: ##"{"target": "T"}"##, mentions: ["actions", "missing"]),
+        Case(label: "action not a name or object", json: ##"{"target": "T", "actions": [3]}"##, mentions: ["actions[0]"]),
+        Case(label: "action without name", json: ##"{"target": "T", "actions": [{}]}"##,
+             mentions: ["actions[0]", "\"name\""]),
+        Case(label: "duplicate action", json: ##"{"target": "T", "actions": ["a", {"name": "a"}]}"##,
+             mentions: ["actions[1] (a)", "twice"]),
+        Case(label: "more and oneway", json: ##"{"target": "T", "actions": [{"name": "a", "more": true, "oneway": true}]}"##,
+             mentions: ["actions[0] (a)", "more", "oneway"]),
+        Case(label: "ref to nothing",
+             json: ##"{"target": "T", "actions": [{"name": "a", "params": {"type": "object", "properties": {"n": {"$ref": "#/$defs/Missing"}}}}]}"##,
+             mentions: ["actions[0] (a).params.properties.n.$ref", "Missing", "refers to nothing"]),
+        Case(label: "ref to another root's defs",
+             json: ##"""
+                {"target": "T", "actions": [
+                  {"name": "a", "params": {"type": "object", "properties": {}, "$defs": {"P": {"type": "string"}}}},
+                  {"name": "b", "result": {"$ref": "#/$defs/P"}}]}
+                """##,
+             mentions: ["actions[1] (b).result.$ref", "refers to nothing"]),
+        Case(label: "malformed ref", json: ##"{"target": "T", "actions": [{"name": "a", "result": {"$ref": "other.json#/x"}}]}"##,
+             mentions: ["actions[0] (a).result.$ref", "#/$defs/NAME"]),
+        Case(label: "ref cycle",
+             json: ##"{"target": "T", "actions": [{"name": "a", "result": {"$ref": "#/$defs/A", "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}}}]}"##,
+             mentions: ["cycle"]),
+        Case(label: "conflicting defs",
+             json: ##"""
+                {"target": "T", "actions": [
+                  {"name": "a", "params": {"$ref": "#/$defs/P", "$defs": {"P": {"type": "string"}}}},
+                  {"name": "b", "result": {"$ref": "#/$defs/P", "$defs": {"P": {"type": "integer"}}}}]}
+                """##,
+             mentions: ["actions[1] (b).result.$defs.P", "actions[0] (a).params.$defs.P", "conflicts"]),
+        Case(label: "schema not an object",
+             json: ##"{"target": "T", "actions": [{"name": "a", "params": {"type": "object", "properties": {"x": 5}}}]}"##,
+             mentions: ["actions[0] (a).params.properties.x", "must be an object"]),
+        Case(label: "unknown type name",
+             json: ##"{"target": "T", "actions": [{"name": "a", "result": {"type": "object", "properties": {"x": {"type": "strin"}}}}]}"##,
+             mentions: ["actions[0] (a).result.properties.x.type", "strin"]),
+    ]
+
+    @Test(arguments: cases)
+    func badInterfaceNamesTheMember(_ item: Case) throws {
+        let interface = try JSONParser.parse(item.json)
+        for language in ["swift", "python"] {
+            let message: String
+            do {
+                _ = language == "swift"
+                    ? try SwiftGenerator.generate(interface: interface, fileName: "T.mediator.json")
+                    : try PythonGenerator.generate(interface: interface, fileName: "T.mediator.json")
+                Issue.record("\(item.label): no error from the \(language) generator")
+                continue
+            } catch {
+                message = error.description
+            }
+            for mention in item.mentions {
+                #expect(message.contains(mention), "\(message) should mention \(mention)")
+            }
+        }
+    }
+
+    @Test func sharedDefinitionsGiveOneType() throws {
+        let interface = try JSONParser.parse(##"""
+            {"target": "T", "actions": [
+              {"name": "a", "params": {"$ref": "#/$defs/P", "$defs": {"P": {"type": "object", "properties": {"x": {"type": "string"}}}}}},
+              {"name": "b", "result": {"$ref": "#/$defs/P", "$defs": {"P": {"type": "object", "properties": {"x": {"type": "string"}}}}}}]}
+            """##)
+        let source = try SwiftGenerator.generate(interface: interface, fileName: "T.mediator.json")
+        #expect(source.components(separatedBy: "public struct P:").count == 2)
+        #expect(source.contains("public typealias AParams = P"))
+        #expect(source.contains("public typealias BResult = P"))
+    }
+}

@@ -1,0 +1,56 @@
+"""Runs the golden Python modules against the stand-in `mediator` package:
+wire names, absent optionals, enums, nested and shared types, streams,
+oneway sends and the service side. Exits non-zero on the first failure."""
+import mediator
+import notes
+import shapes
+import keywords
+import streams
+
+# Client: params in wire form, results typed.
+client = mediator.Client([{"id": 7}, {"notes": [{"id": 1, "text": "a"}]}])
+typed = notes.NotesClient(client)
+assert typed.add(notes.AddParams(text="hi", note_kind=notes.AddParamsNoteKind.TODO)) == notes.AddResult(id=7)
+assert client.sent[-1] == ("Notes", "add", {"text": "hi", "note_kind": "todo"}), client.sent[-1]
+assert typed.list().notes == [notes.Note(id=1, text="a")]
+assert client.sent[-1] == ("Notes", "list", {})
+
+# Required nullable members are written as null; optional ones left out.
+draw = shapes.DrawParams(
+    scene=shapes.DrawParamsScene(shapes=[shapes.DrawParamsSceneShapesItem(
+        kind=shapes.DrawParamsSceneShapesItemKind.POLY_LINE, points=[shapes.Point(x=1, y=2)])]),
+    style=shapes.DrawParamsStyle.FILL, must_be_there=None, both=["a", None])
+wire = draw.to_json()
+assert wire == {"scene": {"shapes": [{"kind": "poly-line", "points": [{"x": 1, "y": 2}]}]},
+                "style": "fill", "must_be_there": None, "both": ["a", None]}, wire
+assert shapes.DrawParams.from_json(wire) == draw
+
+# Escaped names keep their wire names.
+params = keywords.ClassParams(class_="c", default=1, self_=True, type=keywords.ClassParamsType.NONE, import_="i")
+assert params.to_json() == {"class": "c", "default": 1, "self": True, "Type": "None", "import": "i"}, params.to_json()
+assert keywords.ClassParams.from_json(params.to_json()) == params
+
+# Streams and oneway.
+client = mediator.Client([{"i": 1}, {"i": 2, "done": True}])
+typed = streams.StreamsTestClient(client)
+assert list(typed.count(streams.CountParams(n=2))) == [streams.CountResult(i=1), streams.CountResult(i=2, done=True)]
+typed.poke(streams.PokeParams(who="me"))
+typed.fire()
+assert client.sent[-2:] == [("Streams-Test", "poke", {"who": "me"}), ("Streams-Test", "fire", {})], client.sent
+
+
+# Service: typed handlers behind the registered specs.
+class Counter(streams.StreamsTestService):
+    def count(self, params, ctx):
+        self.send_count_partial(ctx, streams.CountResult(i=1))
+        return streams.CountResult(i=params.n, done=True)
+
+
+service = streams.make_service(Counter())
+assert service.target == "Streams-Test"
+assert service.actions == streams.INTERFACE["actions"]
+assert [spec["name"] for spec in service.actions] == ["count", "follow", "poke", "fire"]
+ctx = mediator.CallContext()
+assert service.handlers["count"]({"n": 3}, ctx) == {"i": 3, "done": True}
+assert ctx.partials == [{"i": 1}]
+print("ok")

@@ -1,0 +1,49 @@
+"""A stand-in for the project's `mediator` package, with only the names the
+generated modules use (contract section 3), recording what they do."""
+
+
+class MediatorError(Exception):
+    pass
+
+
+class CallContext:
+    def __init__(self):
+        self.partials = []
+
+    def send_partial(self, value):
+        self.partials.append(value)
+
+
+class Client:
+    """Answers each call with the next of `answers`; records what was sent."""
+
+    def __init__(self, answers=()):
+        self.answers = list(answers)
+        self.sent = []
+
+    def call(self, target, action, params=None, timeout=None):
+        self.sent.append((target, action, params))
+        return self.answers.pop(0)
+
+    def stream(self, target, action, params=None, timeout=None):
+        self.sent.append((target, action, params))
+        while self.answers:
+            yield self.answers.pop(0)
+
+    def send(self, target, action, params=None):
+        self.sent.append((target, action, params))
+
+
+class Service:
+    def __init__(self, target, description=None, mode="exclusive", actions=None):
+        self.target = target
+        self.description = description
+        self.actions = actions
+        self.handlers = {}
+
+    def action(self, name, spec=None):
+        def register(handler):
+            self.handlers[name] = handler
+            return handler
+
+        return register
