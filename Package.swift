@@ -118,10 +118,20 @@ let package = Package(
             ],
             path: "Client/mediatorctl"
         ),
+        // The examples use the MediatorGenerator plugin as a user would:
+        // their Swift types come from Weather.mediator.json at build time.
         .executableTarget(
             name: "example-component",
             dependencies: ["MediatorClient"],
-            path: "Examples/SwiftComponent"
+            path: "Examples/SwiftComponent",
+            plugins: [.plugin(name: "MediatorGenerator")]
+        ),
+        // A typed client of Weather; its Weather.mediator.json is a symlink to the component's.
+        .executableTarget(
+            name: "example-typed-client",
+            dependencies: ["MediatorClient"],
+            path: "Examples/TypedClient",
+            plugins: [.plugin(name: "MediatorGenerator")]
         ),
         // Starting, tending and measuring child processes, and the roles of
         // a tool that starts itself again: what mediator-bench and

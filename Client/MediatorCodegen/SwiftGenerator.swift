@@ -194,9 +194,14 @@ private struct SwiftWriter {
             out.line("public static let target = \(Self.stringLiteral(model.target))")
             out.line()
             out.line("public let client: MediatorClient")
+            out.line("/// The target called: `Self.target` unless another instance of the interface is asked for.")
+            out.line("public let target: String")
             out.line()
-            out.line("public init(_ client: MediatorClient) {")
-            out.indented { $0.line("self.client = client") }
+            out.line("public init(_ client: MediatorClient, target: String = \(names.client).target) {")
+            out.indented { out in
+                out.line("self.client = client")
+                out.line("self.target = target")
+            }
             out.line("}")
             for action in model.actions {
                 out.line()
@@ -208,7 +213,7 @@ private struct SwiftWriter {
                     out.line("/// Oneway: sent without an id; nothing is answered, not even an error.")
                     out.line("public func \(method)(\(params)) async throws(MediatorError) {")
                     out.indented { out in
-                        out.line("try await client.send(Self.target, \(action_), params: \(names.coding).params(params))")
+                        out.line("try await client.send(target, \(action_), params: \(names.coding).params(params))")
                     }
                 } else if action.more {
                     out.line("/// Streams: yields each partial result, then the final one. Ending the iteration early")
@@ -217,13 +222,13 @@ private struct SwiftWriter {
                         "public func \(method)(\(params), timeout: Duration? = nil) -> AsyncThrowingStream<\(action.resultType), any Error> {")
                     out.indented { out in
                         out.line(
-                            "\(names.coding).stream(client, Self.target, \(action_), params, as: \(action.resultType).self, timeout: timeout)")
+                            "\(names.coding).stream(client, target, \(action_), params, as: \(action.resultType).self, timeout: timeout)")
                     }
                 } else {
                     out.line(
                         "public func \(method)(\(params), timeout: Duration? = nil) async throws(MediatorError) -> \(action.resultType) {")
                     out.indented { out in
-                        out.line("try await client.call(Self.target, \(action_), params, as: \(action.resultType).self, timeout: timeout)")
+                        out.line("try await client.call(target, \(action_), params, as: \(action.resultType).self, timeout: timeout)")
                     }
                 }
                 out.line("}")
@@ -281,12 +286,13 @@ private struct SwiftWriter {
     func writeComponent(into out: inout SourceWriter) {
         out.line("extension Component {")
         out.indented { out in
-            out.line("/// A component that serves `service` as the target \"\(model.target)\", declaring the")
-            out.line("/// interface's action specs exactly as in \(Self.commentSafe(fileName)), so that the daemon")
-            out.line("/// checks calls against the same schemas.")
-            out.line("public init(serving service: some \(names.service), mode: Component.Mode = .exclusive) throws(MediatorError) {")
+            out.line("/// A component that serves `service` as the target \"\(model.target)\" (or `target`: another")
+            out.line("/// instance of the same interface), declaring the interface's action specs exactly as in")
+            out.line("/// \(Self.commentSafe(fileName)), so that the daemon checks calls against the same schemas.")
+            out.line(
+                "public init(serving service: some \(names.service), target: String = \(names.interface).target, mode: Component.Mode = .exclusive) throws(MediatorError) {")
             out.indented { out in
-                out.line("self.init(target: \(names.interface).target, description: \(names.interface).description, mode: mode)")
+                out.line("self.init(target: target, description: \(names.interface).description, mode: mode)")
                 out.line("for spec in try \(names.interface).actionSpecs() {")
                 out.indented { out in
                     out.line("switch spec.name {")

@@ -1,30 +1,12 @@
-import MediatorProtocol
-
-/// `forecast`'s params.
-struct ForecastRequest: Codable, Sendable {
-    var city: String
-    var days: Int?
-}
-
-/// `forecast`'s result: fake but deterministic, computed from the city name.
-struct Forecast: Codable, Sendable, Equatable {
-    struct Day: Codable, Sendable, Equatable {
-        var day: Int
-        var summary: String
-        var high: Int
-        var low: Int
-        var precipitation: Int
-    }
-
-    var city: String
-    var days: [Day]
-
+/// `forecast`'s result: fake but deterministic, computed from the city
+/// name. `ForecastResult` and `Day` are generated from Weather.mediator.json.
+extension ForecastResult {
     static let maxDays = 16
     private static let summaries = ["sunny", "partly cloudy", "cloudy", "rain", "showers", "thunderstorms", "snow", "fog", "windy"]
 
     /// The same city always gets the same weather (FNV-1a of its name, not
     /// `Hasher`, whose seed changes with every run).
-    init(city: String, days count: Int) {
+    init(city: String, dayCount count: Int) {
         var seed: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in city.utf8 {
             seed ^= UInt64(byte)
@@ -38,42 +20,11 @@ struct Forecast: Codable, Sendable, Equatable {
             let spread = 3 + Int((bits >> 8) % 10)
             days.append(Day(
                 day: day,
-                summary: Self.summaries[Int((bits >> 16) % UInt64(Self.summaries.count))],
                 high: high,
                 low: high - spread,
-                precipitation: Int((bits >> 24) % 101)))
+                precipitation: Int((bits >> 24) % 101),
+                summary: Self.summaries[Int((bits >> 16) % UInt64(Self.summaries.count))]))
         }
-        self.city = city
-        self.days = days
+        self.init(city: city, days: days)
     }
-
-    /// The declared params schema: the daemon refuses calls that do not match.
-    static let paramsSchema: Schema = try! Schema(json: [
-        "type": "object",
-        "properties": [
-            "city": ["type": "string", "description": "The city's name."],
-            "days": ["type": "integer", "description": "How many days, 1 to 16 (default 3)."],
-        ],
-        "required": ["city"],
-    ])
-
-    static let resultSchema: Schema = try! Schema(json: [
-        "type": "object",
-        "properties": [
-            "city": ["type": "string"],
-            "days": [
-                "type": "array",
-                "items": [
-                    "type": "object",
-                    "properties": [
-                        "day": ["type": "integer"],
-                        "summary": ["type": "string"],
-                        "high": ["type": "integer"],
-                        "low": ["type": "integer"],
-                        "precipitation": ["type": "integer"],
-                    ],
-                ],
-            ],
-        ],
-    ])
 }

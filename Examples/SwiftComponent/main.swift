@@ -2,9 +2,12 @@
 //
 //   .build/debug/example-component [--socket PATH] [--target NAME] [--name NAME] [--pool]
 //
-// It registers "Weather" (or --target) with the actions forecast, echo,
-// countdown, slow, crash and notFound, prints "ready" once registered (again
-// after each re-registration), reconnects if the daemon restarts, and exits
+// It serves the interface Weather.mediator.json as "Weather" (or --target):
+// the actions forecast, echo, countdown, slow, crash and notFound. Its types,
+// the protocol WeatherService and Component(serving:) are generated from that
+// file at build time by the MediatorGenerator plugin (see Package.swift);
+// WeatherServer.swift implements the protocol. It prints "ready" once
+// registered (again after each re-registration), reconnects if the daemon restarts, and exits
 // 0 on SIGTERM or SIGINT. The socket: --socket, else $MEDIATOR_SOCKET, else
 // $XDG_RUNTIME_DIR/mediator/mediator.sock, else /run/mediator/mediator.sock.
 import Dispatch
@@ -56,7 +59,13 @@ struct Options {
 }
 
 let options = Options(Array(CommandLine.arguments.dropFirst()))
-let component = Weather.component(target: options.target, mode: options.mode)
+let component: Component
+do {
+    component = try WeatherServer.component(target: options.target, mode: options.mode)
+} catch {
+    FileHandle.standardError.write(Data("example-component: \(error)\n".utf8))
+    exit(1)
+}
 let (socketPath, name) = (options.socketPath, options.name)
 
 let service = Task {

@@ -198,22 +198,25 @@ public struct KeywordsClient: Sendable {
     public static let target = "Keywords"
 
     public let client: MediatorClient
+    /// The target called: `Self.target` unless another instance of the interface is asked for.
+    public let target: String
 
-    public init(_ client: MediatorClient) {
+    public init(_ client: MediatorClient, target: String = KeywordsClient.target) {
         self.client = client
+        self.target = target
     }
 
     /// An action named like a keyword
     public func `class`(_ params: ClassParams, timeout: Duration? = nil) async throws(MediatorError) -> ClassResult {
-        try await client.call(Self.target, "class", params, as: ClassResult.self, timeout: timeout)
+        try await client.call(target, "class", params, as: ClassResult.self, timeout: timeout)
     }
 
     public func `default`(_ params: DefaultParams, timeout: Duration? = nil) async throws(MediatorError) -> DefaultResult {
-        try await client.call(Self.target, "default", params, as: DefaultResult.self, timeout: timeout)
+        try await client.call(target, "default", params, as: DefaultResult.self, timeout: timeout)
     }
 
     public func importThing2(_ params: ImportThing2Params, timeout: Duration? = nil) async throws(MediatorError) -> ImportThing2Result {
-        try await client.call(Self.target, "import.thing-2", params, as: ImportThing2Result.self, timeout: timeout)
+        try await client.call(target, "import.thing-2", params, as: ImportThing2Result.self, timeout: timeout)
     }
 }
 
@@ -228,11 +231,11 @@ public protocol KeywordsService: Sendable {
 }
 
 extension Component {
-    /// A component that serves `service` as the target "Keywords", declaring the
-    /// interface's action specs exactly as in Keywords.mediator.json, so that the daemon
-    /// checks calls against the same schemas.
-    public init(serving service: some KeywordsService, mode: Component.Mode = .exclusive) throws(MediatorError) {
-        self.init(target: KeywordsInterface.target, description: KeywordsInterface.description, mode: mode)
+    /// A component that serves `service` as the target "Keywords" (or `target`: another
+    /// instance of the same interface), declaring the interface's action specs exactly as in
+    /// Keywords.mediator.json, so that the daemon checks calls against the same schemas.
+    public init(serving service: some KeywordsService, target: String = KeywordsInterface.target, mode: Component.Mode = .exclusive) throws(MediatorError) {
+        self.init(target: target, description: KeywordsInterface.description, mode: mode)
         for spec in try KeywordsInterface.actionSpecs() {
             switch spec.name {
             case "class":

@@ -134,29 +134,32 @@ public struct NotesClient: Sendable {
     public static let target = "Notes"
 
     public let client: MediatorClient
+    /// The target called: `Self.target` unless another instance of the interface is asked for.
+    public let target: String
 
-    public init(_ client: MediatorClient) {
+    public init(_ client: MediatorClient, target: String = NotesClient.target) {
         self.client = client
+        self.target = target
     }
 
     /// Add a note
     public func add(_ params: AddParams, timeout: Duration? = nil) async throws(MediatorError) -> AddResult {
-        try await client.call(Self.target, "add", params, as: AddResult.self, timeout: timeout)
+        try await client.call(target, "add", params, as: AddResult.self, timeout: timeout)
     }
 
     public func list(_ params: ListParams = [:], timeout: Duration? = nil) async throws(MediatorError) -> ListResult {
-        try await client.call(Self.target, "list", params, as: ListResult.self, timeout: timeout)
+        try await client.call(target, "list", params, as: ListResult.self, timeout: timeout)
     }
 
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
     public func watch(_ params: WatchParams = [:], timeout: Duration? = nil) -> AsyncThrowingStream<WatchResult, any Error> {
-        NotesCoding.stream(client, Self.target, "watch", params, as: WatchResult.self, timeout: timeout)
+        NotesCoding.stream(client, target, "watch", params, as: WatchResult.self, timeout: timeout)
     }
 
     /// Oneway: sent without an id; nothing is answered, not even an error.
     public func touch(_ params: TouchParams = [:]) async throws(MediatorError) {
-        try await client.send(Self.target, "touch", params: NotesCoding.params(params))
+        try await client.send(target, "touch", params: NotesCoding.params(params))
     }
 }
 
@@ -183,11 +186,11 @@ extension NotesService {
 }
 
 extension Component {
-    /// A component that serves `service` as the target "Notes", declaring the
-    /// interface's action specs exactly as in Notes.mediator.json, so that the daemon
-    /// checks calls against the same schemas.
-    public init(serving service: some NotesService, mode: Component.Mode = .exclusive) throws(MediatorError) {
-        self.init(target: NotesInterface.target, description: NotesInterface.description, mode: mode)
+    /// A component that serves `service` as the target "Notes" (or `target`: another
+    /// instance of the same interface), declaring the interface's action specs exactly as in
+    /// Notes.mediator.json, so that the daemon checks calls against the same schemas.
+    public init(serving service: some NotesService, target: String = NotesInterface.target, mode: Component.Mode = .exclusive) throws(MediatorError) {
+        self.init(target: target, description: NotesInterface.description, mode: mode)
         for spec in try NotesInterface.actionSpecs() {
             switch spec.name {
             case "add":

@@ -289,27 +289,30 @@ public struct OrgExampleShapesClient: Sendable {
     public static let target = "org.example.Shapes"
 
     public let client: MediatorClient
+    /// The target called: `Self.target` unless another instance of the interface is asked for.
+    public let target: String
 
-    public init(_ client: MediatorClient) {
+    public init(_ client: MediatorClient, target: String = OrgExampleShapesClient.target) {
         self.client = client
+        self.target = target
     }
 
     /// Draws a scene
     public func draw(_ params: DrawParams, timeout: Duration? = nil) async throws(MediatorError) -> DrawResult {
-        try await client.call(Self.target, "draw", params, as: DrawResult.self, timeout: timeout)
+        try await client.call(target, "draw", params, as: DrawResult.self, timeout: timeout)
     }
 
     public func measure(_ params: MeasureParams, timeout: Duration? = nil) async throws(MediatorError) -> MeasureResult {
-        try await client.call(Self.target, "measure", params, as: MeasureResult.self, timeout: timeout)
+        try await client.call(target, "measure", params, as: MeasureResult.self, timeout: timeout)
     }
 
     /// No params schema; result is a list
     public func listAll(_ params: ListAllParams = [:], timeout: Duration? = nil) async throws(MediatorError) -> ListAllResult {
-        try await client.call(Self.target, "list_all", params, as: ListAllResult.self, timeout: timeout)
+        try await client.call(target, "list_all", params, as: ListAllResult.self, timeout: timeout)
     }
 
     public func pingShapes(_ params: PingShapesParams = [:], timeout: Duration? = nil) async throws(MediatorError) -> PingShapesResult {
-        try await client.call(Self.target, "ping_shapes", params, as: PingShapesResult.self, timeout: timeout)
+        try await client.call(target, "ping_shapes", params, as: PingShapesResult.self, timeout: timeout)
     }
 }
 
@@ -327,11 +330,11 @@ public protocol OrgExampleShapesService: Sendable {
 }
 
 extension Component {
-    /// A component that serves `service` as the target "org.example.Shapes", declaring the
-    /// interface's action specs exactly as in Shapes.mediator.json, so that the daemon
-    /// checks calls against the same schemas.
-    public init(serving service: some OrgExampleShapesService, mode: Component.Mode = .exclusive) throws(MediatorError) {
-        self.init(target: OrgExampleShapesInterface.target, description: OrgExampleShapesInterface.description, mode: mode)
+    /// A component that serves `service` as the target "org.example.Shapes" (or `target`: another
+    /// instance of the same interface), declaring the interface's action specs exactly as in
+    /// Shapes.mediator.json, so that the daemon checks calls against the same schemas.
+    public init(serving service: some OrgExampleShapesService, target: String = OrgExampleShapesInterface.target, mode: Component.Mode = .exclusive) throws(MediatorError) {
+        self.init(target: target, description: OrgExampleShapesInterface.description, mode: mode)
         for spec in try OrgExampleShapesInterface.actionSpecs() {
             switch spec.name {
             case "draw":

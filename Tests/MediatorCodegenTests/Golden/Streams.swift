@@ -112,32 +112,35 @@ public struct StreamsTestClient: Sendable {
     public static let target = "Streams-Test"
 
     public let client: MediatorClient
+    /// The target called: `Self.target` unless another instance of the interface is asked for.
+    public let target: String
 
-    public init(_ client: MediatorClient) {
+    public init(_ client: MediatorClient, target: String = StreamsTestClient.target) {
         self.client = client
+        self.target = target
     }
 
     /// Counts to n, one partial per number
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
     public func count(_ params: CountParams, timeout: Duration? = nil) -> AsyncThrowingStream<CountResult, any Error> {
-        StreamsTestCoding.stream(client, Self.target, "count", params, as: CountResult.self, timeout: timeout)
+        StreamsTestCoding.stream(client, target, "count", params, as: CountResult.self, timeout: timeout)
     }
 
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
     public func follow(_ params: FollowParams, timeout: Duration? = nil) -> AsyncThrowingStream<FollowResult, any Error> {
-        StreamsTestCoding.stream(client, Self.target, "follow", params, as: FollowResult.self, timeout: timeout)
+        StreamsTestCoding.stream(client, target, "follow", params, as: FollowResult.self, timeout: timeout)
     }
 
     /// Oneway: sent without an id; nothing is answered, not even an error.
     public func poke(_ params: PokeParams) async throws(MediatorError) {
-        try await client.send(Self.target, "poke", params: StreamsTestCoding.params(params))
+        try await client.send(target, "poke", params: StreamsTestCoding.params(params))
     }
 
     /// Oneway: sent without an id; nothing is answered, not even an error.
     public func fire(_ params: FireParams = [:]) async throws(MediatorError) {
-        try await client.send(Self.target, "fire", params: StreamsTestCoding.params(params))
+        try await client.send(target, "fire", params: StreamsTestCoding.params(params))
     }
 }
 
@@ -172,11 +175,11 @@ extension StreamsTestService {
 }
 
 extension Component {
-    /// A component that serves `service` as the target "Streams-Test", declaring the
-    /// interface's action specs exactly as in Streams.mediator.json, so that the daemon
-    /// checks calls against the same schemas.
-    public init(serving service: some StreamsTestService, mode: Component.Mode = .exclusive) throws(MediatorError) {
-        self.init(target: StreamsTestInterface.target, description: StreamsTestInterface.description, mode: mode)
+    /// A component that serves `service` as the target "Streams-Test" (or `target`: another
+    /// instance of the same interface), declaring the interface's action specs exactly as in
+    /// Streams.mediator.json, so that the daemon checks calls against the same schemas.
+    public init(serving service: some StreamsTestService, target: String = StreamsTestInterface.target, mode: Component.Mode = .exclusive) throws(MediatorError) {
+        self.init(target: target, description: StreamsTestInterface.description, mode: mode)
         for spec in try StreamsTestInterface.actionSpecs() {
             switch spec.name {
             case "count":
