@@ -34,11 +34,14 @@ import signal
 import sys
 import threading
 
-# The repository's python/ folder, so that this runs from a clone without
+# This folder (for the generated notes.py, also under `python3 -I`), and the
+# repository's python/ folder, so that this runs from a clone without
 # `pip install ./python`; an installed `mediator` is used otherwise.
-_PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "python")
-if os.path.isdir(os.path.join(_PACKAGE, "mediator")) and _PACKAGE not in sys.path:
-    sys.path.insert(0, _PACKAGE)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "python")
+for _folder in (_HERE, _PACKAGE):
+    if os.path.isdir(_folder) and _folder not in sys.path:
+        sys.path.insert(0, _folder)
 
 import mediator  # noqa: E402
 import notes  # noqa: E402  (generated, next to this file)
