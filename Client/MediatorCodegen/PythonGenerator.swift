@@ -302,12 +302,20 @@ private struct PythonWriter {
     }
 
     func writeServe(into out: inout SourceWriter) {
-        out.line("def make_service(service: \(names.service)) -> mediator.Service:")
+        out.line(
+            "def make_service(service: \(names.service), target: typing.Optional[str] = None, mode: str = \"exclusive\") -> mediator.Service:")
         out.indented { out in
-            out.line("\"\"\"A mediator.Service that serves `service` with INTERFACE's action specs, registered exactly.\"\"\"")
+            out.line("\"\"\"A mediator.Service that serves `service` with INTERFACE's action specs, registered exactly.")
+            out.line()
+            out.line("`target` registers under another name than INTERFACE's (e.g. a second instance);")
+            out.line("`mode` is \"exclusive\" or \"pool\".")
+            out.line("\"\"\"")
             out.line("svc = mediator.Service(")
             out.indented { out in
-                out.line("INTERFACE[\"target\"], description=INTERFACE.get(\"description\"), actions=INTERFACE[\"actions\"]")
+                out.line("INTERFACE[\"target\"] if target is None else target,")
+                out.line("description=INTERFACE.get(\"description\"),")
+                out.line("mode=mode,")
+                out.line("actions=INTERFACE[\"actions\"],")
             }
             out.line(")")
             for action in model.actions {
@@ -331,11 +339,22 @@ private struct PythonWriter {
         }
         out.line()
         out.line()
-        out.line(
-            "def serve(service: \(names.service), socket: typing.Optional[str] = None, name: typing.Optional[str] = None) -> None:")
+        out.line("def serve(")
         out.indented { out in
-            out.line("\"\"\"Registers the target and serves `service` until the daemon stops it.\"\"\"")
-            out.line("make_service(service).run(socket=socket, name=name)")
+            out.line("service: \(names.service),")
+            out.line("socket: typing.Optional[str] = None,")
+            out.line("name: typing.Optional[str] = None,")
+            out.line("target: typing.Optional[str] = None,")
+            out.line("mode: str = \"exclusive\",")
+            out.line("reconnect: bool = True,")
+            out.line("on_registered: typing.Optional[typing.Callable[[], None]] = None,")
+        }
+        out.line(") -> None:")
+        out.indented { out in
+            out.line("\"\"\"Registers the target and serves `service` until the daemon stops it (mediator.Service.run).\"\"\"")
+            out.line("make_service(service, target=target, mode=mode).run(")
+            out.indented { $0.line("socket=socket, name=name, reconnect=reconnect, on_registered=on_registered") }
+            out.line(")")
         }
     }
 

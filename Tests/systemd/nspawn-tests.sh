@@ -54,7 +54,7 @@ cd "$REPO" || exit 1
 
 BUDGET=${MEDIATOR_NSPAWN_BUDGET:-150}
 IN_BIN=/opt/mediator/bin            # where the binaries appear in the container
-IN_EXAMPLES=/opt/mediator/Examples
+IN_EXAMPLES=/opt/mediator/Examples    # and the Python package beside it (notes_component.py imports it)
 SOCK=/run/mediator/mediator.sock
 UNIT=mediatord.service
 
@@ -261,6 +261,7 @@ boot() {
             --bind-ro=/opt/swift \
             --bind-ro="$BIN:$IN_BIN" \
             --bind-ro="$REPO/Examples:$IN_EXAMPLES" \
+            --bind-ro="$REPO/python:/opt/mediator/python" \
             --bind="$W/units:/etc/systemd/system" \
             --bind-ro="$W/sysusers.d:/etc/sysusers.d" \
             -b systemd.firstboot=off systemd.unit=mediator-test.target \

@@ -250,10 +250,17 @@ class NotesService:
         ctx.send_partial(partial)
 
 
-def make_service(service: NotesService) -> mediator.Service:
-    """A mediator.Service that serves `service` with INTERFACE's action specs, registered exactly."""
+def make_service(service: NotesService, target: typing.Optional[str] = None, mode: str = "exclusive") -> mediator.Service:
+    """A mediator.Service that serves `service` with INTERFACE's action specs, registered exactly.
+
+    `target` registers under another name than INTERFACE's (e.g. a second instance);
+    `mode` is "exclusive" or "pool".
+    """
     svc = mediator.Service(
-        INTERFACE["target"], description=INTERFACE.get("description"), actions=INTERFACE["actions"]
+        INTERFACE["target"] if target is None else target,
+        description=INTERFACE.get("description"),
+        mode=mode,
+        actions=INTERFACE["actions"],
     )
 
     @svc.action("add")
@@ -276,6 +283,16 @@ def make_service(service: NotesService) -> mediator.Service:
     return svc
 
 
-def serve(service: NotesService, socket: typing.Optional[str] = None, name: typing.Optional[str] = None) -> None:
-    """Registers the target and serves `service` until the daemon stops it."""
-    make_service(service).run(socket=socket, name=name)
+def serve(
+    service: NotesService,
+    socket: typing.Optional[str] = None,
+    name: typing.Optional[str] = None,
+    target: typing.Optional[str] = None,
+    mode: str = "exclusive",
+    reconnect: bool = True,
+    on_registered: typing.Optional[typing.Callable[[], None]] = None,
+) -> None:
+    """Registers the target and serves `service` until the daemon stops it (mediator.Service.run)."""
+    make_service(service, target=target, mode=mode).run(
+        socket=socket, name=name, reconnect=reconnect, on_registered=on_registered
+    )
