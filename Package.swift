@@ -133,6 +133,15 @@ let package = Package(
             path: "Examples/TypedClient",
             plugins: [.plugin(name: "MediatorGenerator")]
         ),
+        // A typed Swift client of the Python Notes component: one interface
+        // file serves a Python service and a Swift caller. (A target of its
+        // own: generated types of two interfaces would share one module.)
+        .executableTarget(
+            name: "example-typed-notes-client",
+            dependencies: ["MediatorClient"],
+            path: "Examples/TypedNotesClient",
+            plugins: [.plugin(name: "MediatorGenerator")]
+        ),
         // Starting, tending and measuring child processes, and the roles of
         // a tool that starts itself again: what mediator-bench and
         // mediator-chaos share.

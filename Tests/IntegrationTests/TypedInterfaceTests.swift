@@ -70,6 +70,23 @@ extension Integration {
             #expect(lines == ["forecast for Bergen: 2 days"] + (try Self.expectedDays(raw)) + ["countdown: 4 3 2 1 done"])
         }
 
+        @Test("A Python service from generated code called by a generated Swift client")
+        func pythonServiceSwiftClient() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.notes(daemon)
+            let outcome = try ChildProcess.run(
+                Paths.typedNotesClient, ["--socket", daemon.socketPath, "from Swift", "typed", "cross"],
+                directory: world.directory.path)
+            #expect(outcome.status == 0, "\(outcome)")
+            let lines = ChildProcess.lines(outcome.stdout).filter { !$0.isEmpty }
+            #expect(lines == ["added note 1", "note 1: from Swift [typed, cross]", "1 notes: 1 from Swift"], "\(outcome)")
+            // What the Swift client stored is what the Python service holds, on the wire.
+            let stored = try CLI(daemon).json("call", ["Notes", "get", "id=1"])
+            #expect(stored == ["id": 1, "text": "from Swift", "tags": ["typed", "cross"]])
+        }
+
         @Test("The same service called by a generated Python client: typed fields, and a streamed countdown")
         func swiftServicePythonClient() throws {
             let world = try World()

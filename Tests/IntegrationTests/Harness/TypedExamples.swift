@@ -9,6 +9,8 @@ extension Paths {
     /// The typed client's copy of it (a symlink).
     static var typedClientInterface: String { packageRoot + "/Examples/TypedClient/Weather.mediator.json" }
     static var typedClient: String { executable("example-typed-client") }
+    /// The typed Swift client of the Python Notes component.
+    static var typedNotesClient: String { executable("example-typed-notes-client") }
     /// The `mediator` Python package (what generated Python imports).
     static var pythonPackage: String { packageRoot + "/python" }
 }
