@@ -11,7 +11,7 @@ struct Generate: AsyncParsableCommand {
         abstract: "Generate a typed Swift or Python client and service from interface files.",
         discussion: """
             Each FILE (NAME.mediator.json) gives TARGET.swift, or target.py (the target \
-            lowercased, . and - as _), in --output (default: the current folder); the \
+            lowercased, . and - as _), in --output (default: the current folder; made when missing); the \
             paths written are printed. With --target T, the interface is the live target's \
             mediator/describe instead of a file.
 
@@ -72,6 +72,14 @@ struct Generate: AsyncParsableCommand {
             }
         }
         let folder = URL(fileURLWithPath: output ?? FileManager.default.currentDirectoryPath)
+        // Made when missing, as `mkdir -p` would: an output folder is where
+        // generated code goes, not something the user must prepare.
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            Output.write(STDERR_FILENO, "mediatorctl: cannot make the output folder \(folder.path): \(error.localizedDescription)\n")
+            throw ExitCode(Output.Status.error)
+        }
         for input in inputs {
             do {
                 let (source, fileName) = try Self.generate(language, input.interface, name: input.name)

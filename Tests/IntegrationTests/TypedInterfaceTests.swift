@@ -70,6 +70,28 @@ extension Integration {
             #expect(lines == ["forecast for Bergen: 2 days"] + (try Self.expectedDays(raw)) + ["countdown: 4 3 2 1 done"])
         }
 
+        @Test("generate --target: code from a live target's describe is the code from its file, but for the name of the source")
+        func generateFromALiveTarget() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.swiftExample(daemon)
+            for (language, file) in [("python", "weather.py"), ("swift", "Weather.swift")] {
+                let live = world.directory.file("live-\(language)")
+                let fromFile = world.directory.file("file-\(language)")
+                let generatedLive = try CLI(daemon).run("generate", [language, "--target", "Weather", "--output", live])
+                #expect(generatedLive.status == 0, "\(generatedLive)")
+                let generatedFile = try CLI.raw(["generate", language, Paths.weatherInterface, "--output", fromFile])
+                #expect(generatedFile.status == 0, "\(generatedFile)")
+                let a = try String(contentsOfFile: live + "/" + file, encoding: .utf8)
+                let b = try String(contentsOfFile: fromFile + "/" + file, encoding: .utf8)
+                #expect(a.contains("describe of Weather"))
+                #expect(
+                    a.replacingOccurrences(of: "describe of Weather", with: "Weather.mediator.json") == b,
+                    "\(language): the live interface is the file's")
+            }
+        }
+
         @Test("A Python service from generated code called by a generated Swift client")
         func pythonServiceSwiftClient() throws {
             let world = try World()
