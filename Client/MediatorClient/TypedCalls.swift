@@ -12,21 +12,57 @@ extension MediatorClient {
     public func call<Params: Encodable & Sendable, Result: Decodable & Sendable>(
         _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
     ) async throws(MediatorError) -> Result {
-        let json: JSONValue
+        let value = try await call(target, action, params: JSONBridge.params(params), timeout: timeout)
+        return try JSONBridge.result(Result.self, from: value)
+    }
+}
+
+extension MediatorClient {
+    /// A oneway call with `Encodable` params: sent without an id, nothing
+    /// comes back. Throws `invalid_params` (locally, nothing sent) when
+    /// `params` does not encode to a JSON object.
+    public func send<Params: Encodable & Sendable>(
+        _ target: String, _ action: String, _ params: Params
+    ) async throws(MediatorError) {
+        try await send(target, action, params: JSONBridge.params(params))
+    }
+
+    /// A call with several responses (`more`), each decoded as `Result`:
+    /// the partials, then the final one. Ending the iteration early, or
+    /// cancelling the iterating task, cancels the call. A response that does
+    /// not decode ends the stream with ``ErrorCode/invalidResult``.
+    public func stream<Params: Encodable & Sendable, Result: Decodable & Sendable>(
+        _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
+    ) -> AsyncThrowingStream<Result, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    let json = try JSONBridge.params(params)
+                    for try await value in stream(target, action, params: json, timeout: timeout) {
+                        continuation.yield(try JSONBridge.result(Result.self, from: value))
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
+
+extension CallContext {
+    /// Sends an `Encodable` partial result (`"continues": true`); ignored
+    /// unless the caller asked for several responses (`more`). Throws
+    /// `failed` when the value does not encode as JSON.
+    public func send<Partial: Encodable & Sendable>(encoding partial: Partial) async throws(MediatorError) {
+        let value: JSONValue
         do {
-            json = try JSONBridge.value(from: params)
+            value = try JSONBridge.value(from: partial)
         } catch {
-            throw MediatorError(.invalidParams, "params do not encode as JSON: \(error)")
+            throw MediatorError(.failed, "the partial result does not encode as JSON: \(error)")
         }
-        guard case .object = json else {
-            throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(json.typeName)")
-        }
-        let value = try await call(target, action, params: json, timeout: timeout)
-        do {
-            return try JSONBridge.decode(Result.self, from: value)
-        } catch {
-            throw MediatorError(.invalidResult, "the result does not decode as \(Result.self): \(error)")
-        }
+        await send(partial: value)
     }
 }
 
@@ -39,5 +75,28 @@ enum JSONBridge {
 
     static func decode<Value: Decodable>(_ type: Value.Type, from value: JSONValue) throws -> Value {
         try JSONDecoder().decode(type, from: Data(value.encoded))
+    }
+
+    /// Params as a JSON object, or `invalid_params` (nothing is sent).
+    static func params(_ params: some Encodable) throws(MediatorError) -> JSONValue {
+        let json: JSONValue
+        do {
+            json = try value(from: params)
+        } catch {
+            throw MediatorError(.invalidParams, "params do not encode as JSON: \(error)")
+        }
+        guard case .object = json else {
+            throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(json.typeName)")
+        }
+        return json
+    }
+
+    /// A result decoded as `Value`, or `invalid_result`.
+    static func result<Value: Decodable>(_ type: Value.Type, from value: JSONValue) throws(MediatorError) -> Value {
+        do {
+            return try decode(type, from: value)
+        } catch {
+            throw MediatorError(.invalidResult, "the result does not decode as \(Value.self): \(error)")
+        }
     }
 }

@@ -52,9 +52,9 @@ struct ModelBuilder {
 
         let stem = Naming.upperCamel(target)
         let names = InterfaceModel.TypeNames(
-            client: stem + "Client", service: stem + "Service", interface: stem + "Interface", coding: stem + "Coding")
+            client: stem + "Client", service: stem + "Service", interface: stem + "Interface")
         typeNames = NameAllocator(reserved: Self.reservedTypeNames.union([
-            names.client, names.service, names.interface, names.coding,
+            names.client, names.service, names.interface,
         ]))
 
         // Pass 1: the actions' own members, and every root `$defs` entry.

@@ -35,7 +35,6 @@ private struct SwiftWriter {
         out.line("//")
         out.line("// Target \"\(model.target)\"" + (model.description.map { ": " + Self.commentSafe($0) } ?? "."))
         out.line()
-        out.line("import Foundation")
         out.line("import MediatorClient")
         out.line("import MediatorProtocol")
         for declaration in model.declarations {
@@ -56,8 +55,6 @@ private struct SwiftWriter {
         writeComponent(into: &out)
         out.line()
         writeInterface(into: &out)
-        out.line()
-        writeCoding(into: &out)
     }
 
     // MARK: - Types
@@ -213,7 +210,7 @@ private struct SwiftWriter {
                     out.line("/// Oneway: sent without an id; nothing is answered, not even an error.")
                     out.line("public func \(method)(\(params)) async throws(MediatorError) {")
                     out.indented { out in
-                        out.line("try await client.send(target, \(action_), params: \(names.coding).params(params))")
+                        out.line("try await client.send(target, \(action_), params)")
                     }
                 } else if action.more {
                     out.line("/// Streams: yields each partial result, then the final one. Ending the iteration early")
@@ -222,7 +219,7 @@ private struct SwiftWriter {
                         "public func \(method)(\(params), timeout: Duration? = nil) -> AsyncThrowingStream<\(action.resultType), any Error> {")
                     out.indented { out in
                         out.line(
-                            "\(names.coding).stream(client, target, \(action_), params, as: \(action.resultType).self, timeout: timeout)")
+                            "client.stream(target, \(action_), params, as: \(action.resultType).self, timeout: timeout)")
                     }
                 } else {
                     out.line(
@@ -271,7 +268,7 @@ private struct SwiftWriter {
                 out.line("/// caller asked for several responses (`more`).")
                 out.line("public func \(partialHelper(action))(_ partial: \(action.resultType), context: CallContext) async throws {")
                 out.indented { out in
-                    out.line("await context.send(partial: try \(names.coding).json(partial))")
+                    out.line("try await context.send(encoding: partial)")
                 }
                 out.line("}")
             }
@@ -325,7 +322,7 @@ private struct SwiftWriter {
         out.line("}")
     }
 
-    // MARK: - Interface and coding helpers
+    // MARK: - Interface
 
     func writeInterface(into out: inout SourceWriter) {
         out.line("/// The interface \"\(model.target)\" as given in \(Self.commentSafe(fileName)) (without what `describe` adds).")
@@ -360,63 +357,6 @@ private struct SwiftWriter {
             out.line("}")
         }
         out.line("}")
-    }
-
-    func writeCoding(into out: inout SourceWriter) {
-        let lines = """
-            /// JSON conversions for this file, through Foundation's coders.
-            private enum \(names.coding) {
-                static func json(_ value: some Encodable) throws -> JSONValue {
-                    try JSONParser.parse(try JSONEncoder().encode(value))
-                }
-
-                /// Params as a JSON object, or `invalid_params` (nothing is sent).
-                static func params(_ value: some Encodable) throws(MediatorError) -> JSONValue {
-                    let encoded: JSONValue
-                    do {
-                        encoded = try json(value)
-                    } catch {
-                        throw MediatorError(.invalidParams, "params do not encode as JSON: \\(error)")
-                    }
-                    guard case .object = encoded else {
-                        throw MediatorError(.invalidParams, "params must encode to a JSON object, not \\(encoded.typeName)")
-                    }
-                    return encoded
-                }
-
-                static func decode<Value: Decodable>(_ type: Value.Type, from value: JSONValue) throws(MediatorError) -> Value {
-                    do {
-                        return try JSONDecoder().decode(type, from: Data(value.encoded))
-                    } catch {
-                        throw MediatorError(.invalidResult, "the result does not decode as \\(Value.self): \\(error)")
-                    }
-                }
-
-                /// `MediatorClient.stream` with typed values; ending the iteration cancels the call.
-                static func stream<Params: Encodable & Sendable, Result: Decodable & Sendable>(
-                    _ client: MediatorClient, _ target: String, _ action: String, _ params: Params, as: Result.Type,
-                    timeout: Duration?
-                ) -> AsyncThrowingStream<Result, any Error> {
-                    AsyncThrowingStream { continuation in
-                        let task = Task {
-                            do {
-                                let json = try Self.params(params)
-                                for try await value in client.stream(target, action, params: json, timeout: timeout) {
-                                    continuation.yield(try decode(Result.self, from: value))
-                                }
-                                continuation.finish()
-                            } catch {
-                                continuation.finish(throwing: error)
-                            }
-                        }
-                        continuation.onTermination = { _ in task.cancel() }
-                    }
-                }
-            }
-            """
-        for line in lines.split(separator: "\n", omittingEmptySubsequences: false) {
-            out.line(String(line))
-        }
     }
 
     // MARK: - Literals

@@ -103,7 +103,6 @@ struct InterfaceModel: Sendable {
         var client: String
         var service: String
         var interface: String
-        var coding: String
     }
 
     func declaration(named name: String) -> Declaration? {

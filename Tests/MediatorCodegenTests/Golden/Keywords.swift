@@ -2,7 +2,6 @@
 //
 // Target "Keywords".
 
-import Foundation
 import MediatorClient
 import MediatorProtocol
 
@@ -401,55 +400,5 @@ public enum KeywordsInterface {
             specs.append(try ActionSpec(json: value))
         }
         return specs
-    }
-}
-
-/// JSON conversions for this file, through Foundation's coders.
-private enum KeywordsCoding {
-    static func json(_ value: some Encodable) throws -> JSONValue {
-        try JSONParser.parse(try JSONEncoder().encode(value))
-    }
-
-    /// Params as a JSON object, or `invalid_params` (nothing is sent).
-    static func params(_ value: some Encodable) throws(MediatorError) -> JSONValue {
-        let encoded: JSONValue
-        do {
-            encoded = try json(value)
-        } catch {
-            throw MediatorError(.invalidParams, "params do not encode as JSON: \(error)")
-        }
-        guard case .object = encoded else {
-            throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(encoded.typeName)")
-        }
-        return encoded
-    }
-
-    static func decode<Value: Decodable>(_ type: Value.Type, from value: JSONValue) throws(MediatorError) -> Value {
-        do {
-            return try JSONDecoder().decode(type, from: Data(value.encoded))
-        } catch {
-            throw MediatorError(.invalidResult, "the result does not decode as \(Value.self): \(error)")
-        }
-    }
-
-    /// `MediatorClient.stream` with typed values; ending the iteration cancels the call.
-    static func stream<Params: Encodable & Sendable, Result: Decodable & Sendable>(
-        _ client: MediatorClient, _ target: String, _ action: String, _ params: Params, as: Result.Type,
-        timeout: Duration?
-    ) -> AsyncThrowingStream<Result, any Error> {
-        AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    let json = try Self.params(params)
-                    for try await value in client.stream(target, action, params: json, timeout: timeout) {
-                        continuation.yield(try decode(Result.self, from: value))
-                    }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
     }
 }

@@ -2,7 +2,6 @@
 //
 // Target "Notes": Keeps short notes
 
-import Foundation
 import MediatorClient
 import MediatorProtocol
 
@@ -154,12 +153,12 @@ public struct NotesClient: Sendable {
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
     public func watch(_ params: WatchParams = [:], timeout: Duration? = nil) -> AsyncThrowingStream<WatchResult, any Error> {
-        NotesCoding.stream(client, target, "watch", params, as: WatchResult.self, timeout: timeout)
+        client.stream(target, "watch", params, as: WatchResult.self, timeout: timeout)
     }
 
     /// Oneway: sent without an id; nothing is answered, not even an error.
     public func touch(_ params: TouchParams = [:]) async throws(MediatorError) {
-        try await client.send(target, "touch", params: NotesCoding.params(params))
+        try await client.send(target, "touch", params)
     }
 }
 
@@ -181,7 +180,7 @@ extension NotesService {
     /// Sends a partial result of `watch` (`"continues": true`); ignored unless the
     /// caller asked for several responses (`more`).
     public func sendWatchPartial(_ partial: WatchResult, context: CallContext) async throws {
-        await context.send(partial: try NotesCoding.json(partial))
+        try await context.send(encoding: partial)
     }
 }
 
@@ -335,55 +334,5 @@ public enum NotesInterface {
             specs.append(try ActionSpec(json: value))
         }
         return specs
-    }
-}
-
-/// JSON conversions for this file, through Foundation's coders.
-private enum NotesCoding {
-    static func json(_ value: some Encodable) throws -> JSONValue {
-        try JSONParser.parse(try JSONEncoder().encode(value))
-    }
-
-    /// Params as a JSON object, or `invalid_params` (nothing is sent).
-    static func params(_ value: some Encodable) throws(MediatorError) -> JSONValue {
-        let encoded: JSONValue
-        do {
-            encoded = try json(value)
-        } catch {
-            throw MediatorError(.invalidParams, "params do not encode as JSON: \(error)")
-        }
-        guard case .object = encoded else {
-            throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(encoded.typeName)")
-        }
-        return encoded
-    }
-
-    static func decode<Value: Decodable>(_ type: Value.Type, from value: JSONValue) throws(MediatorError) -> Value {
-        do {
-            return try JSONDecoder().decode(type, from: Data(value.encoded))
-        } catch {
-            throw MediatorError(.invalidResult, "the result does not decode as \(Value.self): \(error)")
-        }
-    }
-
-    /// `MediatorClient.stream` with typed values; ending the iteration cancels the call.
-    static func stream<Params: Encodable & Sendable, Result: Decodable & Sendable>(
-        _ client: MediatorClient, _ target: String, _ action: String, _ params: Params, as: Result.Type,
-        timeout: Duration?
-    ) -> AsyncThrowingStream<Result, any Error> {
-        AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    let json = try Self.params(params)
-                    for try await value in client.stream(target, action, params: json, timeout: timeout) {
-                        continuation.yield(try decode(Result.self, from: value))
-                    }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
     }
 }

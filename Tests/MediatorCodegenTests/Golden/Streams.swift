@@ -2,7 +2,6 @@
 //
 // Target "Streams-Test": Streams and oneway actions
 
-import Foundation
 import MediatorClient
 import MediatorProtocol
 
@@ -124,23 +123,23 @@ public struct StreamsTestClient: Sendable {
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
     public func count(_ params: CountParams, timeout: Duration? = nil) -> AsyncThrowingStream<CountResult, any Error> {
-        StreamsTestCoding.stream(client, target, "count", params, as: CountResult.self, timeout: timeout)
+        client.stream(target, "count", params, as: CountResult.self, timeout: timeout)
     }
 
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
     public func follow(_ params: FollowParams, timeout: Duration? = nil) -> AsyncThrowingStream<FollowResult, any Error> {
-        StreamsTestCoding.stream(client, target, "follow", params, as: FollowResult.self, timeout: timeout)
+        client.stream(target, "follow", params, as: FollowResult.self, timeout: timeout)
     }
 
     /// Oneway: sent without an id; nothing is answered, not even an error.
     public func poke(_ params: PokeParams) async throws(MediatorError) {
-        try await client.send(target, "poke", params: StreamsTestCoding.params(params))
+        try await client.send(target, "poke", params)
     }
 
     /// Oneway: sent without an id; nothing is answered, not even an error.
     public func fire(_ params: FireParams = [:]) async throws(MediatorError) {
-        try await client.send(target, "fire", params: StreamsTestCoding.params(params))
+        try await client.send(target, "fire", params)
     }
 }
 
@@ -164,13 +163,13 @@ extension StreamsTestService {
     /// Sends a partial result of `count` (`"continues": true`); ignored unless the
     /// caller asked for several responses (`more`).
     public func sendCountPartial(_ partial: CountResult, context: CallContext) async throws {
-        await context.send(partial: try StreamsTestCoding.json(partial))
+        try await context.send(encoding: partial)
     }
 
     /// Sends a partial result of `follow` (`"continues": true`); ignored unless the
     /// caller asked for several responses (`more`).
     public func sendFollowPartial(_ partial: FollowResult, context: CallContext) async throws {
-        await context.send(partial: try StreamsTestCoding.json(partial))
+        try await context.send(encoding: partial)
     }
 }
 
@@ -295,55 +294,5 @@ public enum StreamsTestInterface {
             specs.append(try ActionSpec(json: value))
         }
         return specs
-    }
-}
-
-/// JSON conversions for this file, through Foundation's coders.
-private enum StreamsTestCoding {
-    static func json(_ value: some Encodable) throws -> JSONValue {
-        try JSONParser.parse(try JSONEncoder().encode(value))
-    }
-
-    /// Params as a JSON object, or `invalid_params` (nothing is sent).
-    static func params(_ value: some Encodable) throws(MediatorError) -> JSONValue {
-        let encoded: JSONValue
-        do {
-            encoded = try json(value)
-        } catch {
-            throw MediatorError(.invalidParams, "params do not encode as JSON: \(error)")
-        }
-        guard case .object = encoded else {
-            throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(encoded.typeName)")
-        }
-        return encoded
-    }
-
-    static func decode<Value: Decodable>(_ type: Value.Type, from value: JSONValue) throws(MediatorError) -> Value {
-        do {
-            return try JSONDecoder().decode(type, from: Data(value.encoded))
-        } catch {
-            throw MediatorError(.invalidResult, "the result does not decode as \(Value.self): \(error)")
-        }
-    }
-
-    /// `MediatorClient.stream` with typed values; ending the iteration cancels the call.
-    static func stream<Params: Encodable & Sendable, Result: Decodable & Sendable>(
-        _ client: MediatorClient, _ target: String, _ action: String, _ params: Params, as: Result.Type,
-        timeout: Duration?
-    ) -> AsyncThrowingStream<Result, any Error> {
-        AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    let json = try Self.params(params)
-                    for try await value in client.stream(target, action, params: json, timeout: timeout) {
-                        continuation.yield(try decode(Result.self, from: value))
-                    }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
     }
 }
