@@ -33,10 +33,14 @@ let package = Package(
             dependencies: ["MediatorProtocol", .product(name: "NIOCore", package: "swift-nio")],
             path: "Transport"
         ),
+        // What the broker counts (issue 12): counters, histograms, the
+        // slow-call log and their JSON; pure, no clock, no I/O.
+        .target(name: "MediatorStatistics", dependencies: ["MediatorProtocol"], path: "Daemon/MediatorStatistics"),
         .target(
             name: "MediatorDaemon",
             dependencies: [
                 "MediatorProtocol",
+                "MediatorStatistics",
                 "MediatorInterface",
                 "MediatorTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -178,6 +182,11 @@ let package = Package(
         ),
 
         .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
+        .testTarget(
+            name: "MediatorStatisticsTests",
+            dependencies: ["MediatorStatistics", "MediatorProtocol"],
+            path: "Tests/MediatorStatisticsTests"
+        ),
         .testTarget(
             name: "MediatorInterfaceTests",
             dependencies: ["MediatorInterface", "MediatorProtocol"],

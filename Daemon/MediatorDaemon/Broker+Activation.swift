@@ -179,6 +179,7 @@ extension Broker {
 
     func start(_ target: String, now: NIODeadline) {
         guard let component = components[target] else { return }
+        statistics.componentActivated(target)
         components[target]?.state = .starting
         components[target]?.startDeadline = now + .nanoseconds(Int64(component.manifest.startTimeoutSeconds * 1e9))
         components[target]?.restartAt = nil
@@ -268,6 +269,7 @@ extension Broker {
         case .stopping:
             if remaining == 0 { settleStopped(target, now: now) }
         case .starting where !process.registered && remaining == 0 && registry.target(target) == nil:
+            statistics.componentStartFailed(target, .exited)
             failHeld(target, MediatorError(.activationFailed, "\"\(target)\" \(end) before it registered"))
             components[target]?.startDeadline = nil
             giveUpOrRestart(target, now: now, restart: false, failed: true)
@@ -284,6 +286,7 @@ extension Broker {
     public func unitFailed(target: String, reason: String, now: NIODeadline) -> [BrokerEffect] {
         guard components[target]?.state == .starting else { return takeEffects() }
         components[target]?.lastExit = "unit could not be started: \(reason)"
+        statistics.componentStartFailed(target, .unitFailed)
         failHeld(target, MediatorError(.activationFailed, "\"\(target)\" could not be started: \(reason)"))
         components[target]?.startDeadline = nil
         giveUpOrRestart(target, now: now, restart: false, failed: true)
@@ -304,6 +307,7 @@ extension Broker {
         let registered = registry.target(target) != nil
         if restart, !limitReached {
             components[target]?.restarts += 1
+            statistics.componentRestarted(target)
             let backoff = components[target]?.restartBackoff ?? .zero
             components[target]?.restartAt = now + backoff
             if !registered { components[target]?.state = .starting }
@@ -405,6 +409,7 @@ extension Broker {
                 let seconds = component.manifest.startTimeoutSeconds
                 let shown = seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
                 let reason = "did not register within \(shown) s"
+                statistics.componentStartFailed(target, .startTimeout)
                 components[target]?.lastExit = reason
                 components[target]?.startDeadline = nil
                 failHeld(target, MediatorError(.activationFailed, "\"\(target)\" \(reason)"))
@@ -430,6 +435,7 @@ extension Broker {
                 terminate(target)
             }
             if let idleAt = idleDeadline(target), idleAt <= now {
+                if components[target]?.removed != true { statistics.componentIdleExit(target) }
                 stop(target, reason: components[target]?.removed == true ? "removed" : "idle", now: now)
             }
         }

@@ -37,7 +37,8 @@ extension Broker {
         case "unsubscribe": outcome = subscribe(params, connection, adding: false)
         case "publish": outcome = publishAction(params, connection, now: now)
         case "monitor": outcome = monitorAction(params, connection)
-        case "cancel": outcome = cancel(params, connection)
+        case "cancel": outcome = cancel(params, connection, now: now)
+        case "stats": outcome = statsAction(params, connection, now: now)
         case "ping": outcome = .success(.object([:]))
         case "_block_event_loop" where configuration.testHooks:
             logger.warning("test hook: blocking the event loop for good")
@@ -193,6 +194,7 @@ extension Broker {
         }
         peers[connection]?.targets.insert(target)
         peers[connection]?.registeredBytes[target] = size
+        statistics.daemon.registrations += 1
         logger.info(
             "target registered",
             metadata: ["target": "\(target)", "instance": "\(instance)", "mode": "\(mode.rawValue)", "pid": "\(peer.credentials.pid)", "uid": "\(peer.credentials.uid)"])
@@ -298,7 +300,7 @@ extension Broker {
             "mode": .string((entry?.mode ?? component?.manifest.mode ?? .exclusive).rawValue),
             "instances": entry.map(instancesJSON) ?? .array([]),
             "state": .string(component?.state.rawValue ?? "running"),
-            "calls_served": .int(Int64(callsServed[name, default: 0])),
+            "calls_served": .int(Int64(statistics.calls(ofTarget: name))),
         ]
         if let component {
             members["activation"] = .string(component.activationKind)
@@ -400,6 +402,7 @@ extension Broker {
                 return .failure(refusal)
             }
             peers[connection]?.patterns.formUnion(patterns)
+            statistics.daemon.subscriptions += new.count
         } else {
             peers[connection]?.patterns.subtract(patterns)
         }
@@ -429,12 +432,14 @@ extension Broker {
         return .success(["delivered": .int(Int64(delivered))])
     }
 
-    func cancel(_ params: [String: JSONValue], _ connection: ConnectionID) -> Result<JSONValue, MediatorError> {
+    func cancel(_ params: [String: JSONValue], _ connection: ConnectionID, now: NIODeadline) -> Result<JSONValue, MediatorError> {
         guard let raw = params["id"], let id = MessageID(json: raw) else {
             return .failure(MediatorError(.badRequest, "\"id\" must be the id of one of this connection's requests"))
         }
         if let daemonID = pending.daemonID(caller: connection, id: id), let call = pending.call(daemonID) {
             finish(daemonID)
+            statistics.cancelled(call.statisticsSlot)
+            recordAnswer(call, code: ErrorCode.cancelled.rawValue, now: now)
             send(connection, writer.error(callerID: call.callerIDBytes, MediatorError(.cancelled, "the caller cancelled the call")))
             sendCancelEvent(call)
         } else if !heldCalls.isEmpty {

@@ -23,6 +23,7 @@ extension Broker {
         let subject = PolicySubject(
             uid: credentials.uid, gid: credentials.gid, groups: credentials.groups, userName: credentials.userName)
         guard let denial = policy.check(request, by: subject) else { return nil }
+        statistics.policyDenied(uid: credentials.uid)
         logger.notice(
             "access denied",
             metadata: [

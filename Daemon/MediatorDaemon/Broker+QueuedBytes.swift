@@ -42,6 +42,7 @@ extension Broker {
         guard !queuedByUID.isEmpty, let uid = peers[connection]?.credentials.uid, isOverQueueQuota(uid) else { return nil }
         beginQueueQuotaEpisode(uid)
         queueQuotaEpisodes[uid]?.refusedCalls += 1
+        statistics.quotaRefused(uid: uid, quota: Quota.queuedBytes.rawValue)
         let limit = configuration.maxQueuedBytesPerUID
         return MediatorError(
             .overloaded,
@@ -129,6 +130,7 @@ extension Broker {
             peers[culprit.connection]?.queuedBytes = 0
             adjustQueued(uid: uid, by: -culprit.peer.queuedBytes)
             effects.append(.close(culprit.connection))
+            statistics.daemon.backlogDisconnects += 1
         }
     }
 }

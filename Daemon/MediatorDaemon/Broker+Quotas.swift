@@ -51,6 +51,7 @@ extension Broker {
     /// that keeps `bytes` while pending (its id; a held call's params too).
     func callLimitRefusal(_ connection: ConnectionID, uid: UInt32, bytes: Int) -> MediatorError? {
         if callsInFlight(of: connection) >= configuration.maxCallsInFlightPerConnection {
+            statistics.quotaRefused(uid: uid, quota: "max_calls_in_flight")
             return MediatorError(
                 .overloaded, "this connection has \(configuration.maxCallsInFlightPerConnection) calls in flight, the limit")
         }
@@ -66,6 +67,7 @@ extension Broker {
         let limit = self.limit(quota)
         let used = usage(quota, uid: credentials.uid)
         guard used + adding > limit else { return nil }
+        statistics.quotaRefused(uid: credentials.uid, quota: quota.rawValue)
         logger.warning(
             "quota reached",
             metadata: [

@@ -36,13 +36,15 @@ extension Broker {
             answered = pending.withCall(daemonID) { call in
                 call.deadline = now + .milliseconds(call.timeoutMs)
                 deadline = call.deadline
+                statistics.partial(call.statisticsSlot)
                 let answer = writer.forwardedResponse(callerID: call.callerIDBytes, isError: false, body: body, continues: true)
                 return (call.caller, answer, call.target, call.startedAt)
             }
             if let deadline { wakeUp(at: deadline) }
         } else {
             answered = finish(daemonID, now: now).map { call in
-                (call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: false),
+                recordAnswer(call, code: isError ? errorCode(of: body) : nil, now: now)
+                return (call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: false),
                     call.target, call.startedAt)
             }
         }
@@ -62,6 +64,7 @@ extension Broker {
     /// a partial of a stream it would go on with, `mediator.cancel`.
     func refuseResult(_ daemonID: Int64, problem: String, partial: Bool, from connection: ConnectionID, now: NIODeadline) {
         guard let call = finish(daemonID, now: now) else { return }
+        recordAnswer(call, code: ErrorCode.invalidResult.rawValue, now: now)
         let error = MediatorError(
             .invalidResult, problem, data: ["target": .string(call.target), "action": .string(call.action)])
         let answer = writer.error(callerID: call.callerIDBytes, error)

@@ -1,5 +1,6 @@
 import Logging
 import MediatorProtocol
+import MediatorStatistics
 import MediatorTransport
 import NIOCore
 
@@ -28,7 +29,9 @@ public final class Broker {
     }
 
     /// Replaced on reload (SIGHUP); read on every use, never cached.
-    public internal(set) var configuration: DaemonConfiguration
+    public internal(set) var configuration: DaemonConfiguration {
+        didSet { statistics.slowCallThresholdNanoseconds = configuration.slowCallThresholdNanoseconds }
+    }
     public let version: String
     var logger: Logger {
         didSet { logsCalls = logger.logLevel <= .debug }
@@ -41,9 +44,11 @@ public final class Broker {
     public internal(set) var pending = PendingCalls()
     var armedWakeUp: NIODeadline?
     var effects: [BrokerEffect] = []
-    public private(set) var callsRouted = 0
-    /// Calls routed per target, for `list` and `status`.
-    var callsServed: [String: Int] = [:]
+    public var callsRouted: Int { statistics.daemon.callsRouted }
+    /// What `mediator/stats` reports (Broker+Statistics.swift); `list`'s calls_served comes from it too.
+    var statistics: BrokerStatistics
+    /// Where the statistics' time starts (their uptime); tests set it to their clock's start.
+    var statisticsStart = NIODeadline.now()
 
     // Components started on demand (Broker+Activation.swift).
     var components: [String: ManagedComponent] = [:]
@@ -76,6 +81,7 @@ public final class Broker {
         self.version = version
         self.logger = logger
         self.logsCalls = logger.logLevel <= .debug
+        self.statistics = BrokerStatistics(slowCallThresholdNanoseconds: configuration.slowCallThresholdNanoseconds)
     }
 
     public var connectionCount: Int { peers.count }
@@ -85,7 +91,11 @@ public final class Broker {
     /// Admits a connection, or says which quota refuses it.
     @discardableResult
     public func connect(_ connection: ConnectionID, credentials: PeerCredentials) -> MediatorError? {
-        if let refusal = quotaExceeded(.connections, credentials: credentials) { return refusal }
+        if let refusal = quotaExceeded(.connections, credentials: credentials) {
+            statistics.daemon.connectionsRefused += 1
+            return refusal
+        }
+        statistics.connectionOpened(uid: credentials.uid)
         peers[connection] = Peer(credentials: credentials, callerMember: writer.callerMember(credentials, name: nil))
         connectionsByUID[credentials.uid, default: []].insert(connection)
         logger.info(
@@ -134,12 +144,14 @@ public final class Broker {
         for call in pending.calls(toCallee: connection) {
             finish(call.daemonID)
             if call.caller != connection {
+                recordAnswer(call, code: ErrorCode.componentUnavailable.rawValue, now: now)
                 send(call.caller, writer.error(callerID: call.callerIDBytes, MediatorError(
                     .componentUnavailable, "the component serving \"\(call.target)\" disconnected with the call in flight")))
             }
         }
         for call in pending.calls(fromCaller: connection) {
             finish(call.daemonID)
+            statistics.callerGone(call.statisticsSlot)
             sendCancelEvent(call)
         }
         dropHeld(from: connection)
@@ -162,6 +174,8 @@ public final class Broker {
         armedWakeUp = nil
         for call in pending.expired(at: now) {
             finish(call.daemonID)
+            statistics.timedOut(call.statisticsSlot)
+            recordAnswer(call, code: ErrorCode.timeout.rawValue, now: now)
             send(call.caller, writer.error(callerID: call.callerIDBytes, MediatorError(
                 .timeout, "no response from \"\(call.target)\" within \(call.timeoutMs) ms")))
             sendCancelEvent(call)
@@ -175,6 +189,7 @@ public final class Broker {
     public func answerAllPending(_ error: MediatorError) -> [BrokerEffect] {
         for call in pending.all {
             finish(call.daemonID)
+            recordAnswer(call, code: error.code.rawValue, now: nil)
             send(call.caller, writer.error(callerID: call.callerIDBytes, error))
             sendCancelEvent(call)
         }
@@ -295,6 +310,8 @@ public final class Broker {
             (action, params, resultSchema, instance) = (resolvedAction, resolvedParams, resolvedResult, (callee, number))
         }
         let timeoutMs = request.timeoutMs ?? configuration.defaultTimeoutMs
+        // The one lookup statistics cost a call; the pending call keeps the slot.
+        let statisticsSlot = statistics.slot(target: request.target, action: action)
         var daemonID: Int64?
         if let id = request.id, let idBytes = request.idBytes {
             let newID = pending.makeDaemonID()
@@ -302,12 +319,12 @@ public final class Broker {
             pending.insert(PendingCalls.Call(
                 daemonID: newID, caller: connection, callerID: id, callerIDBytes: ownCopy(idBytes), callee: instance.connection,
                 target: request.target, action: action, instance: instance.instance, more: request.more,
-                timeoutMs: timeoutMs, deadline: deadline, startedAt: now, resultSchema: resultSchema))
+                timeoutMs: timeoutMs, deadline: deadline, startedAt: now, resultSchema: resultSchema,
+                statisticsSlot: statisticsSlot))
             wakeUp(at: deadline)
             daemonID = newID
         }
-        callsRouted += 1
-        callsServed[request.target, default: 0] += 1
+        statistics.callRouted(statisticsSlot, stream: request.more && daemonID != nil)
         noteActivity(request.target, now: now)
         if logsCalls, let credentials = credentials(of: connection) {
             logger.debug(
@@ -410,6 +427,7 @@ public final class Broker {
 
     func badFrame(from connection: ConnectionID, idBytes: ByteBuffer?, _ error: MediatorError, answer: Bool = true) {
         if answer { send(connection, writer.error(callerID: idBytes, error)) }
+        statistics.daemon.badFrames += 1
         let count = (peers[connection]?.consecutiveBadFrames ?? 0) + 1
         peers[connection]?.consecutiveBadFrames = count
         if count >= configuration.maxConsecutiveBadFrames {

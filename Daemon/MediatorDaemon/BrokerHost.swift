@@ -375,6 +375,7 @@ final class BrokerHost: @unchecked Sendable {
     /// A peer that stopped reading: its queue passed the limit.
     func outboundLimitReached(_ connection: ConnectionID) {
         guard let channel = channels[connection]?.channel else { return }
+        broker.statistics.daemon.backlogDisconnects += 1
         var metadata: Logger.Metadata = [
             "connection": "\(connection)", "limit_bytes": "\(broker.configuration.maxOutboundBytes)",
         ]

@@ -38,6 +38,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var maxRegisteredBytesPerUID = 4 << 20
     /// How long a component has, after `mediator.stop`, before it gets SIGTERM.
     public var componentStopGraceMs: Int64 = 3000
+    /// Calls answered at least this late go to the slow-call log of `mediator/stats`.
+    public var slowCallThresholdMs: Int64 = 1000
+
+    var slowCallThresholdNanoseconds: Int64 {
+        slowCallThresholdMs > Int64.max / 1_000_000 ? Int64.max : slowCallThresholdMs * 1_000_000
+    }
 
     /// Enables test-only daemon actions (`_block_event_loop`), never for production.
     public var testHooks = false
@@ -50,6 +56,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         "max_outbound_bytes", "max_consecutive_bad_frames", "shutdown_grace_ms", "component_stop_grace_ms",
         "max_connections_per_uid", "max_calls_in_flight_per_uid", "max_subscriptions_per_uid", "max_registrations_per_uid",
         "max_queued_bytes_per_uid", "max_pending_bytes_per_uid", "max_registration_bytes", "max_registered_bytes_per_uid",
+        "slow_call_threshold_ms",
     ]
 
     /// Applies the members of a JSON config object; unknown members are an error
@@ -91,6 +98,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case "max_pending_bytes_per_uid": maxPendingBytesPerUID = Int(number)
         case "max_registration_bytes": maxRegistrationBytes = Int(number)
         case "max_registered_bytes_per_uid": maxRegisteredBytesPerUID = Int(number)
+        case "slow_call_threshold_ms": slowCallThresholdMs = number
         default: throw MediatorError(.badRequest, "unknown config member \"\(key)\"")
         }
     }

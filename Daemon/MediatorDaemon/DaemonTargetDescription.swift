@@ -19,6 +19,7 @@ enum DaemonTargetDescription {
         ("start", "Start a component known from a manifest; answers once it registered"),
         ("stop", "Ask a managed component to leave, then SIGTERM after the grace period"),
         ("monitor", "Receive a record of every request, response and event routed"),
+        ("stats", "What the broker counted: calls, latencies, errors, refusals, slow calls (granted like monitor)"),
     ]
 
     static let json: JSONValue = [

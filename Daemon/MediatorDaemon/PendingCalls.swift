@@ -27,6 +27,8 @@ public struct PendingCalls: Sendable {
         /// The action's `result` schema, which each result must match; nil
         /// (nothing to decode or check) for an action that declares none.
         public var resultSchema: Schema? = nil
+        /// Its entry in the broker's statistics, found once when it was routed.
+        public var statisticsSlot = 0
     }
 
     struct CallerKey: Hashable {

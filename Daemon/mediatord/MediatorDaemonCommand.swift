@@ -81,6 +81,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds a component has after mediator.stop before it gets SIGTERM (default 3000).")
     var componentStopGraceMs: Int?
 
+    @Option(help: "Calls answered this many milliseconds or more after forwarding go to the slow-call log of mediator/stats (default 1000).")
+    var slowCallThresholdMs: Int?
+
     @Option(help: "Socket file mode, octal (default 0666); not used with socket activation.")
     var socketMode: String = "0666"
 
@@ -120,6 +123,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             ("max_subscriptions_per_uid", maxSubscriptionsPerUid), ("max_registrations_per_uid", maxRegistrationsPerUid),
             ("max_queued_bytes_per_uid", maxQueuedBytesPerUid), ("max_pending_bytes_per_uid", maxPendingBytesPerUid),
             ("max_registration_bytes", maxRegistrationBytes), ("max_registered_bytes_per_uid", maxRegisteredBytesPerUid),
+            ("slow_call_threshold_ms", slowCallThresholdMs),
         ]
         var settings = DaemonSettings(configFile: config, testHooks: testHooks)
         settings.componentDirectories = componentDirectories.isEmpty

@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import MediatorClient
+import MediatorProtocol
+
+struct Stats: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show what the broker counted: calls, latencies, errors, refusals, slow calls.",
+        discussion: """
+            One snapshot of mediator/stats (docs/daemon.md, "Statistics"). On a terminal, a \
+            summary: the daemon's totals, then each target and its actions with CALLS, CALLS/S \
+            (since the daemon started), P50 and P99 latency, ERRORS and IN FLIGHT, then the \
+            slow calls. Otherwise (stdout not a terminal, or --json or --pretty) the daemon's \
+            result as JSON; --table gives the summary anywhere. With TARGET, only that target. \
+            Reading statistics needs the policy's monitor grant (root and the daemon's user by \
+            default): forbidden (exit 1) otherwise.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: "Only this target.")
+    var target: String?
+
+    @Flag(name: .long, help: "Print the summary even when stdout is not a terminal.")
+    var table = false
+
+    func validate() throws {
+        if table && (options.json || options.pretty) {
+            throw ValidationError("--table excludes --json and --pretty")
+        }
+        if let target, !NameRules.isValidTarget(target) {
+            throw ValidationError("invalid target name \"\(target)\": expected [A-Za-z][A-Za-z0-9_.-]*")
+        }
+    }
+
+    var asTable: Bool {
+        table || (!options.json && !options.pretty && Terminal.isTerminal(STDOUT_FILENO))
+    }
+
+    func run() async throws {
+        let (output, asTable) = (options.output, asTable)
+        var params: [String: JSONValue] = [:]
+        if let target { params["target"] = .string(target) }
+        let request = JSONValue.object(params)
+        let result = try await options.withClient(wait: .timeout) { client in
+            try await client.call(ProtocolConstants.daemonTarget, "stats", params: request)
+        }
+        if asTable {
+            Output.write(STDOUT_FILENO, StatsSummary.render(result))
+        } else {
+            output.result(result)
+        }
+    }
+}

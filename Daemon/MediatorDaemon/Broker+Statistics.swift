@@ -1,0 +1,70 @@
+import MediatorProtocol
+import MediatorStatistics
+import NIOCore
+
+/// Statistics (issue 12): the counters live in ``BrokerStatistics`` and are
+/// bumped where the broker already handles each event; `mediator/stats`
+/// adds what is read from the broker's state now (calls in flight and
+/// held, connections, queued bytes), so nothing is counted twice.
+extension Broker {
+    /// A call's final answer (`code` nil for a result): counted, timed from
+    /// forwarding, and logged as slow when it took the threshold or more.
+    /// `now` nil (answers at shutdown): counted, not timed.
+    @inline(__always)
+    func recordAnswer(_ call: PendingCalls.Call, code: String?, now: NIODeadline?) {
+        let duration = now.map { ($0 - call.startedAt).nanoseconds }
+        guard statistics.answered(call.statisticsSlot, code: code, durationNanoseconds: duration),
+            let duration, let now
+        else { return }
+        let caller = credentials(of: call.caller)
+        statistics.logSlowCall(SlowCall(
+            target: call.target, action: call.action, pid: caller?.pid, uid: caller?.uid, durationNanoseconds: duration,
+            code: code ?? "ok", endedAtNanoseconds: (now - statisticsStart).nanoseconds))
+    }
+
+    /// The `code` of an error answer's body; errors only, so results are never decoded for it.
+    func errorCode(of body: ByteBuffer) -> String {
+        decode(body)?["code"]?.stringValue ?? ActionCounters.otherCode
+    }
+
+    /// `stats {"target"?: T, "slow"?: bool}`: granted like `monitor`.
+    func statsAction(_ params: [String: JSONValue], _ connection: ConnectionID, now: NIODeadline) -> Result<JSONValue, MediatorError> {
+        guard let peer = peers[connection] else { return .failure(MediatorError(.internal, "unknown connection")) }
+        if let denial = checkPolicy(.monitor, peer.credentials) { return .failure(denial) }
+        var target: String?
+        if let raw = params["target"] {
+            guard let name = raw.stringValue else { return .failure(MediatorError(.badRequest, "\"target\" must be a string")) }
+            target = name
+        }
+        var slowCalls = true
+        if let raw = params["slow"] {
+            // A URL (`app://mediator/stats?slow=false`) carries it as a string.
+            guard let flag = raw.boolValue ?? raw.stringValue.flatMap({ Bool($0) }) else {
+                return .failure(MediatorError(.badRequest, "\"slow\" must be true or false"))
+            }
+            slowCalls = flag
+        }
+        let snapshot = StatisticsSnapshot(statistics: statistics, live: liveFigures(now: now))
+        return .success(snapshot.json(target: target, slowCalls: slowCalls))
+    }
+
+    /// The figures of now that a snapshot reports next to the counters.
+    func liveFigures(now: NIODeadline) -> LiveFigures {
+        var live = LiveFigures()
+        live.uptimeNanoseconds = max(0, (now - statisticsStart).nanoseconds)
+        live.connections = peers.count
+        live.registeredTargets = registry.targets.count
+        for call in pending.all { live.inFlightBySlot[call.statisticsSlot, default: 0] += 1 }
+        for (target, component) in components where !component.held.isEmpty {
+            live.heldByTarget[target] = component.held.count
+        }
+        for (connection, peer) in peers {
+            live.subscriptions += peer.patterns.count
+            let uid = peer.credentials.uid
+            live.uids[uid, default: LiveFigures.UID()].connections += 1
+            live.uids[uid, default: LiveFigures.UID()].callsInFlight += callsInFlight(of: connection)
+            live.uids[uid, default: LiveFigures.UID()].queuedBytes += peer.queuedBytes
+        }
+        return live
+    }
+}

@@ -1,0 +1,43 @@
+/// What happened to the calls of one target's action since the daemon
+/// started. Calls in flight and held are not kept here: they are read from
+/// the broker's own state when a snapshot is taken.
+public struct ActionCounters: Sendable, Equatable {
+    /// Distinct error codes kept per action; a component inventing more
+    /// has the rest counted under ``otherCode``.
+    public static let maxErrorCodes = 16
+    public static let otherCode = "other"
+
+    public let target: String
+    public let action: String
+    /// Calls forwarded (oneway ones too).
+    public internal(set) var calls = 0
+    /// Final answers that were results.
+    public internal(set) var ok = 0
+    /// Final answers that were errors, by code (from the component or the daemon).
+    public internal(set) var errors: [String: Int] = [:]
+    public internal(set) var timeouts = 0
+    /// Calls the caller cancelled (`mediator/cancel`).
+    public internal(set) var cancels = 0
+    /// Calls whose caller disconnected before the final answer.
+    public internal(set) var callerGone = 0
+    /// Calls that asked for partial results (`more`), and the partials passed on.
+    public internal(set) var streams = 0
+    public internal(set) var partials = 0
+    /// From forwarding to the final answer.
+    public internal(set) var latency = LatencyHistogram()
+
+    public init(target: String, action: String) {
+        self.target = target
+        self.action = action
+    }
+
+    public var errorCount: Int { errors.values.reduce(0, +) }
+
+    mutating func countError(_ code: String) {
+        if errors[code] != nil || errors.count < Self.maxErrorCodes {
+            errors[code, default: 0] += 1
+        } else {
+            errors[Self.otherCode, default: 0] += 1
+        }
+    }
+}

@@ -1,0 +1,64 @@
+/// Latencies in fixed log-spaced buckets: bucket `i` holds durations up to
+/// `1024 << i` nanoseconds (about 1 µs, 2 µs, 4 µs, ... 68.7 s), the last
+/// one everything longer. Powers of two, so a duration's bucket is a
+/// leading-zero count: no search, no floating point, on the routing path.
+public struct LatencyHistogram: Sendable, Equatable {
+    /// 27 bounded buckets (1.02 µs to 68.7 s) and one for longer.
+    public static let bucketCount = 28
+    /// The first bucket's upper bound is 2^10 ns.
+    static let firstBoundShift = 10
+
+    public private(set) var counts: [Int]
+    public private(set) var count = 0
+    public private(set) var sumNanoseconds: Int64 = 0
+
+    public init() { counts = Array(repeating: 0, count: Self.bucketCount) }
+
+    /// The bucket a duration falls in; a negative or zero duration in the first.
+    @inline(__always)
+    public static func bucket(nanoseconds: Int64) -> Int {
+        guard nanoseconds > 1 else { return 0 }
+        let scaled = UInt64(nanoseconds - 1) >> UInt64(firstBoundShift)
+        return min(UInt64.bitWidth - scaled.leadingZeroBitCount, bucketCount - 1)
+    }
+
+    /// The largest duration bucket `index` holds; nil for the last (unbounded) one.
+    public static func upperBound(ofBucket index: Int) -> Int64? {
+        index < bucketCount - 1 ? Int64(1) << Int64(firstBoundShift + index) : nil
+    }
+
+    public mutating func record(nanoseconds: Int64) {
+        counts[Self.bucket(nanoseconds: nanoseconds)] += 1
+        count += 1
+        sumNanoseconds &+= max(0, nanoseconds)
+    }
+
+    /// The duration below which `fraction` of the recorded ones fall,
+    /// interpolated linearly inside its bucket (so off by at most the
+    /// bucket's width, a factor of two); nil when nothing was recorded.
+    /// In the last bucket, its lower bound: the histogram knows no more.
+    public func quantile(_ fraction: Double) -> Int64? {
+        guard count > 0 else { return nil }
+        let rank = max(1, Int((Double(count) * min(max(fraction, 0), 1)).rounded(.up)))
+        var seen = 0
+        for (index, bucketCount) in counts.enumerated() where bucketCount > 0 {
+            if seen + bucketCount >= rank {
+                let lower = index == 0 ? 0 : Int64(1) << Int64(Self.firstBoundShift + index - 1)
+                guard let upper = Self.upperBound(ofBucket: index) else { return lower }
+                let position = Double(rank - seen) / Double(bucketCount)
+                return lower + Int64((Double(upper - lower) * position).rounded())
+            }
+            seen += bucketCount
+        }
+        return nil
+    }
+}
+
+extension LatencyHistogram {
+    /// Adds another histogram's counts (a target's, from its actions').
+    public mutating func merge(_ other: LatencyHistogram) {
+        for index in counts.indices { counts[index] += other.counts[index] }
+        count += other.count
+        sumNanoseconds &+= other.sumNanoseconds
+    }
+}
