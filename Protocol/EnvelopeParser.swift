@@ -240,11 +240,19 @@ public enum EnvelopeParser {
             guard frame[range.lowerBound] == UInt8(ascii: "\""), range.count >= 2 else { return nil }
             return UnsafeRawBufferPointer(rebasing: frame[(range.lowerBound + 1)..<(range.upperBound - 1)])
         }
-        guard let parent = contents(traceparent), TraceContext.isValidTraceparent(parent) else { return }
-        envelope.traceparentRange = traceparent
-        if let tracestate, let state = contents(tracestate), TraceContext.isValidTracestate(state) {
-            envelope.tracestateRange = tracestate
+        // Offsets past 4 GiB (a frame limit set that high) do not fit the envelope's bounds: dropped.
+        guard let parent = contents(traceparent), TraceContext.isValidTraceparent(parent),
+            traceparent.upperBound <= UInt32.max
+        else { return }
+        var bounds = Envelope.TraceBounds(
+            parentStart: UInt32(traceparent.lowerBound), parentEnd: UInt32(traceparent.upperBound), stateStart: 0, stateEnd: 0)
+        if let tracestate, let state = contents(tracestate), TraceContext.isValidTracestate(state),
+            tracestate.upperBound <= UInt32.max
+        {
+            bounds.stateStart = UInt32(tracestate.lowerBound)
+            bounds.stateEnd = UInt32(tracestate.upperBound)
         }
+        envelope.traceBounds = bounds
     }
 
     static func classify(_ frame: UnsafeRawBufferPointer, _ ranges: Ranges, into envelope: inout Envelope) -> EnvelopeError? {

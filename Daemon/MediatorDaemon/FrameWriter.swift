@@ -3,9 +3,11 @@ import NIOCore
 
 /// A request's trace context members (`traceparent`, `tracestate`), each
 /// the JSON string exactly as it arrived, passed on to the component.
-public struct ForwardedTrace: Sendable, Equatable {
-    public var traceparent: ByteBuffer
-    public var tracestate: ByteBuffer?
+/// A class: a request without trace context carries one nil reference
+/// instead of two empty buffers through routing, which copies it.
+public final class ForwardedTrace: Sendable {
+    public let traceparent: ByteBuffer
+    public let tracestate: ByteBuffer?
 
     public init(traceparent: ByteBuffer, tracestate: ByteBuffer?) {
         self.traceparent = traceparent
