@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         // Wire types, framing, names, URLs, schemas: no dependencies, no I/O.
@@ -90,6 +91,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                // Trace context: inject on calls, extract in components (issue 12).
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ],
             path: "Client/MediatorClient"
         ),
@@ -181,6 +185,27 @@ let package = Package(
             exclude: ["README.md"]
         ),
 
+        // Trace context across processes (issue 12): an in-memory tracer
+        // that propagates W3C traceparent, and the probe the integration
+        // test runs as component and as client.
+        .target(
+            name: "TraceTesting",
+            dependencies: [
+                "MediatorProtocol",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            ],
+            path: "Tests/Support/TraceTesting"
+        ),
+        .executableTarget(
+            name: "mediator-trace-probe",
+            dependencies: [
+                "MediatorClient", "MediatorProtocol", "TraceTesting",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
+            path: "Tests/Support/TraceProbe"
+        ),
+
         .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
         .testTarget(
             name: "MediatorStatisticsTests",
@@ -212,6 +237,9 @@ let package = Package(
                 "MediatorTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                "TraceTesting",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             path: "Tests/MediatorClientTests"
         ),

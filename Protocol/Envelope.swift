@@ -20,6 +20,22 @@ public struct Envelope: Sendable, Equatable {
     public var timeoutMs: Int64?
     public var more: Bool = false
     public var callerRange: Range<Int>?
+    /// W3C trace context, each the whole JSON string; set only when
+    /// `traceparent` is well formed (``TraceContext``), `tracestate` only with it.
+    public var traceparentRange: Range<Int>? {
+        traceBounds.map { Int($0.parentStart)..<Int($0.parentEnd) }
+    }
+    public var tracestateRange: Range<Int>? {
+        guard let bounds = traceBounds, bounds.stateEnd > bounds.stateStart else { return nil }
+        return Int(bounds.stateStart)..<Int(bounds.stateEnd)
+    }
+    /// Both ranges in 32-bit offsets: the envelope is built and copied for
+    /// every call, and a request without trace context should not pay for
+    /// two full ranges. An empty state range means no `tracestate`.
+    struct TraceBounds: Sendable, Equatable {
+        var parentStart, parentEnd, stateStart, stateEnd: UInt32
+    }
+    var traceBounds: TraceBounds?
 
     // Response members.
     public var resultRange: Range<Int>?

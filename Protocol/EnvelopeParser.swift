@@ -11,6 +11,7 @@ public enum EnvelopeParser {
     /// The top-level members the contract gives a meaning to.
     enum Member: CaseIterable {
         case id, target, action, params, timeoutMs, more, caller, result, error, continues, event, data
+        case traceparent, tracestate
 
         var name: String {
             switch self {
@@ -26,6 +27,8 @@ public enum EnvelopeParser {
             case .continues: return "continues"
             case .event: return "event"
             case .data: return "data"
+            case .traceparent: return "traceparent"
+            case .tracestate: return "tracestate"
             }
         }
 
@@ -50,6 +53,8 @@ public enum EnvelopeParser {
             case 6 where equals("result"): self = .result
             case 9 where equals("continues"): self = .continues
             case 10 where equals("timeout_ms"): self = .timeoutMs
+            case 10 where equals("tracestate"): self = .tracestate
+            case 11 where equals("traceparent"): self = .traceparent
             default: return nil
             }
         }
@@ -64,6 +69,7 @@ public enum EnvelopeParser {
     /// Where each known member's value is in the frame; the last of a repeated name.
     struct Ranges {
         var id, target, action, params, timeoutMs, more, caller, result, error, continues, event, data: Range<Int>?
+        var traceparent, tracestate: Range<Int>?
 
         subscript(member: Member) -> Range<Int>? {
             get {
@@ -80,6 +86,8 @@ public enum EnvelopeParser {
                 case .continues: return continues
                 case .event: return event
                 case .data: return data
+                case .traceparent: return traceparent
+                case .tracestate: return tracestate
                 }
             }
             set {
@@ -96,6 +104,8 @@ public enum EnvelopeParser {
                 case .continues: continues = newValue
                 case .event: event = newValue
                 case .data: data = newValue
+                case .traceparent: traceparent = newValue
+                case .tracestate: tracestate = newValue
                 }
             }
         }
@@ -220,6 +230,31 @@ public enum EnvelopeParser {
         }
     }
 
+    /// Keeps the trace members' ranges when `traceparent` is well formed, and
+    /// `tracestate` only with it (W3C: no `tracestate` without a parent).
+    /// Checked on their bytes, without decoding (``TraceContext``).
+    static func traceContext(
+        _ frame: UnsafeRawBufferPointer, traceparent: Range<Int>, tracestate: Range<Int>?, into envelope: inout Envelope
+    ) {
+        func contents(_ range: Range<Int>) -> UnsafeRawBufferPointer? {
+            guard frame[range.lowerBound] == UInt8(ascii: "\""), range.count >= 2 else { return nil }
+            return UnsafeRawBufferPointer(rebasing: frame[(range.lowerBound + 1)..<(range.upperBound - 1)])
+        }
+        // Offsets past 4 GiB (a frame limit set that high) do not fit the envelope's bounds: dropped.
+        guard let parent = contents(traceparent), TraceContext.isValidTraceparent(parent),
+            traceparent.upperBound <= UInt32.max
+        else { return }
+        var bounds = Envelope.TraceBounds(
+            parentStart: UInt32(traceparent.lowerBound), parentEnd: UInt32(traceparent.upperBound), stateStart: 0, stateEnd: 0)
+        if let tracestate, let state = contents(tracestate), TraceContext.isValidTracestate(state),
+            tracestate.upperBound <= UInt32.max
+        {
+            bounds.stateStart = UInt32(tracestate.lowerBound)
+            bounds.stateEnd = UInt32(tracestate.upperBound)
+        }
+        envelope.traceBounds = bounds
+    }
+
     static func classify(_ frame: UnsafeRawBufferPointer, _ ranges: Ranges, into envelope: inout Envelope) -> EnvelopeError? {
         // The id first, so that every later error can carry it.
         var id: MessageID?
@@ -259,6 +294,8 @@ public enum EnvelopeParser {
                 envelope.more = flag
             }
             envelope.callerRange = ranges.caller
+            // Trace context is optional and never fails a request: a malformed one is dropped.
+            if let range = ranges.traceparent { traceContext(frame, traceparent: range, tracestate: ranges.tracestate, into: &envelope) }
             return nil
         }
 

@@ -2,12 +2,14 @@
 public enum OutboundMessage {
     public static func request(
         id: MessageID?, target: String, action: String, params: JSONValue = .object([:]),
-        timeoutMs: Int64? = nil, more: Bool = false
+        timeoutMs: Int64? = nil, more: Bool = false, traceparent: String? = nil, tracestate: String? = nil
     ) -> [UInt8] {
         var members: [String: JSONValue] = ["target": .string(target), "action": .string(action), "params": params]
         if let id { members["id"] = id.json }
         if let timeoutMs { members["timeout_ms"] = .int(timeoutMs) }
         if more { members["more"] = .bool(true) }
+        if let traceparent { members["traceparent"] = .string(traceparent) }
+        if let tracestate { members["tracestate"] = .string(tracestate) }
         return line(.object(members))
     }
 

@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import Logging
 import MediatorProtocol
+import Tracing
 
 /// A target served by this process: its actions, their handlers, and the
 /// loop that registers it with the daemon and serves its calls.
@@ -30,16 +31,22 @@ public struct Component: Sendable {
     public let target: String
     public let description: String?
     public let mode: Mode
+    /// Runs each handler in a `.server` span, the child of the caller's
+    /// span when the request carries `traceparent`, and traces the
+    /// handler's own calls; nil uses `InstrumentationSystem`'s
+    /// (docs/tracing.md).
+    public var tracer: (any Tracer)?
 
     /// In the order declared; a later declaration of a name replaces the earlier one.
     private var specs: [ActionSpec] = []
     private var handlers: [String: Handler] = [:]
     private var notFoundHandler: NotFoundHandler?
 
-    public init(target: String, description: String? = nil, mode: Mode = .exclusive) {
+    public init(target: String, description: String? = nil, mode: Mode = .exclusive, tracer: (any Tracer)? = nil) {
         self.target = target
         self.description = description
         self.mode = mode
+        self.tracer = tracer
     }
 
     /// The ActionSpecs sent in `register`.
@@ -212,9 +219,11 @@ public struct Component: Sendable {
             do {
                 client = try await MediatorClient.connect(
                     socketPath: socketPath, name: name, maxFrameBytes: ProtocolConstants.defaultMaxFrameBytes,
-                    hooks: server.hooks)
+                    hooks: server.hooks, tracer: tracer)
                 server.attach(client)
-                _ = try await client.call(ProtocolConstants.daemonTarget, "register", params: registerParams)
+                // Not traced: registering is no one's call to follow.
+                _ = try await client.connection.call(
+                    ProtocolConstants.daemonTarget, "register", params: registerParams, timeoutMs: nil)
             } catch {
                 server.stop()
                 if Task.isCancelled { break }
@@ -326,19 +335,53 @@ final class ComponentServer: Sendable {
     private func execute(_ request: IncomingRequest, client: MediatorClient, responder: Responder) async {
         let context = CallContext(request: request, client: client, responder: responder)
         let outcome: Result<JSONValue, MediatorError>
-        do {
-            outcome = .success(try await component.handle(context))
-        } catch let error as MediatorError {
-            outcome = .failure(error)
-        } catch is CancellationError {
-            outcome = .failure(MediatorError(.cancelled, "the handler was cancelled"))
-        } catch {
-            outcome = .failure(MediatorError(.failed, String(describing: error)))
+        switch client.tracing.mode {
+        case .off:
+            outcome = await run(context)
+        case .instrument(let instrument):
+            // No spans, but the caller's context reaches the handler's own calls.
+            var traceContext = ServiceContext.current ?? .topLevel
+            if request.trace.traceparent != nil {
+                instrument.extract(request.trace, into: &traceContext, using: TraceMembersExtractor())
+            }
+            outcome = await ServiceContext.$current.withValue(traceContext) { await run(context) }
+        case .tracer(let tracer):
+            outcome = await traced(tracer, request, context)
         }
         if responder.isSuppressed {
             logger.debug("call cancelled; no response sent", metadata: ["id": "\(request.id?.description ?? "-")"])
         }
         responder.finish(outcome)
+    }
+
+    /// The handler's outcome, its errors made `MediatorError`s.
+    private func run(_ context: CallContext) async -> Result<JSONValue, MediatorError> {
+        do {
+            return .success(try await component.handle(context))
+        } catch let error as MediatorError {
+            return .failure(error)
+        } catch is CancellationError {
+            return .failure(MediatorError(.cancelled, "the handler was cancelled"))
+        } catch {
+            return .failure(MediatorError(.failed, String(describing: error)))
+        }
+    }
+
+    /// ``run(_:)`` in a `.server` span named `target/action`, the child of
+    /// the context the request carries (a root span when it carries none).
+    private func traced<T: Tracer>(
+        _ tracer: T, _ request: IncomingRequest, _ context: CallContext
+    ) async -> Result<JSONValue, MediatorError> {
+        var parent = ServiceContext.current ?? .topLevel
+        if request.trace.traceparent != nil {
+            tracer.extract(request.trace, into: &parent, using: TraceMembersExtractor())
+        }
+        return await tracer.withSpan("\(request.target)/\(request.action)", context: parent, ofKind: .server) { span in
+            CallTracing.setRPCAttributes(span, request.target, request.action)
+            let outcome = await run(context)
+            if case .failure(let error) = outcome { CallTracing.record(error, in: span) }
+            return outcome
+        }
     }
 
     /// `mediator.cancel {id}`: cancels that call's task; nothing is answered.

@@ -96,11 +96,16 @@ extension Connection {
             }
             return
         }
-        let request = IncomingRequest(
+        var request = IncomingRequest(
             id: envelope.id, target: envelope.target, action: envelope.action,
             params: Self.decode(raw, envelope.paramsRange) ?? .object([:]),
             timeoutMs: envelope.timeoutMs, more: envelope.more,
             caller: Self.decode(raw, envelope.callerRange).flatMap(Caller.init(json:)))
+        if let range = envelope.traceparentRange {
+            request.trace = TraceMembers(
+                traceparent: Self.decode(raw, range)?.stringValue,
+                tracestate: envelope.tracestateRange.flatMap { Self.decode(raw, $0)?.stringValue })
+        }
         hooks.request(request, self)
     }
 

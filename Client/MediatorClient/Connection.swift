@@ -16,6 +16,8 @@ struct IncomingRequest: Sendable {
     var timeoutMs: Int64?
     var more: Bool
     var caller: Caller?
+    /// W3C trace context, as the daemon forwarded it (nil members when absent).
+    var trace = TraceMembers()
 }
 
 /// What a component's connection does with what the daemon sends it besides
@@ -227,7 +229,7 @@ final class Connection: Sendable {
     // MARK: - Calls
 
     /// A call and its single response.
-    func call(_ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?)
+    func call(_ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, trace: TraceMembers? = nil)
         async throws(MediatorError) -> JSONValue
     {
         let id: Int64
@@ -236,7 +238,8 @@ final class Connection: Sendable {
         case .failure(let error): throw error
         }
         let frame = OutboundMessage.request(
-            id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs)
+            id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs,
+            traceparent: trace?.traceparent, tracestate: trace?.tracestate)
         do {
             try checkSize(frame)
         } catch {
@@ -259,23 +262,28 @@ final class Connection: Sendable {
 
     /// A `more` call: each `continues` result, then the final result; an
     /// error response ends the stream by throwing it.
-    func stream(_ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?)
-        -> AsyncThrowingStream<JSONValue, any Error>
-    {
+    /// `ended` runs once when the stream terminates, however it does.
+    func stream(
+        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
+        trace: TraceMembers? = nil, ended: (@Sendable (AsyncThrowingStream<JSONValue, any Error>.Continuation.Termination) -> Void)? = nil
+    ) -> AsyncThrowingStream<JSONValue, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: JSONValue.self)
         let id: Int64
         switch pending.insert(.stream(continuation), bound: Self.localBound(timeoutMs)) {
         case .success(let inserted): id = inserted
         case .failure(let error):
+            ended?(.finished(error))
             continuation.finish(throwing: error)
             return stream
         }
         let frame = OutboundMessage.request(
-            id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs, more: true)
+            id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs, more: true,
+            traceparent: trace?.traceparent, tracestate: trace?.tracestate)
         do {
             try checkSize(frame)
         } catch {
             pending.release(id)
+            ended?(.finished(error))
             continuation.finish(throwing: error)
             return stream
         }
@@ -283,6 +291,7 @@ final class Connection: Sendable {
             withExtendedLifetime(keepAlive) {
                 if case .cancelled = termination { cancelCall(id) }
             }
+            ended?(termination)
         }
         enqueue(frame)
         return stream
@@ -295,8 +304,10 @@ final class Connection: Sendable {
     }
 
     /// A oneway request: no id, no response.
-    func sendOneway(_ target: String, _ action: String, params: JSONValue) throws(MediatorError) {
-        try sendFrame(OutboundMessage.request(id: nil, target: target, action: action, params: params))
+    func sendOneway(_ target: String, _ action: String, params: JSONValue, trace: TraceMembers? = nil) throws(MediatorError) {
+        try sendFrame(OutboundMessage.request(
+            id: nil, target: target, action: action, params: params,
+            traceparent: trace?.traceparent, tracestate: trace?.tracestate))
     }
 
     /// The caller gave up on `id`: fails its waiter with `cancelled` and

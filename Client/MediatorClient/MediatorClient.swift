@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MediatorProtocol
+import Tracing
 
 /// A connection to `mediatord`, for calls, events and (through
 /// ``Component``) serving a target.
@@ -19,9 +20,13 @@ public final class MediatorClient: Sendable {
     /// The daemon's number for this connection, from `hello`'s result.
     public let connectionID: Int?
 
-    init(connection: Connection, connectionID: Int?) {
+    /// Which tracer makes the calls' spans (docs/tracing.md).
+    let tracing: CallTracing
+
+    init(connection: Connection, connectionID: Int?, tracer: (any Tracer)? = nil) {
         self.connection = connection
         self.connectionID = connectionID
+        self.tracing = CallTracing(explicitTracer: tracer)
     }
 
     deinit {
@@ -36,14 +41,17 @@ public final class MediatorClient: Sendable {
     ///   - name: sent in `hello`; the daemon passes it to components as
     ///     `caller.name`.
     ///   - maxFrameBytes: the largest inbound frame (without LF) accepted.
+    ///   - tracer: makes a `.client` span around each call and injects its
+    ///     context (`traceparent`); nil uses `InstrumentationSystem`'s, and
+    ///     when nothing is bootstrapped no spans are made (docs/tracing.md).
     /// - Throws: `unreachable` when the socket cannot be reached or the
     ///   daemon hangs up during `hello`; the daemon's error when it refuses
     ///   `hello` (`unsupported_protocol`).
     public static func connect(
         socketPath: String? = nil, name: String? = nil,
-        maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes
+        maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes, tracer: (any Tracer)? = nil
     ) async throws(MediatorError) -> MediatorClient {
-        try await connect(socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, hooks: nil)
+        try await connect(socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, hooks: nil, tracer: tracer)
     }
 
     static let logger = Logger(label: "mediator.client")
@@ -53,7 +61,7 @@ public final class MediatorClient: Sendable {
             explicit: explicit, environment: ProcessInfo.processInfo.environment, userInstance: false)
     }
 
-    static func connect(socketPath: String?, name: String?, maxFrameBytes: Int, hooks: InboundHooks?)
+    static func connect(socketPath: String?, name: String?, maxFrameBytes: Int, hooks: InboundHooks?, tracer: (any Tracer)?)
         async throws(MediatorError) -> MediatorClient
     {
         let path = resolvedSocketPath(socketPath)
@@ -75,7 +83,7 @@ public final class MediatorClient: Sendable {
         connection.setPeerMaxFrameBytes(result["max_frame"]?.intValue)
         let connectionID = result["connection"]?.intValue.flatMap { Int(exactly: $0) }
         logger.debug("connected", metadata: ["socket": "\(path)", "connection": "\(connectionID.map(String.init) ?? "?")"])
-        return MediatorClient(connection: connection, connectionID: connectionID)
+        return MediatorClient(connection: connection, connectionID: connectionID, tracer: tracer)
     }
 
     // MARK: - Calls
@@ -92,13 +100,35 @@ public final class MediatorClient: Sendable {
     public func call(
         _ target: String, _ action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
     ) async throws(MediatorError) -> JSONValue {
-        try await connection.call(target, action, params: params, timeoutMs: timeout.map(Connection.milliseconds))
+        let timeoutMs = timeout.map(Connection.milliseconds)
+        // The untraced path first: with nothing bootstrapped it is the only one taken.
+        switch tracing.mode {
+        case .off:
+            return try await connection.call(target, action, params: params, timeoutMs: timeoutMs)
+        case .instrument(let instrument):
+            return try await connection.call(
+                target, action, params: params, timeoutMs: timeoutMs, trace: CallTracing.injected(instrument))
+        case .tracer(let tracer):
+            return try await CallTracing.traced(tracer, target, action) { (trace) async throws(MediatorError) in
+                try await connection.call(target, action, params: params, timeoutMs: timeoutMs, trace: trace)
+            }
+        }
     }
 
     /// Sends a oneway request: no id, and no response, not even an error.
     /// Returns once the request is queued.
     public func send(_ target: String, _ action: String, params: JSONValue = .object([:])) async throws(MediatorError) {
-        try connection.sendOneway(target, action, params: params)
+        switch tracing.mode {
+        case .off:
+            try connection.sendOneway(target, action, params: params)
+        case .instrument(let instrument):
+            try connection.sendOneway(target, action, params: params, trace: CallTracing.injected(instrument))
+        case .tracer(let tracer):
+            // The span covers only the queueing: no answer ever comes.
+            try await CallTracing.traced(tracer, target, action) { (trace) async throws(MediatorError) in
+                try connection.sendOneway(target, action, params: params, trace: trace)
+            }
+        }
     }
 
     /// Calls with `"more": true`: yields each `continues` result, then the
@@ -110,8 +140,34 @@ public final class MediatorClient: Sendable {
     public func stream(
         _ target: String, _ action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
     ) -> AsyncThrowingStream<JSONValue, any Error> {
-        connection.stream(
-            target, action, params: params, timeoutMs: timeout.map(Connection.milliseconds), keepAlive: self)
+        let timeoutMs = timeout.map(Connection.milliseconds)
+        switch tracing.mode {
+        case .off:
+            return connection.stream(target, action, params: params, timeoutMs: timeoutMs, keepAlive: self)
+        case .instrument(let instrument):
+            return connection.stream(
+                target, action, params: params, timeoutMs: timeoutMs, keepAlive: self,
+                trace: CallTracing.injected(instrument))
+        case .tracer(let tracer):
+            return tracedStream(tracer, target, action, params: params, timeoutMs: timeoutMs)
+        }
+    }
+
+    /// A stream inside a `.client` span that ends when the stream does.
+    private func tracedStream<T: Tracer>(
+        _ tracer: T, _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?
+    ) -> AsyncThrowingStream<JSONValue, any Error> {
+        let span = CallTracing.clientSpan(tracer, target, action)
+        return connection.stream(
+            target, action, params: params, timeoutMs: timeoutMs, keepAlive: self,
+            trace: CallTracing.injected(tracer, span.context)
+        ) { termination in
+            if case .finished(let error?) = termination {
+                let mediatorError = error as? MediatorError ?? MediatorError(.failed, String(describing: error))
+                CallTracing.record(mediatorError, in: span)
+            }
+            span.end()
+        }
     }
 
     // MARK: - The daemon's own actions

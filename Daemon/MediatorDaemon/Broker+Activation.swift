@@ -94,7 +94,8 @@ extension Broker {
         var held = request
         held.params = request.params.map(ownCopy)
         held.idBytes = request.idBytes.map(ownCopy)
-        let bytes = (held.params?.readableBytes ?? 0) + (held.idBytes?.readableBytes ?? 0)
+        held.trace = request.trace.map { ForwardedTrace(traceparent: ownCopy($0.traceparent), tracestate: $0.tracestate.map(ownCopy)) }
+        let bytes = (held.params?.readableBytes ?? 0) + (held.idBytes?.readableBytes ?? 0) + (held.trace?.lineBytes ?? 0)
         if let uid = peers[connection]?.credentials.uid, let refusal = callLimitRefusal(connection, uid: uid, bytes: bytes) {
             return fail(refusal)  // a oneway call is dropped: nothing is ever sent back for it
         }

@@ -8,7 +8,7 @@ extension Broker {
     /// recurse (a few thousand levels in one frame overflowed the stack).
     func handleDaemonAction(
         _ envelope: Envelope, params rawParams: ByteBuffer?, idBytes: ByteBuffer?, from connection: ConnectionID,
-        now: NIODeadline, viaURL: Bool = false
+        now: NIODeadline, viaURL: Bool = false, trace: ForwardedTrace? = nil
     ) {
         guard let params = (rawParams.map(decode) ?? .object([:]))?.objectValue else {
             return answer(idBytes, connection, .failure(MediatorError(.badRequest, "params must be a JSON object")))
@@ -67,7 +67,7 @@ extension Broker {
                 route(
                     RouteRequest(
                         target: url.target, action: url.action, params: query, id: envelope.id, idBytes: idBytes,
-                        timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: true),
+                        timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: true, trace: trace),
                     from: connection, now: now)
                 return
             }

@@ -220,14 +220,15 @@ public final class Broker {
             return
         }
         let params = envelope.paramsRange.map { slice(frame, $0) }
+        let trace = envelope.traceparentRange == nil ? nil : forwardedTrace(envelope, frame)
         if envelope.target == ProtocolConstants.daemonTarget {
-            handleDaemonAction(envelope, params: params, idBytes: idBytes, from: connection, now: now)
+            handleDaemonAction(envelope, params: params, idBytes: idBytes, from: connection, now: now, trace: trace)
             return
         }
         route(
             RouteRequest(
                 target: envelope.target, action: envelope.action, params: params, id: envelope.id, idBytes: idBytes,
-                timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false),
+                timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false, trace: trace),
             from: connection, now: now)
     }
 
@@ -240,6 +241,8 @@ public final class Broker {
         var timeoutMs: Int64?
         var more: Bool
         var viaURL: Bool
+        /// `traceparent`/`tracestate` as they arrived, passed on unchanged.
+        var trace: ForwardedTrace? = nil
     }
 
     /// What routing decided while looking at the target.
@@ -336,7 +339,7 @@ public final class Broker {
         }
         let forwarded = writer.forwardedRequest(
             daemonID: daemonID, target: request.target, action: action, params: params, timeoutMs: timeoutMs,
-            more: request.more, caller: callerMember)
+            more: request.more, caller: callerMember, trace: request.trace)
         send(instance.connection, forwarded)
         if !monitors.isEmpty {
             monitorRecord(
@@ -469,6 +472,12 @@ public final class Broker {
         swap(&effects, &spare)
         defer { spare = [] }
         return spare
+    }
+
+    /// A request's trace members as slices of its frame (the parser kept them only when well formed).
+    func forwardedTrace(_ envelope: Envelope, _ frame: ByteBuffer) -> ForwardedTrace? {
+        guard let range = envelope.traceparentRange else { return nil }
+        return ForwardedTrace(traceparent: slice(frame, range), tracestate: envelope.tracestateRange.map { slice(frame, $0) })
     }
 
     func slice(_ frame: ByteBuffer, _ range: Range<Int>) -> ByteBuffer {

@@ -1,6 +1,23 @@
 import MediatorProtocol
 import NIOCore
 
+/// A request's trace context members (`traceparent`, `tracestate`), each
+/// the JSON string exactly as it arrived, passed on to the component.
+/// A class: a request without trace context carries one nil reference
+/// instead of two empty buffers through routing, which copies it.
+public final class ForwardedTrace: Sendable {
+    public let traceparent: ByteBuffer
+    public let tracestate: ByteBuffer?
+
+    public init(traceparent: ByteBuffer, tracestate: ByteBuffer?) {
+        self.traceparent = traceparent
+        self.tracestate = tracestate
+    }
+
+    /// The bytes the two members add to a line, names included.
+    var lineBytes: Int { 32 + traceparent.readableBytes + (tracestate?.readableBytes ?? 0) }
+}
+
 /// Composes the daemon's outbound lines straight into `ByteBuffer`s, splicing
 /// the members that arrived (ids, params, results) in as the bytes they were,
 /// so a forwarded call is never decoded and re-encoded.
@@ -12,17 +29,17 @@ public struct FrameWriter: Sendable {
     /// The request a component receives for a routed call.
     public func forwardedRequest(
         daemonID: Int64?, target: String, action: String, params: ByteBuffer?, timeoutMs: Int64,
-        more: Bool, caller: ByteBuffer
+        more: Bool, caller: ByteBuffer, trace: ForwardedTrace? = nil
     ) -> ByteBuffer {
         // Names are checked ASCII and need no escapes; anything else takes the general path.
         guard Self.isPlain(target), Self.isPlain(action) else {
             return composedRequest(
                 daemonID: daemonID, target: target, action: action, params: params, timeoutMs: timeoutMs, more: more,
-                caller: caller)
+                caller: caller, trace: trace)
         }
         // Every piece is copied into one buffer sized once: this line is written for every call.
         let capacity = 96 + 2 * LineComposer.maxDecimalBytes + target.utf8.count + action.utf8.count
-            + (params?.readableBytes ?? 2) + caller.readableBytes
+            + (params?.readableBytes ?? 2) + caller.readableBytes + (trace?.lineBytes ?? 0)
         var out = allocator.buffer(capacity: capacity)
         out.writeWithUnsafeMutableBytes(minimumWritableBytes: capacity) { space in
             var line = LineComposer(space)
@@ -42,19 +59,21 @@ public struct FrameWriter: Sendable {
             line.append(decimal: timeoutMs)
             line.append(more ? ",\"more\":true,\"caller\":" : ",\"caller\":")
             line.append(caller)
+            if let trace { line.append(trace) }
             line.append("}\n")
             return line.count
         }
         return out
     }
 
-    /// ``forwardedRequest(daemonID:target:action:params:timeoutMs:more:caller:)``
+    /// ``forwardedRequest(daemonID:target:action:params:timeoutMs:more:caller:trace:)``
     /// for names that need escaping (never valid names; kept general).
     func composedRequest(
         daemonID: Int64?, target: String, action: String, params: ByteBuffer?, timeoutMs: Int64,
-        more: Bool, caller: ByteBuffer
+        more: Bool, caller: ByteBuffer, trace: ForwardedTrace?
     ) -> ByteBuffer {
-        var out = allocator.buffer(capacity: 96 + (params?.readableBytes ?? 2) + caller.readableBytes)
+        var out = allocator.buffer(
+            capacity: 96 + (params?.readableBytes ?? 2) + caller.readableBytes + (trace?.lineBytes ?? 0))
         out.writeStaticString("{")
         if let daemonID {
             out.writeStaticString("\"id\":")
@@ -72,6 +91,14 @@ public struct FrameWriter: Sendable {
         if more { out.writeStaticString(",\"more\":true") }
         out.writeStaticString(",\"caller\":")
         out.writeImmutableBuffer(caller)
+        if let trace {
+            out.writeStaticString(",\"traceparent\":")
+            out.writeImmutableBuffer(trace.traceparent)
+            if let tracestate = trace.tracestate {
+                out.writeStaticString(",\"tracestate\":")
+                out.writeImmutableBuffer(tracestate)
+            }
+        }
         out.writeStaticString("}\n")
         return out
     }

@@ -33,6 +33,16 @@ struct LineComposer {
         buffer.withUnsafeReadableBytes { append($0) }
     }
 
+    /// The trace members, each after a comma (they follow other members).
+    mutating func append(_ trace: ForwardedTrace) {
+        append(",\"traceparent\":")
+        append(trace.traceparent)
+        if let tracestate = trace.tracestate {
+            append(",\"tracestate\":")
+            append(tracestate)
+        }
+    }
+
     /// Text that needs no escaping (see ``FrameWriter/isPlain(_:)``).
     mutating func append(plain text: String) {
         var text = text

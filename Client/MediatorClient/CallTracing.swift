@@ -1,0 +1,118 @@
+import Instrumentation
+import MediatorProtocol
+import Tracing
+
+/// The W3C trace context members of one request (docs/protocol.md):
+/// what an instrument injects into an outgoing call, and what a component
+/// extracts from an incoming one.
+struct TraceMembers: Sendable, Equatable {
+    var traceparent: String?
+    var tracestate: String?
+
+    /// What may go on the wire: a well-formed `traceparent`, and
+    /// `tracestate` only with it (the daemon would drop anything else).
+    var checked: TraceMembers? {
+        guard let traceparent, TraceContext.isValidTraceparent(traceparent) else { return nil }
+        return TraceMembers(traceparent: traceparent, tracestate: tracestate.flatMap { TraceContext.isValidTracestate($0) ? $0 : nil })
+    }
+}
+
+/// Writes the W3C keys an instrument injects into a request's members;
+/// other keys have no place on the wire and are dropped.
+struct TraceMembersInjector: Injector {
+    func inject(_ value: String, forKey key: String, into carrier: inout TraceMembers) {
+        // Header names are case-insensitive in W3C Trace Context.
+        switch key.lowercased() {
+        case "traceparent": carrier.traceparent = value
+        case "tracestate": carrier.tracestate = value
+        default: break
+        }
+    }
+}
+
+/// Reads the W3C keys from an incoming request's members.
+struct TraceMembersExtractor: Extractor {
+    func extract(key: String, from carrier: TraceMembers) -> String? {
+        switch key.lowercased() {
+        case "traceparent": return carrier.traceparent
+        case "tracestate": return carrier.tracestate
+        default: return nil
+        }
+    }
+}
+
+/// Which tracing a client or component does, decided per call so that a
+/// bootstrap after connecting still counts.
+struct CallTracing: Sendable {
+    enum Mode {
+        /// Nothing bootstrapped and no tracer given: no spans, no members.
+        case off
+        /// An instrument that propagates but does not trace: the current
+        /// context is passed on, no spans are made.
+        case instrument(any Instrument)
+        case tracer(any Tracer)
+    }
+
+    /// Given to `connect` or `Component`; nil: `InstrumentationSystem`'s.
+    let explicitTracer: (any Tracer)?
+
+    var mode: Mode {
+        if let explicitTracer { return .tracer(explicitTracer) }
+        // The default case costs a task-local read, a read lock and a cast.
+        let instrument = InstrumentationSystem.instrument
+        if instrument is NoOpInstrument { return .off }
+        let tracer = InstrumentationSystem.tracer
+        if tracer is NoOpTracer { return .instrument(instrument) }
+        return .tracer(tracer)
+    }
+
+    /// The members carrying the current context, for the instrument-only case.
+    static func injected(_ instrument: any Instrument) -> TraceMembers? {
+        guard let context = ServiceContext.current else { return nil }
+        var members = TraceMembers()
+        instrument.inject(context, into: &members, using: TraceMembersInjector())
+        return members.checked
+    }
+
+    /// Runs `body` (which sends one request) inside a `.client` span named
+    /// `target/action`, with the span's context injected into the request.
+    static func traced<T: Tracer, R>(
+        _ tracer: T, _ target: String, _ action: String,
+        _ body: (TraceMembers?) async throws(MediatorError) -> R
+    ) async throws(MediatorError) -> R {
+        let span = clientSpan(tracer, target, action)
+        defer { span.end() }
+        do {
+            return try await body(injected(tracer, span.context))
+        } catch {
+            record(error, in: span)
+            throw error
+        }
+    }
+
+    /// A `.client` span, started now; the caller ends it.
+    static func clientSpan<T: Tracer>(_ tracer: T, _ target: String, _ action: String) -> T.Span {
+        let span = tracer.startSpan("\(target)/\(action)", ofKind: .client)
+        setRPCAttributes(span, target, action)
+        return span
+    }
+
+    static func injected<T: Tracer>(_ tracer: T, _ context: ServiceContext) -> TraceMembers? {
+        var members = TraceMembers()
+        tracer.inject(context, into: &members, using: TraceMembersInjector())
+        return members.checked
+    }
+
+    /// OpenTelemetry's RPC conventions: the system, service and method.
+    static func setRPCAttributes(_ span: some Span, _ target: String, _ action: String) {
+        span.attributes["rpc.system"] = "mediator"
+        span.attributes["rpc.service"] = target
+        span.attributes["rpc.method"] = action
+    }
+
+    static func record(_ error: MediatorError, in span: some Span) {
+        span.recordError(error)
+        span.attributes["mediator.error_code"] = error.code.rawValue
+        span.setStatus(SpanStatus(code: .error, message: error.code.rawValue))
+    }
+}
