@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // Wire types, framing, names, URLs, schemas: no dependencies, no I/O.
@@ -50,6 +52,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
+                // Call latencies go to swift-metrics as they happen, only when
+                // an exporter asked for them (mediatord --metrics-listen).
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             path: "Daemon/MediatorDaemon",
             // The broker's state lives in classes confined to one event loop;
@@ -70,10 +75,29 @@ let package = Package(
             dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
             path: "Daemon/Systemd"
         ),
+        // `mediatord --metrics-listen`: the Prometheus text format over
+        // HTTP/1, built from the broker's statistics; a layer of its own, so
+        // the broker core knows nothing of HTTP.
+        .target(
+            name: "MediatorMetrics",
+            dependencies: [
+                "MediatorStatistics",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Daemon/MediatorMetrics"
+        ),
         .executableTarget(
             name: "mediatord",
             dependencies: [
                 "MediatorDaemon",
+                "MediatorMetrics",
                 "MediatorSystemd",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -213,6 +237,15 @@ let package = Package(
             path: "Tests/MediatorStatisticsTests"
         ),
         .testTarget(
+            name: "MediatorMetricsTests",
+            dependencies: [
+                "MediatorMetrics", "MediatorStatistics",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            path: "Tests/MediatorMetricsTests"
+        ),
+        .testTarget(
             name: "MediatorInterfaceTests",
             dependencies: ["MediatorInterface", "MediatorProtocol"],
             path: "Tests/MediatorInterfaceTests"
@@ -221,6 +254,7 @@ let package = Package(
             name: "MediatorDaemonTests",
             dependencies: [
                 "MediatorDaemon",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 "MediatorProtocol",
                 "MediatorTransport",
                 .product(name: "NIOCore", package: "swift-nio"),

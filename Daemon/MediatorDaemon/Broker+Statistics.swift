@@ -1,3 +1,4 @@
+import CoreMetrics
 import MediatorProtocol
 import MediatorStatistics
 import NIOCore
@@ -13,6 +14,9 @@ extension Broker {
     @inline(__always)
     func recordAnswer(_ call: PendingCalls.Call, code: String?, now: NIODeadline?) {
         let duration = now.map { ($0 - call.startedAt).nanoseconds }
+        if let latencyMetrics, let duration {
+            latencyMetrics.record(slot: call.statisticsSlot, of: statistics, nanoseconds: duration)
+        }
         guard statistics.answered(call.statisticsSlot, code: code, durationNanoseconds: duration),
             let duration, let now
         else { return }
@@ -25,6 +29,17 @@ extension Broker {
     /// The `code` of an error answer's body; errors only, so results are never decoded for it.
     func errorCode(of body: ByteBuffer) -> String {
         decode(body)?["code"]?.stringValue ?? ActionCounters.otherCode
+    }
+
+    /// From now on, each call's latency also goes to a timer of `factory`
+    /// (label `mediator_call_duration_seconds`, dimensions target and action).
+    public func recordLatencies(to factory: any MetricsFactory) {
+        latencyMetrics = CallLatencyMetrics(factory: factory)
+    }
+
+    /// The counters and the figures of now, for an exporter (`MediatorServer.statisticsSnapshot()`).
+    public func statisticsSnapshot(now: NIODeadline) -> StatisticsSnapshot {
+        StatisticsSnapshot(statistics: statistics, live: liveFigures(now: now))
     }
 
     /// `stats {"target"?: T, "slow"?: bool}`: granted like `monitor`.
@@ -44,7 +59,7 @@ extension Broker {
             }
             slowCalls = flag
         }
-        let snapshot = StatisticsSnapshot(statistics: statistics, live: liveFigures(now: now))
+        let snapshot = statisticsSnapshot(now: now)
         return .success(snapshot.json(target: target, slowCalls: slowCalls))
     }
 

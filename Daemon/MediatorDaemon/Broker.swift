@@ -47,6 +47,8 @@ public final class Broker {
     public var callsRouted: Int { statistics.daemon.callsRouted }
     /// What `mediator/stats` reports (Broker+Statistics.swift); `list`'s calls_served comes from it too.
     var statistics: BrokerStatistics
+    /// Call latencies for swift-metrics, when an exporter wants them (nil: nothing recorded).
+    var latencyMetrics: CallLatencyMetrics?
     /// Where the statistics' time starts (their uptime); tests set it to their clock's start.
     var statisticsStart = NIODeadline.now()
 

@@ -64,7 +64,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public mutating func apply(json: JSONValue) throws(MediatorError) {
         guard let members = json.objectValue else { throw MediatorError(.badRequest, "the config must be a JSON object") }
         for (key, value) in members {
-            if key == "socket" { continue }
+            // Read by mediatord itself: where it listens, not how the broker behaves.
+            if key == "socket" || key == "metrics_listen" {
+                guard value.stringValue != nil else { throw MediatorError(.badRequest, "config member \"\(key)\" must be a string") }
+                continue
+            }
             if key == "test_hooks" {
                 guard let flag = value.boolValue else { throw MediatorError(.badRequest, "config member \"test_hooks\" must be a boolean") }
                 testHooks = flag

@@ -1,5 +1,7 @@
+import CoreMetrics
 import Logging
 import MediatorProtocol
+import MediatorStatistics
 import MediatorTransport
 import NIOCore
 import NIOPosix
@@ -59,7 +61,7 @@ public final class MediatorServer: Service, Sendable {
     public init(
         configuration: DaemonConfiguration, listener: Listener, socketMode: UInt32 = 0o666, logger: Logger,
         manifests: [Manifest] = [], units: UnitControl? = nil, waitForBootComponents: Bool = false,
-        heartbeat: Heartbeat? = nil, onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
+        heartbeat: Heartbeat? = nil, latencyMetrics: (any MetricsFactory)? = nil, onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
         onStopping: @escaping @Sendable () -> Void = {}
     ) {
         self.manifests = manifests
@@ -69,8 +71,9 @@ public final class MediatorServer: Service, Sendable {
         self.logger = logger
         let tickEnd = LoopTickEnd()
         self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1, metricsDelegate: tickEnd)
-        let host = BrokerHost(
-            eventLoop: group.next(), broker: Broker(configuration: configuration, logger: logger), logger: logger)
+        let broker = Broker(configuration: configuration, logger: logger)
+        if let latencyMetrics { broker.recordLatencies(to: latencyMetrics) }
+        let host = BrokerHost(eventLoop: group.next(), broker: broker, logger: logger)
         self.host = host
         host.eventLoop.execute { tickEnd.host = host }
         self.heartbeat = heartbeat
@@ -109,6 +112,13 @@ public final class MediatorServer: Service, Sendable {
                 connections: host.connectionCount, targets: host.broker.registry.targets.count,
                 callsRouted: host.broker.callsRouted, callsInFlight: host.broker.pending.count)
         }.get()
+    }
+
+    /// The broker's counters and figures of now, copied on its loop (the
+    /// counters are copied on write, so routing resumes at once); nil once the loop is gone.
+    public func statisticsSnapshot() async -> StatisticsSnapshot? {
+        let host = self.host
+        return try? await host.eventLoop.submit { host.broker.statisticsSnapshot(now: .now()) }.get()
     }
 
     public func run() async throws {

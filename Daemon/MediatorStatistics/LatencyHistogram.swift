@@ -62,3 +62,10 @@ extension LatencyHistogram {
         sumNanoseconds &+= other.sumNanoseconds
     }
 }
+
+extension LatencyHistogram {
+    /// The swift-metrics label of the per-call latency timers the broker
+    /// feeds when asked (mediatord --metrics-listen), which the Prometheus
+    /// exporter publishes under the same name.
+    public static let metricsLabel = "mediator_call_duration_seconds"
+}

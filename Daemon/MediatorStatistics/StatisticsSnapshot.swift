@@ -28,7 +28,7 @@ public struct LiveFigures: Sendable {
 }
 
 /// `mediator/stats`'s answer, built from the counters and the live figures.
-public struct StatisticsSnapshot {
+public struct StatisticsSnapshot: Sendable {
     public var statistics: BrokerStatistics
     public var live: LiveFigures
 

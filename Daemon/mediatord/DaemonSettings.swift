@@ -18,17 +18,20 @@ struct DaemonSettings: Sendable {
     struct Loaded: Sendable {
         var configuration: DaemonConfiguration
         var socketFromConfig: String?
+        var metricsListenFromConfig: String?
     }
 
     func load() throws -> Loaded {
         var configuration = DaemonConfiguration()
         var socketFromConfig: String?
+        var metricsListenFromConfig: String?
         if let configFile {
             do {
                 let data = try Data(contentsOf: URL(fileURLWithPath: configFile))
                 let json = try JSONParser.parse(Array(data))
                 try configuration.apply(json: json)
                 socketFromConfig = json["socket"]?.stringValue
+                metricsListenFromConfig = json["metrics_listen"]?.stringValue
             } catch {
                 throw SettingsError(description: "cannot use config \(configFile): \(error)")
             }
@@ -40,7 +43,7 @@ struct DaemonSettings: Sendable {
             do { try configuration.set(key, Int64(value)) } catch { throw SettingsError(description: "\(error)") }
         }
         if testHooks { configuration.testHooks = true }
-        return Loaded(configuration: configuration, socketFromConfig: socketFromConfig)
+        return Loaded(configuration: configuration, socketFromConfig: socketFromConfig, metricsListenFromConfig: metricsListenFromConfig)
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import MediatorDaemon
+import MediatorMetrics
 import MediatorProtocol
 import MediatorSystemd
 import NIOCore
@@ -83,6 +84,11 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
 
     @Option(help: "Calls answered this many milliseconds or more after forwarding go to the slow-call log of mediator/stats (default 1000).")
     var slowCallThresholdMs: Int?
+
+    @Option(help: ArgumentHelp(
+        "Serve Prometheus metrics at GET /metrics on this Unix socket path (unix:PATH or a path with a /) or loopback HOST:PORT (127.0.0.1:9464, [::1]:9464, localhost:9464); off by default. Not reloaded on SIGHUP.",
+        valueName: "address"))
+    var metricsListen: String?
 
     @Option(help: "Socket file mode, octal (default 0666); not used with socket activation.")
     var socketMode: String = "0666"
@@ -172,6 +178,15 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
 
+        var metricsAddress: MetricsListenAddress?
+        if let text = metricsListen ?? loaded.metricsListenFromConfig {
+            do { metricsAddress = try MetricsListenAddress(parsing: text) } catch {
+                throw ValidationError("--metrics-listen: \(error.description)")
+            }
+        }
+        // Latencies are recorded per call only when something exports them.
+        let exposition = metricsAddress.map { _ in PrometheusExposition() }
+
         let notifier = SystemdNotifier()
         // Beat at half the interval, from the broker's own event loop, so a
         // stuck loop is caught and not just a dead process.
@@ -185,18 +200,27 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             units: UnitControl(start: { await units.start($0) }, stop: { await units.stop($0) }),
             waitForBootComponents: waitForBootComponents,
             heartbeat: heartbeat,
+            latencyMetrics: exposition?.latencyFactory,
             onReady: { server in notifier.ready(status: await StatusReporter.summary(server)) },
             onStopping: { notifier.stopping() })
 
         await server.loadPolicy(settings.loadPolicy(logger: logger))
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
+            .init(service: ReloadService(settings: settings, server: server, notifier: notifier, logger: logger),
+                  successTerminationBehavior: .ignore),
+            .init(service: StatusReporter(server: server, notifier: notifier), successTerminationBehavior: .ignore),
+        ]
+        if let metricsAddress, let exposition {
+            let endpoint = MetricsEndpoint(address: metricsAddress, exposition: exposition, logger: logger) {
+                await server.statisticsSnapshot()
+            }
+            // A metrics endpoint that cannot bind stops the daemon: asked for, it must work.
+            services.append(.init(service: endpoint, successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup))
+        }
         let group = ServiceGroup(
             configuration: .init(
-                services: [
-                    .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
-                    .init(service: ReloadService(settings: settings, server: server, notifier: notifier, logger: logger),
-                          successTerminationBehavior: .ignore),
-                    .init(service: StatusReporter(server: server, notifier: notifier), successTerminationBehavior: .ignore),
-                ],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         do {

@@ -1,4 +1,5 @@
 import MediatorProtocol
+import MetricsTestKit
 import NIOCore
 import Testing
 
@@ -186,5 +187,31 @@ struct BrokerStatisticsTests {
         let d = BrokerDriver()
         d.broker.configuration = configuration
         #expect(d.broker.statistics.slowCallThresholdNanoseconds == 250_000_000)
+    }
+
+    @Test func latenciesGoToSwiftMetricsOnlyWhenAskedAndOneTimerPerAction() throws {
+        let d = driver()
+        let first = try #require(call(d, 1, "a"))
+        d.advance(ms: 3)
+        d.send(#"{"id":\#(first),"result":{}}"#, from: 2)
+
+        let metrics = TestMetrics()
+        d.broker.recordLatencies(to: metrics)
+        let second = try #require(call(d, 2, "a"))
+        d.advance(ms: 2)
+        d.send(#"{"id":\#(second),"error":{"code":"not_found","message":"no"}}"#, from: 2)
+        let third = try #require(call(d, 3, "a"))
+        d.advance(ms: 5)
+        d.send(#"{"id":\#(third),"result":{}}"#, from: 2)
+        let fourth = try #require(call(d, 4, "b"))
+        d.send(#"{"id":\#(fourth),"result":{}}"#, from: 2)
+
+        let timers = metrics.timers(label: "mediator_call_duration_seconds")
+        #expect(timers.count == 2)
+        // The call answered before recording was asked for is not there; errors are timed like results.
+        let a = try metrics.expectTimer("mediator_call_duration_seconds", [("target", "Svc"), ("action", "a")])
+        #expect(a.values == [2_000_000, 5_000_000])
+        let b = try metrics.expectTimer("mediator_call_duration_seconds", [("target", "Svc"), ("action", "b")])
+        #expect(b.values == [0])
     }
 }
