@@ -296,6 +296,7 @@ extension Broker {
                         .timeout, "\"\(target)\" did not start within the call's timeout")))
                 }
                 heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
+                countHeldEnd(call, code: ErrorCode.timeout.rawValue)
             }
             component.held.removeAll { call in call.deadline.map { $0 <= now } ?? false }
             components[target]?.held = component.held

@@ -58,7 +58,10 @@ extension Broker {
         components[target]?.held = []
         for call in held {
             heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
-            guard peers[call.caller] != nil else { continue }
+            guard peers[call.caller] != nil else {
+                countHeldEnd(call, code: nil)
+                continue
+            }
             var request = call.request
             if let deadline = call.deadline {
                 request.timeoutMs = max(1, (deadline - now).nanoseconds / 1_000_000)
@@ -78,10 +81,16 @@ extension Broker {
         components[target]?.held = []
         for call in held {
             heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
+            countHeldEnd(call, code: error.code.rawValue)
             if let idBytes = call.request.idBytes, peers[call.caller] != nil {
                 send(call.caller, writer.error(callerID: idBytes, error))
             }
         }
+    }
+
+    /// A held call that ended before it could be forwarded, in the statistics (nil: its caller left).
+    func countHeldEnd(_ call: ManagedComponent.HeldCall, code: String?) {
+        statistics.heldCallEnded(statistics.slot(target: call.request.target, action: call.request.action), code: code)
     }
 
     func dropHeld(from connection: ConnectionID) {
@@ -89,7 +98,11 @@ extension Broker {
             startWaiters[target]?.removeAll { $0.connection == connection }
         }
         for target in components.keys {
-            components[target]?.held.removeAll { $0.caller == connection }
+            components[target]?.held.removeAll { call in
+                guard call.caller == connection else { return false }
+                countHeldEnd(call, code: nil)
+                return true
+            }
         }
         heldCalls.forget(connection)
     }
@@ -104,6 +117,7 @@ extension Broker {
             let call = components[target]?.held.remove(at: index)
         {
             heldCalls.remove(caller: connection, id: id, bytes: call.bytes)
+            countHeldEnd(call, code: ErrorCode.cancelled.rawValue)
             idBytes = call.request.idBytes
         } else if let index = startWaiters[target]?.firstIndex(where: { $0.connection == connection && $0.id == id }),
             let waiter = startWaiters[target]?.remove(at: index)

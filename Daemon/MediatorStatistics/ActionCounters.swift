@@ -9,7 +9,8 @@ public struct ActionCounters: Sendable, Equatable {
 
     public let target: String
     public let action: String
-    /// Calls forwarded (oneway ones too).
+    /// Calls forwarded (oneway ones too), and calls held for a starting
+    /// component that ended before they could be (``BrokerStatistics/heldCallEnded(_:code:)``).
     public internal(set) var calls = 0
     /// Final answers that were results.
     public internal(set) var ok = 0

@@ -78,6 +78,21 @@ public struct BrokerStatistics: Sendable {
         return duration >= slowCallThresholdNanoseconds
     }
 
+    /// A call held for its component that ended without being forwarded:
+    /// counted as a call of its action with the daemon's answer `code`
+    /// (`timeout`, `activation_failed`, `cancelled`), or as gone when its
+    /// caller left (`code` nil); untimed, and not among the calls routed.
+    public mutating func heldCallEnded(_ slot: Int, code: String?) {
+        actions[slot].calls += 1
+        guard let code else {
+            actions[slot].callerGone += 1
+            return
+        }
+        actions[slot].countError(code)
+        if code == "timeout" { actions[slot].timeouts += 1 }
+        if code == "cancelled" { actions[slot].cancels += 1 }
+    }
+
     public mutating func timedOut(_ slot: Int) { actions[slot].timeouts += 1 }
     public mutating func cancelled(_ slot: Int) { actions[slot].cancels += 1 }
     public mutating func callerGone(_ slot: Int) { actions[slot].callerGone += 1 }

@@ -6,7 +6,7 @@ public struct DaemonCounters: Sendable, Equatable {
     public var registrations = 0
     /// Event patterns added by `subscribe`.
     public var subscriptions = 0
-    /// Calls forwarded to a component (what ``ActionCounters/calls`` sums to).
+    /// Calls forwarded to a component (``ActionCounters/calls`` also counts held calls that never were).
     public var callsRouted = 0
     public var policyDenials = 0
     public var badFrames = 0

@@ -171,6 +171,32 @@ struct BrokerStatisticsTests {
             "target": "Notes", "activations": 1, "start_failures": ["exited": 1], "restarts": 0, "idle_exits": 0,
         ]])
         #expect(failed?["daemon"]?["calls_held"] == 0)
+        // Held calls that were never forwarded still count under their action, untimed.
+        let add = try #require(action(failed, "Notes", "add"))
+        #expect(add["calls"] == 2 && add["answers"] == ["ok": 0, "activation_failed": 2] && add["latency"]?["count"] == 0)
+        #expect(failed?["daemon"]?["calls_routed"] == 0)
+    }
+
+    @Test func heldCallsThatTimeOutAreCancelledOrLoseTheirCallerCountUnderTheirAction() throws {
+        let d = BrokerDriver()
+        d.broker.statisticsStart = d.start
+        d.apply(d.broker.loadManifests([BrokerActivationTests.manifest("Notes", actions: ["add", "get"])], now: d.now))
+        d.connect(1)
+        d.connect(2)
+        d.send(#"{"id":1,"target":"Notes","action":"add","timeout_ms":100}"#, from: 1)
+        d.send(#"{"id":2,"target":"Notes","action":"get"}"#, from: 1)
+        d.send(#"{"id":3,"target":"Notes","action":"get"}"#, from: 2)
+        d.send(#"{"id":"c","target":"mediator","action":"cancel","params":{"id":2}}"#, from: 1)
+        d.disconnect(2)
+        d.advance(ms: 150)
+        d.expire()
+        #expect(d.takeJSON(1).compactMap(errorCode).sorted() == ["cancelled", "timeout"])
+        let result = stats(d, #"{"target":"Notes"}"#)
+        let add = try #require(action(result, "Notes", "add"))
+        #expect(add["calls"] == 1 && add["timeouts"] == 1 && add["answers"] == ["ok": 0, "timeout": 1])
+        let get = try #require(action(result, "Notes", "get"))
+        #expect(get["calls"] == 2 && get["cancels"] == 1 && get["caller_gone"] == 1)
+        #expect(get["answers"] == ["ok": 0, "cancelled": 1])
     }
 
     @Test func theDaemonDescribesStats() {
