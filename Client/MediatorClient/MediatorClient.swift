@@ -195,6 +195,33 @@ public final class MediatorClient: Sendable {
         return ["targets": .array(targets)]
     }
 
+    /// `mediator/stats`: what the broker counted (docs/daemon.md,
+    /// "Statistics"); needs the policy's monitor grant. The daemon pages
+    /// the targets like `list`; this follows the pages and returns one
+    /// answer with all of them. `target`: that target alone; `slowCalls`
+    /// false leaves the slow-call log out.
+    public func stats(target: String? = nil, slowCalls: Bool = true) async throws(MediatorError) -> JSONValue {
+        var params: [String: JSONValue] = ["slow": .bool(slowCalls)]
+        if let target { params["target"] = .string(target) }
+        var first = try await call(ProtocolConstants.daemonTarget, "stats", params: .object(params))
+        var targets = first["targets"]?.arrayValue ?? []
+        var next = first["next"]?.stringValue
+        // Bounded: each page moves past at least one target, by name.
+        while let after = next {
+            params["after"] = .string(after)
+            let page = try await call(ProtocolConstants.daemonTarget, "stats", params: .object(params))
+            targets += page["targets"]?.arrayValue ?? []
+            next = page["next"]?.stringValue
+            if next == after { break }
+        }
+        if case .object(var members) = first {
+            members["targets"] = .array(targets)
+            members["next"] = nil
+            first = .object(members)
+        }
+        return first
+    }
+
     /// `mediator/describe`: the target, its description, ActionSpecs and instances.
     public func describe(_ target: String) async throws(MediatorError) -> JSONValue {
         try await call(ProtocolConstants.daemonTarget, "describe", params: ["target": .string(target)])

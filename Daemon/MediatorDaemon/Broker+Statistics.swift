@@ -42,7 +42,7 @@ extension Broker {
         StatisticsSnapshot(statistics: statistics, live: liveFigures(now: now))
     }
 
-    /// `stats {"target"?: T, "slow"?: bool}`: granted like `monitor`.
+    /// `stats {"target"?: T, "slow"?: bool, "after"?: T, "limit"?: n}`: granted like `monitor`.
     func statsAction(_ params: [String: JSONValue], _ connection: ConnectionID, now: NIODeadline) -> Result<JSONValue, MediatorError> {
         guard let peer = peers[connection] else { return .failure(MediatorError(.internal, "unknown connection")) }
         if let denial = checkPolicy(.monitor, peer.credentials) { return .failure(denial) }
@@ -59,8 +59,21 @@ extension Broker {
             }
             slowCalls = flag
         }
+        // Paged like `list` (same members, same page size), so a daemon with
+        // thousands of actions answers in frames a client can read.
+        var page = StatisticsSnapshot.Page(bytes: listPageBytes)
+        if let raw = params["after"] {
+            guard let name = raw.stringValue else { return .failure(MediatorError(.badRequest, "\"after\" must be a target name")) }
+            page.after = name
+        }
+        if let raw = params["limit"] {
+            guard let number = raw.intValue ?? raw.stringValue.flatMap({ Int64($0) }), number > 0 else {
+                return .failure(MediatorError(.badRequest, "\"limit\" must be a positive integer"))
+            }
+            page.limit = Int(clamping: number)
+        }
         let snapshot = statisticsSnapshot(now: now)
-        return .success(snapshot.json(target: target, slowCalls: slowCalls))
+        return .success(snapshot.json(target: target, slowCalls: slowCalls, page: page))
     }
 
     /// The figures of now that a snapshot reports next to the counters.

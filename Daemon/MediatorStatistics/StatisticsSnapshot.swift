@@ -44,8 +44,57 @@ public struct StatisticsSnapshot: Sendable {
         })
     }
 
+    /// One page of targets: those after `after` (by name), at most `limit`
+    /// of them and about `bytes` of JSON (at least one).
+    public struct Page: Sendable {
+        public var after: String?
+        public var limit: Int
+        public var bytes: Int
+        public init(after: String? = nil, limit: Int = .max, bytes: Int = .max) {
+            self.after = after
+            self.limit = limit
+            self.bytes = bytes
+        }
+    }
+
+    /// `target`: only that target (and its component); `slowCalls`: whether
+    /// the slow-call log is included. With `page`, the targets come in pages
+    /// (`next` names the last one when more follow); the first page (no
+    /// `after`) has everything else too, later ones only their targets.
+    public func json(target: String? = nil, slowCalls: Bool = true, page: Page) -> JSONValue {
+        guard target == nil else { return json(target: target, slowCalls: slowCalls) }
+        var names = targetNames(only: nil).map { Array($0.utf8) }
+        if let after = page.after.map({ Array($0.utf8) }) { names.removeAll { !after.lexicographicallyPrecedes($0) } }
+        var entries: [JSONValue] = []
+        var bytes = 0
+        var next: String?
+        for name in names {
+            guard let entry = targetsJSON(names: [String(decoding: name, as: UTF8.self)]).first else { continue }
+            let size = entry.encoded.count
+            if entries.count >= max(1, page.limit) || (!entries.isEmpty && bytes + size > page.bytes) {
+                next = entries.last?["target"]?.stringValue
+                break
+            }
+            entries.append(entry)
+            bytes += size
+        }
+        var members: [String: JSONValue]
+        if page.after == nil, case .object(let everything) = json(slowCalls: slowCalls, targets: false) {
+            members = everything
+        } else {
+            members = ["uptime_s": .double(Self.seconds(live.uptimeNanoseconds))]
+        }
+        members["targets"] = .array(entries)
+        if let next { members["next"] = .string(next) }
+        return .object(members)
+    }
+
     /// `target`: only that target (and its component); `slowCalls`: whether the slow-call log is included.
     public func json(target: String? = nil, slowCalls: Bool = true) -> JSONValue {
+        json(target: target, slowCalls: slowCalls, targets: true)
+    }
+
+    private func json(target: String? = nil, slowCalls: Bool, targets: Bool) -> JSONValue {
         let daemon = statistics.daemon
         let inFlight = live.inFlightBySlot.values.reduce(0, +)
         let held = live.heldByTarget.values.reduce(0, +)
@@ -67,7 +116,7 @@ public struct StatisticsSnapshot: Sendable {
                 "backlog_disconnects": .int(Int64(daemon.backlogDisconnects)),
             ],
             "latency_bucket_bounds_ns": Self.bucketBoundsJSON,
-            "targets": .array(targetsJSON(only: target)),
+            "targets": .array(targets ? targetsJSON(names: targetNames(only: target)) : []),
             "components": .array(componentsJSON(only: target)),
         ]
         if target == nil { members["uids"] = .array(uidsJSON()) }
@@ -75,11 +124,16 @@ public struct StatisticsSnapshot: Sendable {
         return .object(members)
     }
 
-    func targetsJSON(only: String?) -> [JSONValue] {
+    /// The targets with counters or held calls, sorted byte by byte.
+    func targetNames(only: String?) -> [String] {
         var names = Set(statistics.actions.map(\.target))
         names.formUnion(live.heldByTarget.keys)
         if let only { names = names.filter { $0 == only } }
-        return names.sorted().map { name in
+        return names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+    }
+
+    func targetsJSON(names: [String]) -> [JSONValue] {
+        names.map { name in
             let slots = statistics.slots(ofTarget: name)
             let actions = slots.map { slot in actionJSON(statistics.actions[slot], inFlight: live.inFlightBySlot[slot] ?? 0) }
             var latency = LatencyHistogram()

@@ -241,3 +241,32 @@ struct BrokerStatisticsTests {
         #expect(b.values == [0])
     }
 }
+
+extension BrokerStatisticsTests {
+    @Test func statsAnswersInPagesOfTargetsLikeList() throws {
+        let d = BrokerDriver()
+        d.broker.statisticsStart = d.start
+        d.connect(1)
+        d.connect(2)
+        for (id, name) in ["Alpha", "Beta", "Gamma"].enumerated() {
+            d.register(name, actions: #"["a"]"#, from: 2)
+            d.send(#"{"id":\#(id),"target":"\#(name)","action":"a"}"#, from: 1)
+            _ = d.take(2)
+        }
+        let first = try #require(stats(d, #"{"limit":2}"#))
+        #expect(first["targets"]?.arrayValue?.map { $0["target"] } == ["Alpha", "Beta"])
+        #expect(first["next"] == "Beta")
+        #expect(first["daemon"]?["calls_routed"] == 3 && first["uids"] != nil)
+        let second = try #require(stats(d, #"{"limit":2,"after":"Beta"}"#))
+        #expect(second["targets"]?.arrayValue?.map { $0["target"] } == ["Gamma"])
+        #expect(second["next"] == nil)
+        // Later pages carry their targets only.
+        #expect(second["daemon"] == nil && second["uids"] == nil && second["slow_calls"] == nil)
+        #expect(errorCode(d.daemon("stats", #"{"limit":0}"#, from: 1)) == "bad_request")
+        #expect(errorCode(d.daemon("stats", #"{"after":7}"#, from: 1)) == "bad_request")
+        // A page is cut by size too, as list's are: a quarter of the outbound limit.
+        d.broker.configuration.maxOutboundBytes = 2400
+        let small = try #require(stats(d))
+        #expect(small["targets"]?.arrayValue?.count == 1 && small["next"] == "Alpha")
+    }
+}
