@@ -250,7 +250,7 @@ public final class Broker {
     /// What routing decided while looking at the target.
     enum RouteDecision {
         case refused(MediatorError)
-        case forward(action: String, params: ByteBuffer?, result: Schema?, callee: ConnectionID, instance: Int)
+        case forward(action: String, params: ByteBuffer?, result: Schema?, callee: ConnectionID, instance: Int, statisticsSlot: Int)
     }
 
     /// A connection's uid and `caller` member, read where the peer is
@@ -300,23 +300,31 @@ public final class Broker {
             let callee = target.instances[index].connection
             if let refusal = queueQuotaRefusal(toward: callee, target: request.target) { return .refused(refusal) }
             if request.id != nil, request.idBytes != nil { target.instances[index].inFlight += 1 }
+            // The one lookup statistics cost a call; the pending call keeps the slot.
+            let statisticsSlot: Int
+            if let known = target.statisticsSlots[resolved.action] {
+                statisticsSlot = known
+            } else {
+                statisticsSlot = statistics.slot(target: request.target, action: resolved.action)
+                target.statisticsSlots[resolved.action] = statisticsSlot
+            }
             return .forward(
                 action: resolved.action, params: resolved.params, result: resolved.result, callee: callee,
-                instance: target.instances[index].instance)
+                instance: target.instances[index].instance, statisticsSlot: statisticsSlot)
         }
         let action: String
         let params: ByteBuffer?
         let resultSchema: Schema?
         let instance: (connection: ConnectionID, instance: Int)
+        let statisticsSlot: Int
         switch decision {
         case nil: return fail(notFound())
         case .refused(let error)?: return fail(error)
-        case .forward(let resolvedAction, let resolvedParams, let resolvedResult, let callee, let number)?:
+        case .forward(let resolvedAction, let resolvedParams, let resolvedResult, let callee, let number, let slot)?:
             (action, params, resultSchema, instance) = (resolvedAction, resolvedParams, resolvedResult, (callee, number))
+            statisticsSlot = slot
         }
         let timeoutMs = request.timeoutMs ?? configuration.defaultTimeoutMs
-        // The one lookup statistics cost a call; the pending call keeps the slot.
-        let statisticsSlot = statistics.slot(target: request.target, action: action)
         var daemonID: Int64?
         if let id = request.id, let idBytes = request.idBytes {
             let newID = pending.makeDaemonID()

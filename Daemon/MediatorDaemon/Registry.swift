@@ -23,6 +23,9 @@ public struct Registry: Sendable {
         public var instances: [Instance]
         /// Where the round robin among equally loaded instances goes next.
         var nextTurn = 0
+        /// Each routed action's entry in the broker's statistics, found once:
+        /// a lookup by action name here is cheaper than by target and action there.
+        var statisticsSlots: [String: Int] = [:]
 
         /// The specs as a set, which every instance of a pool must declare.
         var specSet: Set<ActionSpec> { Set(actions) }
