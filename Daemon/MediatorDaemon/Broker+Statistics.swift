@@ -14,8 +14,11 @@ extension Broker {
     @inline(__always)
     func recordAnswer(_ call: PendingCalls.Call, code: String?, now: NIODeadline?) {
         let duration = now.map { ($0 - call.startedAt).nanoseconds }
-        if let latencyMetrics, let duration {
-            latencyMetrics.record(slot: call.statisticsSlot, of: statistics, nanoseconds: duration)
+        if let latencyMetrics, let duration, !latencyMetrics.record(slot: call.statisticsSlot, nanoseconds: duration) {
+            // The entry's first timed answer: its names, not the call's (they differ for the overflow entry).
+            let entry = statistics.actions[call.statisticsSlot]
+            latencyMetrics.makeTimer(slot: call.statisticsSlot, target: entry.target, action: entry.action)
+                .recordNanoseconds(duration)
         }
         guard statistics.answered(call.statisticsSlot, code: code, durationNanoseconds: duration),
             let duration, let now

@@ -18,20 +18,18 @@ final class CallLatencyMetrics {
         self.factory = factory
     }
 
+    /// False when the slot has no timer yet: then ``makeTimer(slot:target:action:)``.
     @inline(__always)
-    func record(slot: Int, of statistics: BrokerStatistics, nanoseconds: Int64) {
-        if slot < timers.count, let timer = timers[slot] {
-            timer.recordNanoseconds(nanoseconds)
-            return
-        }
-        makeTimer(slot: slot, of: statistics).recordNanoseconds(nanoseconds)
+    func record(slot: Int, nanoseconds: Int64) -> Bool {
+        guard slot < timers.count, let timer = timers[slot] else { return false }
+        timer.recordNanoseconds(nanoseconds)
+        return true
     }
 
-    private func makeTimer(slot: Int, of statistics: BrokerStatistics) -> CoreMetrics.Timer {
+    /// The timer of a statistics entry, named as the entry is (`*`/`*` for the overflow entry).
+    func makeTimer(slot: Int, target: String, action: String) -> CoreMetrics.Timer {
         if timers.count <= slot { timers.append(contentsOf: repeatElement(nil, count: slot + 1 - timers.count)) }
-        let counters = statistics.actions[slot]
-        let timer = CoreMetrics.Timer(
-            label: Self.label, dimensions: [("target", counters.target), ("action", counters.action)], factory: factory)
+        let timer = CoreMetrics.Timer(label: Self.label, dimensions: [("target", target), ("action", action)], factory: factory)
         timers[slot] = timer
         return timer
     }
