@@ -31,7 +31,7 @@ struct Mediatorctl: AsyncParsableCommand {
             """,
         subcommands: [
             Call.self, StreamCommand.self, Open.self, List.self, Describe.self, Ping.self,
-            Start.self, Stop.self, Status.self, Stats.self, Listen.self, Emit.self, Monitor.self, Serve.self,
+            Start.self, Stop.self, Status.self, Stats.self, Top.self, Listen.self, Emit.self, Monitor.self, Serve.self,
             InterfaceVerb.self, Generate.self,
         ]
     )

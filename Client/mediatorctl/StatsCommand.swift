@@ -40,11 +40,10 @@ struct Stats: AsyncParsableCommand {
 
     func run() async throws {
         let (output, asTable) = (options.output, asTable)
-        var params: [String: JSONValue] = [:]
-        if let target { params["target"] = .string(target) }
-        let request = JSONValue.object(params)
+        let target = self.target
+        // All pages of targets, in one answer (MediatorClient.stats follows them).
         let result = try await options.withClient(wait: .timeout) { client in
-            try await client.call(ProtocolConstants.daemonTarget, "stats", params: request)
+            try await client.stats(target: target)
         }
         if asTable {
             Output.write(STDOUT_FILENO, StatsSummary.render(result))

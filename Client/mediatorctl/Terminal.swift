@@ -16,4 +16,14 @@ enum Terminal {
         guard ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
         return Int(size.ws_col)
     }
+
+    /// The terminal's rows: `$LINES` when it is a positive number, else what
+    /// the terminal says; nil when unknown.
+    static func rows(_ fd: Int32) -> Int? {
+        guard isTerminal(fd) else { return nil }
+        if let text = ProcessInfo.processInfo.environment["LINES"], let rows = Int(text), rows > 0 { return rows }
+        var size = winsize()
+        guard ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 else { return nil }
+        return Int(size.ws_row)
+    }
 }
