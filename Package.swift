@@ -147,6 +147,8 @@ let package = Package(
                 "MediatorCodegen",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // --traceparent: an instrument that propagates a given context.
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ],
             path: "Client/mediatorctl"
         ),

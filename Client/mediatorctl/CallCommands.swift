@@ -60,16 +60,20 @@ struct Call: AsyncParsableCommand {
     @Flag(name: .long, help: "Send the call without waiting for a reply (no id; prints nothing).")
     var oneway = false
 
+    @OptionGroup var trace: TraceOptions
+
     func run() async throws {
         let params = try call.paramsValue()
         let (target, action, timeout, oneway) = (call.target, call.action, options.timeoutDuration, oneway)
-        let output = options.output
-        let result: JSONValue? = try await options.withClient(wait: .backstop) { client in
-            if oneway {
-                try await client.send(target, action, params: params)
-                return nil
+        let (output, options) = (options.output, options)
+        let result: JSONValue? = try await trace.run {
+            try await options.withClient(wait: .backstop) { client in
+                if oneway {
+                    try await client.send(target, action, params: params)
+                    return nil
+                }
+                return try await client.call(target, action, params: params, timeout: timeout)
             }
-            return try await client.call(target, action, params: params, timeout: timeout)
         }
         if let result { output.result(result) }
     }
@@ -84,12 +88,13 @@ struct StreamCommand: AsyncParsableCommand {
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var call: CallArguments
+    @OptionGroup var trace: TraceOptions
 
     func run() async throws {
         let params = try call.paramsValue()
         let (target, action, timeout) = (call.target, call.action, options.timeoutDuration)
-        let output = options.output
-        try await options.withClient(wait: .unlimited) { client in
+        let (output, options) = (options.output, options)
+        try await trace.run { try await options.withClient(wait: .unlimited) { client in
             do {
                 for try await value in client.stream(target, action, params: params, timeout: timeout) {
                     output.line(value)
@@ -101,7 +106,7 @@ struct StreamCommand: AsyncParsableCommand {
             } catch {
                 throw MediatorError(.internal, "\(error)")
             }
-        }
+        } }
     }
 }
 

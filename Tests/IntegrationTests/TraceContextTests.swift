@@ -55,5 +55,35 @@ extension Integration {
             #expect(record["data"]?["message"]?["traceparent"] == .string("00-\(traceID)-\(spanID)-01"))
             #expect(record["data"]?["message"]?["tracestate"] == "mediator-test=1")
         }
+
+        @Test("mediatorctl call --traceparent continues a given trace in the component; a malformed one is refused")
+        func mediatorctlContinuesAGivenTrace() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let probe = Paths.executable("mediator-trace-probe")
+            let component = try world.spawn(
+                probe, ["component", "--socket", daemon.socketPath, "--target", "TraceProbe"], label: "probe-component")
+            try component.waitForLine("ready", within: .seconds(20))
+            let cli = CLI(daemon)
+            let (traceID, parentID) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
+            let call = try cli.run(
+                "call", ["TraceProbe", "echo", "n=1", "--traceparent", "00-\(traceID)-\(parentID)-01", "--tracestate", "ci=7"])
+            #expect(call.status == 0, "\(call)")
+            var serverSpan: JSONValue?
+            try waitUntil("the component's server span\(component.logTail())", within: .seconds(10)) {
+                serverSpan = component.stdoutLines.compactMap { try? JSONValue.parse($0) }.first { $0["name"] == "TraceProbe/echo" }
+                return serverSpan != nil
+            }
+            #expect(serverSpan?["trace_id"] == .string(traceID))
+            #expect(serverSpan?["parent_span_id"] == .string(parentID))
+
+            for bad in ["00-\(traceID)-0000000000000000-01", "not-a-traceparent", "00-\(traceID.uppercased())-\(parentID)-01"] {
+                let refused = try cli.run("call", ["TraceProbe", "echo", "--traceparent", bad])
+                #expect(refused.status == 2 && refused.stderr.contains("traceparent"), "\(bad): \(refused)")
+            }
+            let alone = try cli.run("call", ["TraceProbe", "echo", "--tracestate", "a=1"])
+            #expect(alone.status == 2, "\(alone)")
+        }
     }
 }
