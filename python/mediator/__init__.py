@@ -11,10 +11,13 @@ from .client import Client, Event, Stream, Subscription, connect
 from .errors import DISCONNECTED, FAILED, UNREACHABLE, MediatorError
 from .paths import SYSTEM_SOCKET, socket_path
 from .service import CallContext, Service
+from . import tracing
+from .tracing import TraceContext
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CallContext", "Client", "DISCONNECTED", "Event", "FAILED", "MediatorError", "SYSTEM_SOCKET",
-    "Service", "Stream", "Subscription", "UNREACHABLE", "connect", "socket_path", "__version__",
+    "Service", "Stream", "Subscription", "TraceContext", "UNREACHABLE", "connect", "socket_path", "tracing",
+    "__version__",
 ]

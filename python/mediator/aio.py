@@ -17,6 +17,7 @@ Service handlers may be `async def` (cancelled as a task on
 `ctx.cancelled`). `ctx.client` is the asyncio client.
 """
 import asyncio
+import contextvars
 import functools
 import inspect
 import threading
@@ -27,6 +28,7 @@ from .errors import DISCONNECTED, UNREACHABLE, MediatorError, error_from_excepti
 from .framing import MAX_FRAME, FrameDecoder, check_size, encode, kind, local_deadline
 from .paths import socket_path
 from .service import REGISTER_TIMEOUT, STOP_TIMEOUT, CallContext, Responder, ServiceBase, request_key
+from .tracing import TraceContext, outgoing, use
 
 __all__ = ["CallContext", "Client", "Event", "MediatorError", "Service", "Subscription", "connect"]
 
@@ -70,7 +72,8 @@ class _Link:
             self.close(MediatorError(DISCONNECTED, "the connection closed"))
             raise self.closed from None
 
-    def start_call(self, target: str, action: str, params: Any, timeout: Optional[float], more: bool = False):
+    def start_call(self, target: str, action: str, params: Any, timeout: Optional[float], more: bool = False,
+                   trace: Optional[TraceContext] = None):
         if self.closed is not None:
             raise self.closed
         call_id = self._next_id
@@ -78,7 +81,7 @@ class _Link:
         responses: asyncio.Queue = asyncio.Queue()
         self._pending[call_id] = responses
         try:
-            self.send(request_message(target, action, params, call_id, timeout, more))
+            self.send(request_message(target, action, params, call_id, timeout, more, trace))
         except BaseException:
             self._pending.pop(call_id, None)
             raise
@@ -298,21 +301,25 @@ class Client:
             except MediatorError:
                 delay = min(delay * 2, MAX_BACKOFF)
 
-    async def _call_on(self, link: _Link, target: str, action: str, params: Any, timeout: Optional[float]) -> Any:
-        call_id, responses = link.start_call(target, action, params, timeout)
+    async def _call_on(self, link: _Link, target: str, action: str, params: Any, timeout: Optional[float],
+                       trace: Optional[TraceContext] = None) -> Any:
+        call_id, responses = link.start_call(target, action, params, timeout, trace=trace)
         await link.drain()
         return (await link.wait(call_id, responses, timeout))[1]
 
-    async def call(self, target: str, action: str, params: Any = None, timeout: Optional[float] = None) -> Any:
+    async def call(self, target: str, action: str, params: Any = None, timeout: Optional[float] = None,
+                   trace: Optional[TraceContext] = None) -> Any:
+        """The request carries `trace`, else the current trace context (`mediator.tracing`), if any."""
         timeout = self.timeout if timeout is None else timeout
-        return await self._call_on(await self._current(), target, action, params, timeout)
+        return await self._call_on(await self._current(), target, action, params, timeout, outgoing(trace))
 
     async def stream(self, target: str, action: str, params: Any = None,
-                     timeout: Optional[float] = None) -> AsyncIterator[Any]:
+                     timeout: Optional[float] = None, trace: Optional[TraceContext] = None) -> AsyncIterator[Any]:
         """`async for r in client.stream(...)`: the partial results, then the final one."""
         timeout = self.timeout if timeout is None else timeout
+        trace = outgoing(trace)  # read now, in the caller's context
         link = await self._current()
-        call_id, responses = link.start_call(target, action, params, timeout, more=True)
+        call_id, responses = link.start_call(target, action, params, timeout, more=True, trace=trace)
         done = False
         try:
             await link.drain()
@@ -324,9 +331,10 @@ class Client:
             if not done:
                 link.cancel(call_id)
 
-    async def send(self, target: str, action: str, params: Any = None) -> None:
+    async def send(self, target: str, action: str, params: Any = None, trace: Optional[TraceContext] = None) -> None:
+        trace = outgoing(trace)
         link = await self._current()
-        link.send(request_message(target, action, params))
+        link.send(request_message(target, action, params, trace=trace))
         await link.drain()
 
     async def open(self, url: str, timeout: Optional[float] = None) -> Any:
@@ -443,13 +451,16 @@ class _Session:
     async def execute(self, ctx: CallContext) -> None:
         try:
             handler, args = self.service.resolve(ctx)
-            if inspect.iscoroutinefunction(handler):
-                result = await handler(*args)
-            else:
-                loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(None, functools.partial(handler, *args))
-            if inspect.isawaitable(result):
-                result = await result
+            # The handler's calls continue the request's trace (a task has a context of its own).
+            with use(ctx.trace):
+                if inspect.iscoroutinefunction(handler):
+                    result = await handler(*args)
+                else:
+                    loop = asyncio.get_running_loop()
+                    run = contextvars.copy_context().run  # an executor thread does not inherit it
+                    result = await loop.run_in_executor(None, functools.partial(run, handler, *args))
+                if inspect.isawaitable(result):
+                    result = await result
             ctx._responder.finish(result=result)
         except asyncio.CancelledError:
             ctx._responder.finish(error=MediatorError("cancelled", "the handler was cancelled"))

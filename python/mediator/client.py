@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional
 from .errors import DISCONNECTED, UNREACHABLE, MediatorError
 from .framing import MAX_FRAME, FrameDecoder, check_size, encode, kind, local_deadline, timeout_ms
 from .paths import socket_path
+from .tracing import TraceContext, outgoing
 
 DAEMON = "mediator"
 INITIAL_BACKOFF = 0.1
@@ -30,8 +31,11 @@ def pattern_matches(pattern: str, name: str) -> bool:
 
 
 def request_message(target: str, action: str, params: Any, id: Optional[int] = None,
-                    timeout: Optional[float] = None, more: bool = False) -> dict:
+                    timeout: Optional[float] = None, more: bool = False,
+                    trace: Optional[TraceContext] = None) -> dict:
     message = {"target": target, "action": action, "params": {} if params is None else params}
+    if trace is not None:
+        message.update(trace.members())
     if id is not None:
         message["id"] = id
     ms = timeout_ms(timeout)
@@ -86,7 +90,7 @@ class _Link:
                 raise error from None
 
     def start_call(self, target: str, action: str, params: Any, timeout: Optional[float],
-                   more: bool = False):
+                   more: bool = False, trace: Optional[TraceContext] = None):
         """Sends a request; returns its id and the queue its responses arrive on."""
         responses: "queue.Queue" = queue.Queue()
         with self._lock:
@@ -96,7 +100,7 @@ class _Link:
             self._next_id += 1
             self._pending[call_id] = responses
         try:
-            self.send(request_message(target, action, params, call_id, timeout, more))
+            self.send(request_message(target, action, params, call_id, timeout, more, trace))
         except BaseException:
             self.forget(call_id)
             raise
@@ -419,27 +423,31 @@ class Client:
 
     # -- calls
 
-    def _call_on(self, link: _Link, target: str, action: str, params: Any, timeout: Optional[float]) -> Any:
-        call_id, responses = link.start_call(target, action, params, timeout)
+    def _call_on(self, link: _Link, target: str, action: str, params: Any, timeout: Optional[float],
+                 trace: Optional[TraceContext] = None) -> Any:
+        call_id, responses = link.start_call(target, action, params, timeout, trace=trace)
         return link.wait(call_id, responses, timeout)[1]
 
-    def call(self, target: str, action: str, params: Any = None, timeout: Optional[float] = None) -> Any:
-        """Calls `action` of `target`; returns the result or raises MediatorError."""
+    def call(self, target: str, action: str, params: Any = None, timeout: Optional[float] = None,
+             trace: Optional[TraceContext] = None) -> Any:
+        """Calls `action` of `target`; returns the result or raises MediatorError.
+        The request carries `trace`, else the current trace context
+        (`mediator.tracing`), if any."""
         timeout = self.timeout if timeout is None else timeout
-        return self._call_on(self._current(), target, action, params, timeout)
+        return self._call_on(self._current(), target, action, params, timeout, outgoing(trace))
 
     def stream(self, target: str, action: str, params: Any = None,
-               timeout: Optional[float] = None) -> Iterator[Any]:
+               timeout: Optional[float] = None, trace: Optional[TraceContext] = None) -> Iterator[Any]:
         """Calls with `more`: iterates over the partial results, then the final one.
         The timeout applies to each response in turn."""
         timeout = self.timeout if timeout is None else timeout
         link = self._current()
-        call_id, responses = link.start_call(target, action, params, timeout, more=True)
+        call_id, responses = link.start_call(target, action, params, timeout, more=True, trace=outgoing(trace))
         return Stream(link, call_id, responses, timeout)
 
-    def send(self, target: str, action: str, params: Any = None) -> None:
+    def send(self, target: str, action: str, params: Any = None, trace: Optional[TraceContext] = None) -> None:
         """A oneway request: no id, and nothing comes back."""
-        self._current().send(request_message(target, action, params))
+        self._current().send(request_message(target, action, params, trace=outgoing(trace)))
 
     def open(self, url: str, timeout: Optional[float] = None) -> Any:
         """`mediator/open`: the result of the call the URL routes to."""

@@ -6,6 +6,7 @@ from typing import Any, Callable, Dict, List, Optional
 from .client import DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Client, Hooks
 from .errors import DISCONNECTED, MediatorError, error_from_exception
 from .framing import encode
+from .tracing import TraceContext, use
 
 #: How long `run()` lets calls in flight finish after `mediator.stop` or `stop()`.
 STOP_TIMEOUT = 2.5
@@ -93,6 +94,12 @@ class CallContext:
         self.id: Any = request.get("id")
         #: The connection, for nested calls (`mediator.Client` or `mediator.aio.Client`).
         self.client = client
+        #: The trace context the request carried (W3C traceparent/tracestate), or None.
+        self.caller_trace: Optional[TraceContext] = TraceContext.parse(
+            request.get("traceparent"), request.get("tracestate"))
+        #: The handler's own: a child of the caller's, current while the handler runs,
+        #: so its calls continue the trace; None without a trace.
+        self.trace: Optional[TraceContext] = None if self.caller_trace is None else self.caller_trace.child()
         #: Set when the daemon cancels the call (its answer is then not sent).
         self.cancelled = threading.Event()
         self._responder = responder
@@ -204,7 +211,8 @@ class _Session:
     def execute(self, ctx: CallContext) -> None:
         try:
             handler, args = self.service.resolve(ctx)
-            result = handler(*args)
+            with use(ctx.trace):
+                result = handler(*args)
             ctx._responder.finish(result=result)
         except BaseException as e:  # a handler's failure must not kill the service
             ctx._responder.finish(error=error_from_exception(e))

@@ -1,0 +1,215 @@
+"""Trace context (mediator.tracing): the rules unit by unit, then through
+the real mediatord with sync and asyncio clients and services."""
+import asyncio
+import json
+import os
+import queue
+import subprocess
+import threading
+import unittest
+
+import support
+from support import DaemonTestCase, FakeDaemon
+
+import mediator
+import mediator.aio as aio
+from mediator import tracing
+from mediator.tracing import TraceContext
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT_ID = "00f067aa0ba902b7"
+GOOD = "00-%s-%s-01" % (TRACE_ID, PARENT_ID)
+
+
+class TraceparentRuleTests(unittest.TestCase):
+    def test_well_formed_and_malformed_traceparents(self):
+        cases = [
+            (GOOD, True),
+            ("01-%s-%s-00" % (TRACE_ID, PARENT_ID), True),  # a later version, same layout
+            ("ff-%s-%s-01" % (TRACE_ID, PARENT_ID), False),  # version ff is invalid
+            ("00-%s-%s-01" % ("0" * 32, PARENT_ID), False),  # all-zero trace id
+            ("00-%s-%s-01" % (TRACE_ID, "0" * 16), False),  # all-zero parent id
+            ("00-%s-%s-01" % (TRACE_ID.upper(), PARENT_ID), False),  # uppercase hex
+            ("00-%s-%s-01" % (TRACE_ID[:-1], PARENT_ID), False),  # short trace id
+            (GOOD + "-extra", False),
+            (GOOD + "\n", False),
+            ("00_%s_%s_01" % (TRACE_ID, PARENT_ID), False),
+            ("", False), (None, False), (42, False),
+        ]
+        for text, valid in cases:
+            with self.subTest(text=text):
+                self.assertEqual(tracing.is_valid_traceparent(text), valid)
+                self.assertEqual(TraceContext.parse(text) is not None, valid)
+
+    def test_tracestate_limits(self):
+        self.assertTrue(tracing.is_valid_tracestate("vendor=1,other=abc"))
+        self.assertTrue(tracing.is_valid_tracestate("a" * 512))
+        self.assertFalse(tracing.is_valid_tracestate("a" * 513))
+        for bad in ['quote="x"', "back\\slash", "tab\there", "caf\u00e9", None, 3]:
+            with self.subTest(bad=bad):
+                self.assertFalse(tracing.is_valid_tracestate(bad))
+        # A bad tracestate is dropped; the traceparent still counts.
+        self.assertEqual(TraceContext.parse(GOOD, "x" * 600), TraceContext(GOOD, None))
+        self.assertEqual(TraceContext.parse(GOOD, "v=1"), TraceContext(GOOD, "v=1"))
+
+    def test_roots_and_children(self):
+        root = TraceContext.new_root()
+        self.assertTrue(tracing.is_valid_traceparent(root.traceparent))
+        self.assertTrue(root.sampled)
+        self.assertFalse(TraceContext.new_root(sampled=False).sampled)
+        child = TraceContext(GOOD, "v=1").child()
+        self.assertEqual((child.trace_id, child.tracestate, child.traceparent[-2:]), (TRACE_ID, "v=1", "01"))
+        self.assertNotEqual(child.span_id, PARENT_ID)
+        self.assertTrue(tracing.is_valid_traceparent(child.traceparent))
+        self.assertEqual(len({TraceContext.new_root().trace_id for _ in range(50)}), 50)
+
+    def test_use_sets_and_restores_the_current_context(self):
+        self.assertIsNone(tracing.current())
+        outer, inner = TraceContext.new_root(), TraceContext.new_root()
+        with tracing.use(outer):
+            self.assertEqual(tracing.current(), outer)
+            with tracing.use(inner):
+                self.assertEqual(tracing.outgoing(None), inner)
+                self.assertEqual(tracing.outgoing(outer), outer)
+            self.assertEqual(tracing.current(), outer)
+        self.assertIsNone(tracing.current())
+
+    def test_requests_carry_the_members_only_with_a_context(self):
+        received = queue.Queue()
+        fake = FakeDaemon(lambda message, send: (received.put(message),
+                                                 send({"id": message["id"], "result": {}}) if "id" in message else None))
+        self.addCleanup(fake.close)
+        with mediator.connect(fake.socket, timeout=5) as client:
+            client.call("Svc", "a")
+            self.assertNotIn("traceparent", received.get(timeout=5))
+            context = TraceContext(GOOD, "v=1")
+            with tracing.use(context):
+                client.call("Svc", "b")
+                client.send("Svc", "c")
+            for _ in range(2):
+                message = received.get(timeout=5)
+                self.assertEqual((message["traceparent"], message["tracestate"]), (GOOD, "v=1"), message)
+            explicit = TraceContext.new_root()
+            client.call("Svc", "d", trace=explicit)
+            message = received.get(timeout=5)
+            self.assertEqual(message["traceparent"], explicit.traceparent)
+            self.assertNotIn("tracestate", message)
+
+
+def traced_services(seen):
+    """Front calls Back from its handler; both record what trace they saw."""
+    front = mediator.Service("Front")
+    back = mediator.Service("Back")
+
+    @front.action("hop")
+    def hop(params, ctx):
+        seen.put(("front", ctx.caller_trace, ctx.trace, tracing.current()))
+        return ctx.client.call("Back", "leaf")
+
+    @back.action("leaf")
+    def leaf(params, ctx):
+        seen.put(("back", ctx.caller_trace, ctx.trace, tracing.current()))
+        return {"ok": True}
+    return front, back
+
+
+class TracingThroughTheDaemonTests(DaemonTestCase):
+    def test_a_trace_crosses_two_python_components(self):
+        seen = queue.Queue()
+        front, back = traced_services(seen)
+        self.serve(back)
+        self.serve(front)
+        client = self.connect()
+        root = TraceContext.new_root(tracestate="team=blue")
+        with tracing.use(root):
+            self.assertEqual(client.call("Front", "hop"), {"ok": True})
+        _, front_caller, front_span, front_current = seen.get(timeout=10)
+        _, back_caller, back_span, back_current = seen.get(timeout=10)
+        # The daemon forwarded the caller's context unchanged.
+        self.assertEqual(front_caller, root)
+        # The handler's span is a child: same trace, a new span id, current while it runs.
+        self.assertEqual(front_span.trace_id, root.trace_id)
+        self.assertNotEqual(front_span.span_id, root.span_id)
+        self.assertEqual(front_current, front_span)
+        # Its own call carried its span as the parent: the trace goes on.
+        self.assertEqual(back_caller, front_span)
+        self.assertEqual(back_span.trace_id, root.trace_id)
+        self.assertEqual(back_current, back_span)
+        self.assertEqual(back_span.tracestate, "team=blue")
+
+        # Without a trace, no members, and handlers see none.
+        self.assertEqual(client.call("Front", "hop"), {"ok": True})
+        for _ in range(2):
+            who, caller, span, current = seen.get(timeout=10)
+            self.assertEqual((caller, span, current), (None, None, None), who)
+
+    def test_the_asyncio_client_and_service_propagate_too(self):
+        seen = []
+        svc = aio.Service("AioFront")
+
+        @svc.action("hop")
+        async def hop(params, ctx):
+            seen.append(("async", ctx.caller_trace, tracing.current()))
+            return await ctx.client.call("AioFront", "plain")
+
+        @svc.action("plain")
+        def plain(params, ctx):  # runs in an executor thread: the context goes with it
+            seen.append(("plain", ctx.caller_trace, tracing.current()))
+            return "done"
+
+        async def main():
+            registered = asyncio.Event()
+            task = asyncio.get_running_loop().create_task(svc.run(socket=self.socket, on_registered=registered.set))
+            await asyncio.wait_for(registered.wait(), 10)
+            async with await aio.connect(self.socket, timeout=10) as client:
+                root = TraceContext.new_root()
+                with tracing.use(root):
+                    self.assertEqual(await client.call("AioFront", "hop"), "done")
+            svc.stop()
+            await asyncio.wait_for(task, 10)
+            return root
+
+        root = asyncio.run(asyncio.wait_for(main(), 60))
+        (_, async_caller, async_current), (_, plain_caller, plain_current) = seen
+        self.assertEqual(async_caller, root)
+        self.assertEqual(async_current.trace_id, root.trace_id)
+        self.assertEqual(plain_caller, async_current)
+        self.assertEqual(plain_current.trace_id, root.trace_id)
+        self.assertNotEqual(plain_current.span_id, plain_caller.span_id)
+
+    def test_mediatorctl_traceparent_reaches_a_python_handler(self):
+        seen = queue.Queue()
+        front, back = traced_services(seen)
+        self.serve(back)
+        outcome = self.daemon.ctl("call", "Back", "leaf", "--traceparent", GOOD, "--tracestate", "ci=7")
+        self.assertEqual(outcome.returncode, 0, outcome.stderr)
+        _, caller, span, _ = seen.get(timeout=10)
+        self.assertEqual(caller, TraceContext(GOOD, "ci=7"))
+        self.assertEqual(span.trace_id, TRACE_ID)
+
+    def test_a_python_callers_trace_continues_in_a_swift_component(self):
+        probe = os.path.join(os.path.dirname(support.MEDIATORD), "mediator-trace-probe")
+        if not os.access(probe, os.X_OK):
+            self.skipTest("mediator-trace-probe not built at %s" % probe)
+        process = subprocess.Popen(
+            [probe, "component", "--socket", self.socket, "--target", "TraceProbe"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.addCleanup(process.wait, 10)
+        self.addCleanup(process.kill)
+        lines = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+        self.assertEqual(lines.get(timeout=20).strip(), "ready")
+        client = self.connect()
+        root = TraceContext.new_root()
+        with tracing.use(root):
+            client.call("TraceProbe", "echo", {"n": 1})
+        span = None
+        while span is None:
+            record = json.loads(lines.get(timeout=10))
+            if record.get("name") == "TraceProbe/echo":
+                span = record
+        self.assertEqual((span["kind"], span["trace_id"], span["parent_span_id"]), ("server", root.trace_id, root.span_id))
+
+
+if __name__ == "__main__":
+    unittest.main()
