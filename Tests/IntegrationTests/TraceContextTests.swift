@@ -8,15 +8,22 @@ extension Integration {
     /// in-memory tracer (`mediator-trace-probe`) and print their spans.
     @Suite("Trace context across processes")
     struct TraceContext {
+        static let probe = Paths.executable("mediator-trace-probe")
+
+        /// `mediator-trace-probe component` serving TraceProbe; it prints its spans as JSON lines.
+        static func probeComponent(_ world: World, _ daemon: DaemonProcess) throws -> ChildProcess {
+            let component = try world.spawn(
+                probe, ["component", "--socket", daemon.socketPath, "--target", "TraceProbe"], label: "probe-component")
+            try component.waitForLine("ready", within: .seconds(20))
+            return component
+        }
+
         @Test("the component's server span is the child of the client's client span, in the same trace; the monitor shows traceparent")
         func traceCrossesProcesses() throws {
             let world = try World()
             defer { world.close() }
             let daemon = try world.daemon()
-            let probe = Paths.executable("mediator-trace-probe")
-            let component = try world.spawn(
-                probe, ["component", "--socket", daemon.socketPath, "--target", "TraceProbe"], label: "probe-component")
-            try component.waitForLine("ready", within: .seconds(20))
+            let component = try Self.probeComponent(world, daemon)
 
             let monitor = try world.peer(daemon)
             _ = try monitor.result("mediator", "hello", params: ["protocol": 1])
@@ -24,7 +31,7 @@ extension Integration {
             _ = try monitor.result("mediator", "monitor", params: ["targets": ["TraceProbe"]])
 
             let client = try ChildProcess.run(
-                probe, ["client", "--socket", daemon.socketPath, "--target", "TraceProbe", "--action", "echo"],
+                Self.probe, ["client", "--socket", daemon.socketPath, "--target", "TraceProbe", "--action", "echo"],
                 within: .seconds(30))
             #expect(client.status == 0, "\(client)")
             let clientLines = ChildProcess.lines(client.stdout).compactMap { try? JSONValue.parse($0) }
@@ -61,10 +68,7 @@ extension Integration {
             let world = try World()
             defer { world.close() }
             let daemon = try world.daemon()
-            let probe = Paths.executable("mediator-trace-probe")
-            let component = try world.spawn(
-                probe, ["component", "--socket", daemon.socketPath, "--target", "TraceProbe"], label: "probe-component")
-            try component.waitForLine("ready", within: .seconds(20))
+            let component = try Self.probeComponent(world, daemon)
             let cli = CLI(daemon)
             let (traceID, parentID) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
             let call = try cli.run(
