@@ -1,4 +1,14 @@
+// FoundationEssentials, not Foundation: the daemon needs no ICU data
+// (tens of MiB of mapped memory, docs/benchmark.md "Footprint").
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The `*.json` files of a list of folders, walked the way systemd walks its
 /// drop-in folders; manifests and policy files both use it.
@@ -27,9 +37,9 @@ struct ConfigFolders {
         var seenNames: Set<String> = []
         let fileManager = FileManager.default
         for directory in directories {
-            var isDirectory: ObjCBool = false
-            guard fileManager.fileExists(atPath: directory, isDirectory: &isDirectory) else { continue }
-            guard isDirectory.boolValue else {
+            var info = stat()
+            guard stat(directory, &info) == 0 else { continue }
+            guard info.st_mode & S_IFMT == S_IFDIR else {
                 result.foundAnything = true
                 result.problems.append(ConfigFileProblem(file: directory, reason: "is not a folder" + unreadableFolderConsequence))
                 continue

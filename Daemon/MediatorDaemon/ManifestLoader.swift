@@ -1,4 +1,10 @@
+// FoundationEssentials, not Foundation: the daemon needs no ICU data
+// (tens of MiB of mapped memory, docs/benchmark.md "Footprint").
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import MediatorProtocol
 
 #if canImport(Glibc)
@@ -107,20 +113,14 @@ public struct ManifestLoader: Sendable {
 
     /// The parsed JSON, or nil for an empty file (a mask).
     static func read(_ path: String) -> Result<JSONValue?, ManifestProblem> {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            return .failure(ManifestProblem(file: path, reason: "cannot be read (permissions?)"))
-        }
-        defer { try? handle.close() }
-        let data: Data
-        do {
-            data = try handle.read(upToCount: maxFileBytes + 1) ?? Data()
-        } catch {
-            return .failure(ManifestProblem(file: path, reason: "cannot be read: \(reason(error))"))
+        let data: [UInt8]
+        switch BoundedFile.read(path, limit: maxFileBytes) {
+        case .success(let bytes): data = bytes
+        case .failure(.cannotOpen): return .failure(ManifestProblem(file: path, reason: "cannot be read (permissions?)"))
+        case .failure(.cannotRead(let text)): return .failure(ManifestProblem(file: path, reason: "cannot be read: \(text)"))
+        case .failure(.tooLarge): return .failure(ManifestProblem(file: path, reason: "is larger than \(maxFileBytes) bytes"))
         }
         if data.isEmpty { return .success(nil) }
-        guard data.count <= maxFileBytes else {
-            return .failure(ManifestProblem(file: path, reason: "is larger than \(maxFileBytes) bytes"))
-        }
         do {
             return .success(try JSONParser.parse(data))
         } catch {
@@ -136,22 +136,22 @@ public struct ManifestLoader: Sendable {
             let exists = stat(path, &info) == 0
             return .failure(InterfaceFileUnreadable(reason: exists ? "is not a regular file" : "does not exist"))
         }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            return .failure(InterfaceFileUnreadable(reason: "cannot be read (permissions?)"))
-        }
-        defer { try? handle.close() }
-        do {
-            let data = try handle.read(upToCount: maxFileBytes + 1) ?? Data()
-            guard data.count <= maxFileBytes else {
-                return .failure(InterfaceFileUnreadable(reason: "is larger than \(maxFileBytes) bytes"))
-            }
-            return .success([UInt8](data))
-        } catch {
-            return .failure(InterfaceFileUnreadable(reason: "cannot be read: \(reason(error))"))
+        switch BoundedFile.read(path, limit: maxFileBytes) {
+        case .success(let bytes): return .success(bytes)
+        case .failure(.cannotOpen): return .failure(InterfaceFileUnreadable(reason: "cannot be read (permissions?)"))
+        case .failure(.cannotRead(let text)): return .failure(InterfaceFileUnreadable(reason: "cannot be read: \(text)"))
+        case .failure(.tooLarge): return .failure(InterfaceFileUnreadable(reason: "is larger than \(maxFileBytes) bytes"))
         }
     }
 
+    /// An error's text for a problem report: a POSIX error's own words where there is one.
     static func reason(_ error: any Error) -> String {
-        (error as NSError).localizedDescription
+        if let failure = error as? BoundedFile.Failure {
+            switch failure {
+            case .cannotOpen(let text), .cannotRead(let text): return text
+            case .tooLarge: return "too large"
+            }
+        }
+        return "\(error)"
     }
 }

@@ -1,4 +1,10 @@
+// FoundationEssentials, not Foundation: the daemon needs no ICU data
+// (tens of MiB of mapped memory, docs/benchmark.md "Footprint").
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import MediatorProtocol
 
 #if canImport(Glibc)

@@ -1,4 +1,10 @@
+// FoundationEssentials, not Foundation: the daemon needs no ICU data
+// (tens of MiB of mapped memory, docs/benchmark.md "Footprint").
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import Subprocess
 import SystemPackage
@@ -74,7 +80,8 @@ struct ProcessSupervisor: Sendable {
     static func log(_ output: SubprocessOutputSequence, _ stream: String, _ target: String, _ pid: Int32, _ logger: Logger) async {
         do {
             for try await line in output.strings() {
-                let text = line.trimmingCharacters(in: .newlines)
+                var text = Substring(line)
+                while let last = text.last, last == "\n" || last == "\r" || last == "\r\n" { text = text.dropLast() }
                 guard !text.isEmpty else { continue }
                 logger.info("\(text)", metadata: ["target": "\(target)", "pid": "\(pid)", "stream": "\(stream)"])
             }

@@ -1,4 +1,10 @@
+// FoundationEssentials, not Foundation: the daemon needs no ICU data
+// (tens of MiB of mapped memory, docs/benchmark.md "Footprint").
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import MediatorProtocol
 
 #if canImport(Glibc)
@@ -14,7 +20,7 @@ public enum SocketFile {
     }
 
     public static func prepare(_ path: String) throws {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
         if !folder.isEmpty {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }

@@ -1,4 +1,10 @@
+// FoundationEssentials, not Foundation: the daemon needs no ICU data
+// (tens of MiB of mapped memory, docs/benchmark.md "Footprint").
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import MediatorDaemon
 import MediatorProtocol
@@ -38,7 +44,7 @@ struct DaemonSettings: Sendable {
         }
         for (key, value) in flags.sorted(by: { $0.key < $1.key }) {
             guard value > 0 else {
-                throw SettingsError(description: "--\(key.replacingOccurrences(of: "_", with: "-")) must be positive")
+                throw SettingsError(description: "--\(String(key.map { $0 == "_" ? "-" : $0 })) must be positive")
             }
             do { try configuration.set(key, Int64(value)) } catch { throw SettingsError(description: "\(error)") }
         }

@@ -1,5 +1,11 @@
 import ArgumentParser
+// FoundationEssentials, not Foundation: the daemon needs no ICU data
+// (tens of MiB of mapped memory, docs/benchmark.md "Footprint").
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import MediatorDaemon
 import MediatorMetrics
