@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import MediatorClient
 import MediatorProtocol
 
@@ -31,7 +38,7 @@ struct CallArguments: ParsableArguments {
     func paramsValue() throws -> JSONValue {
         do {
             if params == ["-"] {
-                let text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+                let text = String(decoding: Output.readAll(STDIN_FILENO), as: UTF8.self)
                 let value = try ParamsParser.json(text)
                 guard value.objectValue != nil else { throw ParamsParser.Failure("params on stdin must be a JSON object") }
                 return value

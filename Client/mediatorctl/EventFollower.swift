@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import MediatorClient
 import MediatorProtocol
 
@@ -10,7 +17,7 @@ func followEvents(
     start: @escaping @Sendable (MediatorClient) async throws -> AsyncStream<MediatorEvent>,
     line: (MediatorEvent) -> JSONValue
 ) async throws {
-    Signals.onTerminate { Foundation.exit(0) }
+    Signals.onTerminate { Glibc.exit(0) }
     let output = options.output
     let client: MediatorClient
     do {

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import NIOConcurrencyHelpers
 import MediatorClient
 import MediatorProtocol
 import NIOConcurrencyHelpers
@@ -39,7 +48,7 @@ final class ExecRun: @unchecked Sendable {
     private let environment: [String: String]
     private let input: [UInt8]
 
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var exitContinuation: CheckedContinuation<Termination, Never>?
     private var termination: Termination?
 
@@ -59,7 +68,7 @@ final class ExecRun: @unchecked Sendable {
     /// Held while pipes are made and a child is started: a child started
     /// meanwhile by another call would otherwise inherit them before they are
     /// marked close-on-exec, and hold that call's stdout open while it runs.
-    private static let spawnLock = NSLock()
+    private static let spawnLock = NIOLock()
 
     /// Throws ``SpawnError``, or `CancellationError` when the task is
     /// cancelled (the program's group is then stopped).
@@ -70,7 +79,8 @@ final class ExecRun: @unchecked Sendable {
         defer { Children.shared.remove(pid) }
 
         let input = input
-        Thread.detachNewThread {
+        // Blocking reads and writes, each on a thread of Dispatch's own.
+        DispatchQueue.global().async {
             // EPIPE when the program does not read its stdin: `serve`
             // catches SIGPIPE, so that is only an error here.
             input.withUnsafeBytes { buffer in _ = Self.writeAll(child.stdin, buffer) }
@@ -80,13 +90,13 @@ final class ExecRun: @unchecked Sendable {
         let collected = Collected()
         for (fd, isOutput) in [(child.stdout, true), (child.stderr, false)] {
             reads.enter()
-            Thread.detachNewThread {
+            DispatchQueue.global().async {
                 collected.set(Self.readAll(fd), output: isOutput)
                 close(fd)
                 reads.leave()
             }
         }
-        Thread.detachNewThread { [self] in
+        DispatchQueue.global().async { [self] in
             let ended = Self.reap(pid)
             lock.lock()
             termination = ended

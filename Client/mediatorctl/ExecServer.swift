@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import MediatorClient
 import MediatorProtocol
 
@@ -77,8 +84,8 @@ struct ExecServer: Sendable {
 
     /// The reply for a finished run.
     static func result(of outcome: ExecRun.Outcome, program: URL) throws(MediatorError) -> JSONValue {
-        let stdout = String(decoding: outcome.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        let stderr = String(decoding: outcome.stderr, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let stdout = String(decoding: outcome.stdout, as: UTF8.self).trimmingWhitespace
+        let stderr = String(decoding: outcome.stderr, as: UTF8.self).trimmingWhitespace
         switch outcome.termination {
         case .exited(0):
             if stdout.isEmpty { return .null }
@@ -98,9 +105,8 @@ struct ExecServer: Sendable {
     /// `PATH`; nil when it is not an executable file.
     static func resolve(_ program: String) -> URL? {
         func executable(_ path: String) -> Bool {
-            var isDirectory: ObjCBool = false
-            return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
-                && access(path, X_OK) == 0
+            var info = stat()
+            return stat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFDIR && access(path, X_OK) == 0
         }
         if program.contains("/") {
             let url = URL(fileURLWithPath: program).standardizedFileURL

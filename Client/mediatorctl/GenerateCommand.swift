@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import MediatorClient
 import MediatorCodegen
 import MediatorProtocol
@@ -77,7 +84,7 @@ struct Generate: AsyncParsableCommand {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         } catch {
-            Output.write(STDERR_FILENO, "mediatorctl: cannot make the output folder \(folder.path): \(error.localizedDescription)\n")
+            Output.write(STDERR_FILENO, "mediatorctl: cannot make the output folder \(folder.path): \(error)\n")
             throw ExitCode(Output.Status.error)
         }
         for input in inputs {

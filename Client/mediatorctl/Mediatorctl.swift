@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The root command: a table of verbs, like `varlinkctl` and `busctl`.
 struct Mediatorctl: AsyncParsableCommand {
@@ -55,7 +62,7 @@ struct Mediatorctl: AsyncParsableCommand {
         } catch {
             if exitCode(for: error) == .validationFailure {
                 Output.write(STDERR_FILENO, fullMessage(for: error) + "\n")
-                Foundation.exit(Output.Status.usage)
+                Glibc.exit(Output.Status.usage)
             }
             exit(withError: error)
         }

@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import MediatorClient
 import MediatorProtocol
 
@@ -69,18 +76,39 @@ struct Output: Sendable {
         var offset = 0
         while offset < bytes.count {
             let count = bytes.withUnsafeBytes { buffer in
-                Foundation.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
             }
             if count < 0 {
                 if errno == EINTR { continue }
                 if errno == EPIPE && fd == STDOUT_FILENO {
                     signal(SIGPIPE, SIG_DFL)
                     raise(SIGPIPE)
-                    Foundation.exit(141)
+                    Glibc.exit(141)
                 }
                 return
             }
             offset += count
         }
+    }
+
+    /// Everything `fd` gives until its end (stdin for `call ... -`).
+    static func readAll(_ fd: Int32) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return bytes }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+    }
+}
+
+extension String {
+    /// Without leading and trailing spaces, tabs and line ends.
+    var trimmingWhitespace: String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(self[first...last])
     }
 }

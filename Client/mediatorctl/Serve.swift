@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import MediatorProtocol
 
 struct Serve: AsyncParsableCommand {
@@ -63,7 +70,7 @@ struct Serve: AsyncParsableCommand {
         Signals.catchWithoutAction(SIGPIPE)
         Signals.onTerminate {
             Children.shared.terminateAll()
-            Foundation.exit(0)
+            Glibc.exit(0)
         }
         var seen = Set<String>()
         let server = ExecServer(

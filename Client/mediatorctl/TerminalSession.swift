@@ -1,11 +1,20 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import NIOConcurrencyHelpers
 
 /// A full-screen session on the terminal, as `top` and `systemd-cgtop`
 /// hold one: the alternate screen, no cursor, and keys read one at a
 /// time without echo. ``leave()`` puts everything back; it is safe to
 /// call more than once and from the SIGINT/SIGTERM handler.
 enum TerminalSession {
-    private static let lock = NSLock()
+    private static let lock = NIOLock()
     nonisolated(unsafe) private static var saved: termios?
     nonisolated(unsafe) private static var active = false
 
@@ -48,12 +57,11 @@ enum TerminalSession {
     /// Each byte typed, read on a thread of its own; the stream ends when stdin does.
     static func keys() -> AsyncStream<UInt8> {
         AsyncStream { continuation in
-            let reader = Thread {
+            DispatchQueue.global().async {
                 var byte: UInt8 = 0
                 while read(STDIN_FILENO, &byte, 1) == 1 { continuation.yield(byte) }
                 continuation.finish()
             }
-            reader.start()
         }
     }
 }

@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import MediatorClient
 import MediatorProtocol
 
@@ -56,7 +63,7 @@ struct Top: AsyncParsableCommand {
         do { client = try await options.connect() } catch { throw output.fail(error) }
         Signals.onTerminate {
             TerminalSession.leave()
-            Foundation.exit(0)
+            Glibc.exit(0)
         }
         if interactive { TerminalSession.enter() }
         defer { TerminalSession.leave() }
