@@ -43,7 +43,7 @@ DOCS = systemd.md daemon.md
 
 RENDER = $(SED) -e 's|@bindir@|$(BINDIR)|g' -e 's|@libexecdir@|$(LIBEXECDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
 
-.PHONY: all build install install-bin install-docs units uninstall show-bin-path verify-units install-sysusers install-polkit
+.PHONY: deb all build install install-bin install-docs units uninstall show-bin-path verify-units install-sysusers install-polkit
 
 all: build
 
@@ -115,3 +115,8 @@ uninstall:
 
 verify-units:
 	bash Tests/systemd/verify-units.sh
+
+# A Debian package of the static release binaries, units and docs
+# (systemd/debian/build-deb.sh): dist/mediator_VERSION_ARCH.deb.
+deb:
+	bash systemd/debian/build-deb.sh

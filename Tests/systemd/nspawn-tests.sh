@@ -41,7 +41,9 @@
 #
 # Environment:
 #   MEDIATOR_BIN_DIR          folder with mediatord and mediatorctl
-#                             (default: `swift build --show-bin-path`)
+#                             (default: `swift build --show-bin-path`; run-tests
+#                             passes the static ones of `make deb`, so that no
+#                             toolchain is bound into the container)
 #   MEDIATOR_NSPAWN_BUDGET    seconds for the whole run (default 150)
 #   MEDIATOR_NSPAWN_KEEP=1    keep the work folder (logs, rendered units)
 set -uo pipefail
@@ -106,6 +108,13 @@ find_binaries() {
     fi
     BIN=$(cd "$BIN" && pwd -P)
     say "binaries: $BIN"
+    # Static binaries (make deb, .build-static) need no toolchain; others
+    # find the Swift runtime under /opt/swift, which is then bound in.
+    TOOLCHAIN_BIND=()
+    if ldd "$BIN/mediatord" 2>/dev/null | has /opt/swift; then
+        TOOLCHAIN_BIND=(--bind-ro=/opt/swift)
+        say "the binaries load the Swift runtime from /opt/swift: binding it into the container"
+    fi
     if "$BIN/mediatord" --help 2>&1 | has -- '--log-target'; then
         say "mediatord has --log-target (systemd integration present)"
     else
@@ -258,7 +267,7 @@ boot() {
         exec "$@"' nspawn \
         systemd-nspawn -D / --volatile=yes --register=no --keep-unit \
             --console=read-only --quiet --kill-signal=SIGRTMIN+3 \
-            --bind-ro=/opt/swift \
+            "${TOOLCHAIN_BIND[@]}" \
             --bind-ro="$BIN:$IN_BIN" \
             --bind-ro="$REPO/Examples:$IN_EXAMPLES" \
             --bind-ro="$REPO/python:/opt/mediator/python" \

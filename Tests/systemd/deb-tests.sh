@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# The Debian package on a Debian without Swift: boots systemd as PID 1 in a
+# systemd-nspawn container whose root is a plain Debian 12 (debootstrap
+# --variant=minbase with systemd, from Debian's own packages; no toolchain,
+# nothing of the host's /usr), installs dist/mediator_*.deb there with apt
+# as an administrator would, and checks:
+#
+#   1 no Swift         the root has no Swift toolchain or runtime
+#   2 apt install      `apt-get install ./mediator_*.deb` succeeds offline
+#   3 libraries        mediatord and mediatorctl need only what the base
+#                      system has (no libswift*, nothing "not found")
+#   4 user             the package created the mediator system user
+#   5 socket           mediatord.socket is enabled and listening
+#   6 call             a component (`mediatorctl serve --exec` of a shell
+#                      script) registers through the socket-activated
+#                      daemon, and `mediatorctl call` gets its answer
+#   7 journal          mediatord logs to the journal
+#   8 man pages        mediatord(8) and mediatorctl(1) are installed
+#   9 remove           `apt-get remove` stops the socket and the daemon
+#
+# The root is cached under .build-rootfs/ (MEDIATOR_ROOTFS_CACHE), named by
+# a hash of what debootstrap is asked for, so a change of packages makes a
+# new one; a fresh clone (CI) builds it, which takes under a minute with a
+# nearby mirror. The container writes into a tmpfs overlay
+# (--volatile=overlay): the cached root is never changed.
+#
+# Run as root after `make deb`:   bash Tests/systemd/deb-tests.sh
+# Needs debootstrap, systemd-nspawn (systemd-container), nsenter and unshare
+# (util-linux). Prints `ok - NAME` / `not ok - NAME` lines, `#` diagnostics,
+# and `deb-tests: N passed, M failed`; exits 1 if any failed. Bounded by
+# MEDIATOR_DEB_BUDGET seconds (default 240, the root's first build included).
+set -uo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$REPO" || exit 1
+
+BUDGET=${MEDIATOR_DEB_BUDGET:-240}
+SUITE=bookworm
+MIRROR=${MEDIATOR_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+PACKAGES=systemd,systemd-sysv,dbus,libsystemd0,libstdc++6,init-system-helpers
+CACHE=${MEDIATOR_ROOTFS_CACHE:-$REPO/.build-rootfs}
+ARCH=$(dpkg --print-architecture)
+DEB=${MEDIATOR_DEB:-$(ls -t "$REPO"/dist/mediator_*_"$ARCH".deb 2>/dev/null | head -n 1)}
+
+PASSED=0
+FAILED=0
+NSPAWN_PID=
+LEADER=
+GUARD_PID=
+W=$(mktemp -d /tmp/mediator-deb-tests.XXXXXX)
+T_START=$(date +%s)
+
+say() { printf '# %s\n' "$*"; }
+ok() { echo "ok - $1"; PASSED=$((PASSED + 1)); }
+not_ok() { echo "not ok - $1"; shift; for line in "$@"; do say "$line"; done; FAILED=$((FAILED + 1)); }
+check() {  # NAME COMMAND...: ok when the command succeeds, else its output
+    local name=$1 out
+    shift
+    if out=$("$@" 2>&1); then ok "$name"; else not_ok "$name" "$(printf '%s' "$out" | tail -n 15)"; fi
+}
+finish() {
+    [ -n "$LEADER" ] && kill -KILL "$LEADER" 2>/dev/null
+    [ -n "$NSPAWN_PID" ] && { kill "$NSPAWN_PID" 2>/dev/null; wait "$NSPAWN_PID" 2>/dev/null; }
+    [ -n "$GUARD_PID" ] && kill "$GUARD_PID" 2>/dev/null
+    if [ "$FAILED" -gt 0 ] && [ -f "$W/nspawn.log" ]; then sed 's/^/#   nspawn: /' "$W/nspawn.log" | tail -n 20; fi
+    rm -rf "$W"
+    echo "deb-tests: $PASSED passed, $FAILED failed ($(( $(date +%s) - T_START )) s)"
+    [ "$FAILED" -eq 0 ]
+}
+trap 'finish; exit $?' EXIT
+
+for tool in debootstrap systemd-nspawn nsenter unshare; do
+    command -v "$tool" >/dev/null || { not_ok "prerequisites" "missing $tool"; exit 1; }
+done
+[ "$(id -u)" = 0 ] || { not_ok "prerequisites" "needs root"; exit 1; }
+[ -n "$DEB" ] && [ -f "$DEB" ] || { not_ok "prerequisites" "no dist/mediator_*_$ARCH.deb: run 'make deb' first"; exit 1; }
+say "package: $DEB"
+
+# ------------------------------------------------------------ the cached root
+key=$(printf '%s %s %s minbase v1' "$SUITE" "$MIRROR" "$PACKAGES" | sha256sum | cut -c1-12)
+ROOT="$CACHE/$SUITE-$key"
+if [ ! -x "$ROOT/lib/systemd/systemd" ]; then
+    say "building the root $ROOT (debootstrap $SUITE from $MIRROR)"
+    mkdir -p "$CACHE"
+    rm -rf "$ROOT.partial"
+    if ! timeout "$BUDGET" debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$ROOT.partial" "$MIRROR" \
+        >"$W/debootstrap.log" 2>&1; then
+        not_ok "root" "debootstrap failed:" "$(tail -n 10 "$W/debootstrap.log")"
+        exit 1
+    fi
+    # No unit waits for a console or the network in a test container.
+    rm -f "$ROOT.partial/etc/systemd/system/getty.target.wants/"* 2>/dev/null
+    mv "$ROOT.partial" "$ROOT"
+else
+    say "root: $ROOT (cached)"
+fi
+
+# --------------------------------------------------------------- the container
+# nspawn in a mount namespace of its own with a tmpfs on /run, so that its
+# bookkeeping never lands on the host's /run; the root read-only under a
+# tmpfs overlay; the package's folder bound read-only at /mnt/dist.
+unshare --mount --propagation private -- sh -c '
+    mount -t tmpfs -o mode=0755,size=16m mediator-deb-run /run || exit 1
+    exec "$@"' nspawn \
+    systemd-nspawn -D "$ROOT" --volatile=overlay --register=no --keep-unit \
+        --console=read-only --quiet --kill-signal=SIGRTMIN+3 \
+        --bind-ro="$(dirname "$DEB"):/mnt/dist" \
+        -b systemd.firstboot=off \
+    </dev/null >"$W/nspawn.log" 2>&1 &
+NSPAWN_PID=$!
+# A guard: past the budget the container is killed, so every command fails fast.
+(
+    trap 'kill "$s" 2>/dev/null; exit 0' TERM
+    sleep "$BUDGET" >/dev/null 2>&1 & s=$!
+    wait "$s"
+    echo "# budget of $BUDGET s exhausted: killing the container" >&2
+    kill -KILL "$NSPAWN_PID" 2>/dev/null
+) &
+GUARD_PID=$!
+
+mine=$(readlink /proc/self/ns/pid)
+for _ in $(seq 300); do
+    for child in $(cat /proc/"$NSPAWN_PID"/task/*/children 2>/dev/null); do
+        if [ "$(readlink /proc/"$child"/ns/pid 2>/dev/null)" != "$mine" ] && [ "$(cat /proc/"$child"/comm 2>/dev/null)" = systemd ]; then
+            LEADER=$child
+        fi
+    done
+    [ -n "$LEADER" ] && break
+    kill -0 "$NSPAWN_PID" 2>/dev/null || break
+    sleep 0.05
+done
+[ -n "$LEADER" ] || { not_ok "boot" "no container PID 1 within 15 s"; exit 1; }
+
+# Runs a command inside the container, with a clean environment and a time limit.
+cx() {
+    timeout --kill-after=2 "${CX_TIMEOUT:-30}" nsenter -t "$LEADER" -m -p -- \
+        env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 SYSTEMD_PAGER= DEBIAN_FRONTEND=noninteractive "$@"
+}
+wait_for() {  # SECONDS COMMAND...
+    local deadline=$(( $(date +%s) + $1 ))
+    shift
+    until "$@" >/dev/null 2>&1; do
+        [ "$(date +%s)" -ge "$deadline" ] && return 1
+        sleep 0.1
+    done
+}
+booted() { case $(cx systemctl is-system-running 2>/dev/null) in running | degraded) return 0 ;; *) return 1 ;; esac; }
+wait_for 60 booted || { not_ok "boot" "systemd did not finish booting: $(cx systemctl is-system-running 2>&1)"; exit 1; }
+say "container PID 1 is host pid $LEADER"
+
+# ------------------------------------------------------------------ the checks
+check "no Swift in the root" cx sh -c '! ls -d /opt/swift /usr/lib/swift /usr/share/swift 2>/dev/null && ! command -v swift'
+
+check "apt installs the package" cx apt-get install -y --no-install-recommends "/mnt/dist/$(basename "$DEB")"
+
+libraries() {
+    local out
+    out=$(cx ldd /usr/bin/mediatord /usr/bin/mediatorctl) || { echo "$out"; return 1; }
+    if printf '%s\n' "$out" | grep -E 'not found|libswift|Foundation'; then return 1; fi
+}
+check "the binaries need only the base system" libraries
+
+check "the mediator user exists" cx getent passwd mediator
+
+socket() {
+    [ "$(cx systemctl is-enabled mediatord.socket)" = enabled ] || { cx systemctl status mediatord.socket; return 1; }
+    wait_for 10 cx systemctl is-active mediatord.socket || { cx systemctl status mediatord.socket; return 1; }
+    cx test -S /run/mediator/mediator.sock
+}
+check "mediatord.socket is enabled and listening" socket
+
+call() {
+    cx sh -c 'printf "#!/bin/sh\nexec cat\n" >/tmp/echo.sh && chmod 0755 /tmp/echo.sh' || return 1
+    nsenter -t "$LEADER" -m -p -- env -i PATH=/usr/bin:/bin setsid mediatorctl serve Echo --exec /tmp/echo.sh --action echo \
+        </dev/null >"$W/serve.out" 2>"$W/serve.err" &
+    if ! wait_for 20 cx mediatorctl describe Echo; then
+        cat "$W/serve.err"; cx systemctl status mediatord.service; return 1
+    fi
+    local answer
+    answer=$(cx mediatorctl call Echo echo text=hi --json) || { echo "$answer"; return 1; }
+    [ "$answer" = '{"text":"hi"}' ] || { echo "unexpected answer: $answer"; return 1; }
+    [ "$(cx systemctl is-active mediatord.service)" = active ] || { cx systemctl status mediatord.service; return 1; }
+    [ "$(cx systemctl show -p User --value mediatord.service)" = mediator ]
+}
+check "a call through the socket-activated daemon" call
+
+check "mediatord logs to the journal" wait_for 10 sh -c "nsenter -t $LEADER -m -p -- journalctl -u mediatord.service --no-pager | grep -q 'registered'"
+
+check "man pages" cx test -f /usr/share/man/man8/mediatord.8.gz -a -f /usr/share/man/man1/mediatorctl.1.gz
+
+removed() {
+    cx apt-get remove -y mediator || return 1
+    local state
+    state=$(cx systemctl is-active mediatord.socket mediatord.service)
+    [ "$(printf '%s\n' "$state" | grep -vc '^inactive$\|^failed$')" = 0 ] || { echo "still: $state"; return 1; }
+    ! cx test -e /usr/bin/mediatord
+}
+check "apt-get remove stops the socket and the daemon" removed
