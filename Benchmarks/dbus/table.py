@@ -256,19 +256,36 @@ def main(argv):
         for name, pinned, run in passes:
             label = "pinned" if pinned is not None else "unpinned"
             owners = ["brokered"] + extras
-            rss, cpu = {}, {}
+            rss, pss, private, cpu = {}, {}, {}, {}
             for key in owners:
                 daemon = run.get("daemon" if key == "brokered" else key + "Daemon") or {}
                 rss[key] = daemon.get("vmRSSKiB")
+                pss[key] = daemon.get("pssKiB")
+                private[key] = daemon.get("privateKiB")
                 cpu[key] = daemon.get("cpuMicrosPerCall")
             for bus in buses:
                 figures = bus_figures(bus, pinned)
                 rss[bus] = figures.get("vmRSSKiB")
+                pss[bus] = figures.get("pssKiB")
+                private[bus] = figures.get("privateKiB")
                 cpu[bus] = figures.get("cpuMicrosPerCall")
-            r_rss = rss["brokered"] / rss["dbus-broker"] if rss["brokered"] and rss["dbus-broker"] else None
-            r_cpu = cpu["brokered"] / cpu["dbus-broker"] if cpu["brokered"] and cpu["dbus-broker"] else None
+
+            def ratio(values):
+                return values["brokered"] / values["dbus-broker"] if values.get("brokered") and values.get("dbus-broker") else None
+
+            r_rss, r_private, r_cpu = ratio(rss), ratio(private), ratio(cpu)
+            # Issue 13's targets: RSS at most 10 MiB, private memory within 2x of dbus-broker's.
+            rss_met = "" if rss["brokered"] is None else ("yes" if rss["brokered"] <= 10 * 1024 else "**no**")
+            private_met = "" if r_private is None else ("yes" if r_private <= 2 else "**no**")
             cells = (["RSS after the call shapes, %s" % label] + [fmt_kib(rss[k]) for k in owners + buses]
-                     + ["n/a" if r_rss is None else "%.2f×" % r_rss, "", ""])
+                     + ["n/a" if r_rss is None else "%.2f×" % r_rss, "≤ 10 MiB", rss_met])
+            out.append("| " + " | ".join(cells) + " |")
+            cells = (["PSS after the call shapes, %s" % label] + [fmt_kib(pss[k]) for k in owners + buses]
+                     + ["n/a" if ratio(pss) is None else "%.2f×" % ratio(pss), "", ""])
+            out.append("| " + " | ".join(cells) + " |")
+            cells = (["private memory (clean + dirty) after the call shapes, %s" % label]
+                     + [fmt_kib(private[k]) for k in owners + buses]
+                     + ["n/a" if r_private is None else "%.2f×" % r_private, "≤ 2× dbus-broker", private_met])
             out.append("| " + " | ".join(cells) + " |")
             cells = (["bus CPU per call (utime+stime / calls), %s" % label]
                      + ["n/a" if cpu[k] is None else "%.1f µs" % cpu[k] for k in owners + buses]

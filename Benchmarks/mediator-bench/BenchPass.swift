@@ -31,6 +31,10 @@ struct DaemonFigures: Codable {
     /// VmRSS after the last shape, before the daemon is stopped.
     var vmRSSKiB: Int?
     var vmHWMKiB: Int?
+    /// From smaps_rollup at the same moment: the proportional share, and the
+    /// pages no other process maps (private clean + dirty).
+    var pssKiB: Int?
+    var privateKiB: Int?
     /// utime+stime over all shapes, and the calls they made (warmup included).
     var cpuSeconds: Double
     var calls: Int
@@ -141,6 +145,7 @@ struct BenchPass {
         return DaemonFigures(
             pid: daemon.pid,
             vmRSSKiB: ProcStats.statusKB(daemon.pid, "VmRSS"), vmHWMKiB: ProcStats.statusKB(daemon.pid, "VmHWM"),
+            pssKiB: ProcStats.smapsRollupKB(daemon.pid, "Pss"), privateKiB: ProcStats.privateKB(daemon.pid),
             cpuSeconds: cpu, calls: calls, cpuMicrosPerCall: calls > 0 ? cpu / Double(calls) * 1e6 : nil)
     }
 

@@ -22,6 +22,23 @@ public enum ProcStats {
         }
     }
 
+    /// A `kB` figure from /proc/PID/smaps_rollup, such as Pss, Private_Clean
+    /// or Private_Dirty: what is the process's own, beside RSS, which also
+    /// counts every shared library page it has touched.
+    public static func smapsRollupKB(_ pid: pid_t, _ key: String) -> Int? {
+        guard let rollup = read("/proc/\(pid)/smaps_rollup") else { return nil }
+        for line in rollup.split(separator: "\n") where line.hasPrefix(key + ":") {
+            return Int(line.dropFirst(key.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+        }
+        return nil
+    }
+
+    /// Private_Clean + Private_Dirty: the pages no other process maps.
+    public static func privateKB(_ pid: pid_t) -> Int? {
+        guard let clean = smapsRollupKB(pid, "Private_Clean"), let dirty = smapsRollupKB(pid, "Private_Dirty") else { return nil }
+        return clean + dirty
+    }
+
     /// A `kB` figure from /proc/PID/status, such as VmRSS or VmHWM.
     public static func statusKB(_ pid: pid_t, _ key: String) -> Int? {
         guard let status = read("/proc/\(pid)/status") else { return nil }
