@@ -26,11 +26,7 @@ public enum ProcStats {
     /// or Private_Dirty: what is the process's own, beside RSS, which also
     /// counts every shared library page it has touched.
     public static func smapsRollupKB(_ pid: pid_t, _ key: String) -> Int? {
-        guard let rollup = read("/proc/\(pid)/smaps_rollup") else { return nil }
-        for line in rollup.split(separator: "\n") where line.hasPrefix(key + ":") {
-            return Int(line.dropFirst(key.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
-        }
-        return nil
+        kB(key, in: "/proc/\(pid)/smaps_rollup")
     }
 
     /// Private_Clean + Private_Dirty: the pages no other process maps.
@@ -41,8 +37,13 @@ public enum ProcStats {
 
     /// A `kB` figure from /proc/PID/status, such as VmRSS or VmHWM.
     public static func statusKB(_ pid: pid_t, _ key: String) -> Int? {
-        guard let status = read("/proc/\(pid)/status") else { return nil }
-        for line in status.split(separator: "\n") where line.hasPrefix(key + ":") {
+        kB(key, in: "/proc/\(pid)/status")
+    }
+
+    /// The number after `KEY:` in a /proc file of `KEY: N kB` lines.
+    static func kB(_ key: String, in path: String) -> Int? {
+        guard let text = read(path) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix(key + ":") {
             return Int(line.dropFirst(key.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
         }
         return nil
