@@ -29,6 +29,8 @@ from typing import Dict, Iterator, NamedTuple, Optional
 _TRACEPARENT = re.compile(r"\A([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})\Z")
 #: W3C: propagate at least 512 bytes of tracestate; the daemon passes on no more.
 MAX_TRACESTATE = 512
+#: Printable ASCII (0x20-0x7E) without `"` (0x22) or `\` (0x5C), up to the limit.
+_TRACESTATE = re.compile(r"\A[\x20\x21\x23-\x5b\x5d-\x7e]{0,%d}\Z" % MAX_TRACESTATE)
 
 
 def is_valid_traceparent(text: object) -> bool:
@@ -46,8 +48,7 @@ def is_valid_traceparent(text: object) -> bool:
 def is_valid_tracestate(text: object) -> bool:
     """At most 512 bytes of printable ASCII without `"` or `\\` (its JSON form
     is then the same bytes, which is what the daemon checks)."""
-    return (isinstance(text, str) and len(text) <= MAX_TRACESTATE
-            and all(" " <= c <= "~" and c not in '"\\' for c in text))
+    return isinstance(text, str) and _TRACESTATE.match(text) is not None
 
 
 class TraceContext(NamedTuple):
@@ -113,7 +114,9 @@ def current() -> Optional[TraceContext]:
 
 @contextmanager
 def use(context: Optional[TraceContext]) -> Iterator[Optional[TraceContext]]:
-    """Makes `context` current inside the block (None: no trace)."""
+    """Makes `context` current inside the block (None: no trace, also inside
+    an outer `use`)."""
+    _check_type(context)
     token = _current.set(context)
     try:
         yield context
@@ -122,5 +125,24 @@ def use(context: Optional[TraceContext]) -> Iterator[Optional[TraceContext]]:
 
 
 def outgoing(explicit: Optional[TraceContext]) -> Optional[TraceContext]:
-    """What a call carries: the context given to it, else the current one."""
-    return explicit if explicit is not None else _current.get()
+    """What a call carries: the context given to it, else the current one.
+
+    Only well-formed members are sent, as the Swift library does: a
+    TraceContext built by hand with a malformed traceparent sends nothing, one
+    with a malformed tracestate sends the traceparent alone. (The daemon
+    would drop them too; not sending them keeps one rule on both sides.)"""
+    context = _current.get() if explicit is None else explicit
+    if context is None:
+        return None
+    _check_type(context)
+    if not is_valid_traceparent(context.traceparent):
+        return None
+    if context.tracestate is not None and not is_valid_tracestate(context.tracestate):
+        return TraceContext(context.traceparent)
+    return context
+
+
+def _check_type(context: object) -> None:
+    # A traceparent string passed as `trace=` is a mistake worth a clear error.
+    if context is not None and not isinstance(context, TraceContext):
+        raise TypeError("expected a mediator.tracing.TraceContext or None, not %s" % type(context).__name__)

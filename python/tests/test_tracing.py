@@ -74,6 +74,27 @@ class TraceparentRuleTests(unittest.TestCase):
             self.assertEqual(tracing.current(), outer)
         self.assertIsNone(tracing.current())
 
+    def test_only_well_formed_members_go_out(self):
+        # A context built by hand is checked where it is sent, as the Swift library does.
+        self.assertIsNone(tracing.outgoing(TraceContext(GOOD.upper(), "v=1")))
+        self.assertEqual(tracing.outgoing(TraceContext(GOOD, "x" * 513)), TraceContext(GOOD))
+        self.assertEqual(tracing.outgoing(TraceContext(GOOD, 'q="1"')), TraceContext(GOOD))
+        self.assertEqual(tracing.outgoing(TraceContext(GOOD, "")), TraceContext(GOOD, ""))
+        with tracing.use(TraceContext("00-bad")):
+            self.assertIsNone(tracing.outgoing(None))
+        # A bare traceparent string is a mistake, not a context.
+        with self.assertRaises(TypeError):
+            tracing.outgoing(GOOD)
+        with self.assertRaises(TypeError):
+            with tracing.use(GOOD):
+                pass
+        self.assertIsNone(tracing.current())
+
+    def test_use_none_suppresses_an_outer_context(self):
+        with tracing.use(TraceContext.new_root()):
+            with tracing.use(None):
+                self.assertIsNone(tracing.outgoing(None))
+
     def test_requests_carry_the_members_only_with_a_context(self):
         received = queue.Queue()
         fake = FakeDaemon(lambda message, send: (received.put(message),
