@@ -313,11 +313,18 @@ class Client:
         timeout = self.timeout if timeout is None else timeout
         return await self._call_on(await self._current(), target, action, params, timeout, outgoing(trace))
 
-    async def stream(self, target: str, action: str, params: Any = None,
-                     timeout: Optional[float] = None, trace: Optional[TraceContext] = None) -> AsyncIterator[Any]:
-        """`async for r in client.stream(...)`: the partial results, then the final one."""
+    def stream(self, target: str, action: str, params: Any = None,
+               timeout: Optional[float] = None, trace: Optional[TraceContext] = None) -> AsyncIterator[Any]:
+        """`async for r in client.stream(...)`: the partial results, then the final one.
+        The request carries `trace`, else the trace context current when
+        `stream` is called (not when it is first iterated)."""
         timeout = self.timeout if timeout is None else timeout
-        trace = outgoing(trace)  # read now, in the caller's context
+        # Not an async generator itself: the body of one runs at the first
+        # `__anext__`, possibly after the caller's `tracing.use` block ended.
+        return self._stream(target, action, params, timeout, outgoing(trace))
+
+    async def _stream(self, target: str, action: str, params: Any, timeout: Optional[float],
+                      trace: Optional[TraceContext]) -> AsyncIterator[Any]:
         link = await self._current()
         call_id, responses = link.start_call(target, action, params, timeout, more=True, trace=trace)
         done = False

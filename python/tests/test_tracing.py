@@ -116,6 +116,35 @@ class TraceparentRuleTests(unittest.TestCase):
             self.assertEqual(message["traceparent"], explicit.traceparent)
             self.assertNotIn("tracestate", message)
 
+    def test_asyncio_requests_carry_the_members_only_with_a_context(self):
+        received = queue.Queue()
+        fake = FakeDaemon(lambda message, send: (received.put(message),
+                                                 send({"id": message["id"], "result": {}}) if "id" in message else None))
+        self.addCleanup(fake.close)
+        context, explicit = TraceContext(GOOD, "v=1"), TraceContext.new_root()
+
+        async def main():
+            async with await aio.connect(fake.socket, timeout=5) as client:
+                await client.call("Svc", "none")
+                with tracing.use(context):
+                    await client.call("Svc", "call")
+                    await client.send("Svc", "send")
+                    late = client.stream("Svc", "stream")
+                # The stream was asked for inside the block: it carries the context.
+                self.assertEqual([r async for r in late], [{}])
+                await client.call("Svc", "explicit", trace=explicit)
+                await asyncio.wait_for(client.ping(), 5)  # the oneway send has arrived by now
+
+        asyncio.run(asyncio.wait_for(main(), 30))
+        members = {}
+        while not received.empty():
+            message = received.get()
+            members[message["action"]] = (message.get("traceparent"), message.get("tracestate"))
+        self.assertEqual(members["none"], (None, None))
+        for action in ("call", "send", "stream"):
+            self.assertEqual(members[action], (GOOD, "v=1"), action)
+        self.assertEqual(members["explicit"], (explicit.traceparent, None))
+
 
 def traced_services(seen):
     """Front calls Back from its handler; both record what trace they saw."""
