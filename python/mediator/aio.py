@@ -556,7 +556,8 @@ class Service(ServiceBase):
                 session.client = client
                 try:
                     await client._current()
-                    await client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)
+                    with use(None):  # as hello and cancel: the library's own calls carry no trace
+                        await client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)
                 except MediatorError:
                     await client.close()
                     if self._stopping:

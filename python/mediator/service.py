@@ -298,7 +298,8 @@ class Service(ServiceBase):
             try:
                 client = Client(socket=socket, name=name, user=user, _hooks=session.hooks)
                 session.client = client
-                client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)
+                with use(None):  # as hello and cancel: the library's own calls carry no trace
+                    client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)
             except MediatorError:
                 if client is not None:
                     client.close()

@@ -145,6 +145,17 @@ class TraceparentRuleTests(unittest.TestCase):
             self.assertEqual(members[action], (GOOD, "v=1"), action)
         self.assertEqual(members["explicit"], (explicit.traceparent, None))
 
+    def test_registering_carries_no_trace(self):
+        fake = FakeDaemon()
+        self.addCleanup(fake.close)
+        svc = mediator.Service("Quiet")
+        with tracing.use(TraceContext.new_root()):  # a service run inside a trace; stops once registered
+            svc.run(socket=fake.socket, reconnect=False, on_registered=svc.stop)
+        sent = [m for m in fake.received if m.get("action") in ("hello", "register")]
+        self.assertEqual(len(sent), 2)
+        for message in sent:
+            self.assertNotIn("traceparent", message)
+
 
 def traced_services(seen):
     """Front calls Back from its handler; both record what trace they saw."""
