@@ -95,6 +95,20 @@ class TraceparentRuleTests(unittest.TestCase):
             with tracing.use(None):
                 self.assertIsNone(tracing.outgoing(None))
 
+    def test_call_context_reads_the_requests_members(self):
+        def context(**members):
+            request = dict({"id": 1, "action": "a"}, **members)
+            return mediator.CallContext("T", request, None, mediator.service.Responder(1, False, lambda m: None))
+        ctx = context(traceparent=GOOD, tracestate="v=1")
+        self.assertEqual(ctx.caller_trace, TraceContext(GOOD, "v=1"))
+        self.assertEqual((ctx.trace.trace_id, ctx.trace.tracestate), (TRACE_ID, "v=1"))
+        self.assertNotEqual(ctx.trace.span_id, PARENT_ID)
+        for members in ({}, {"traceparent": GOOD.upper(), "tracestate": "v=1"}, {"traceparent": 7},
+                        {"tracestate": "v=1"}):
+            with self.subTest(members=members):
+                ctx = context(**members)
+                self.assertEqual((ctx.caller_trace, ctx.trace), (None, None))
+
     def test_requests_carry_the_members_only_with_a_context(self):
         received = queue.Queue()
         fake = FakeDaemon(lambda message, send: (received.put(message),
@@ -204,6 +218,61 @@ class TracingThroughTheDaemonTests(DaemonTestCase):
             who, caller, span, current = seen.get(timeout=10)
             self.assertEqual((caller, span, current), (None, None, None), who)
 
+    def raw_component(self, target):
+        """A component that records each forwarded request as it arrived and answers {}."""
+        requests = queue.Queue()
+        holder = []
+
+        def on_request(request):
+            requests.put(request)
+            if "id" in request:
+                holder[0]._link.send({"id": request["id"], "result": {}})
+        ignore = lambda *args: None  # noqa: E731
+        component = mediator.Client(socket=self.socket, timeout=10,
+                                    _hooks=mediator.client.Hooks(on_request, ignore, ignore, ignore))
+        holder.append(component)
+        self.addCleanup(component.close)
+        component.call("mediator", "register", {"target": target, "actions": ["a"], "mode": "exclusive"})
+        return requests
+
+    def test_the_component_gets_the_members_as_sent_and_none_without_a_trace(self):
+        requests = self.raw_component("Raw")
+        client = self.connect()
+        client.call("Raw", "a")
+        plain = requests.get(timeout=10)
+        self.assertFalse({"traceparent", "tracestate"} & set(plain), plain)
+        context = TraceContext.new_root(tracestate="rojo=00f067aa0ba902b7,congo=t61rcWkgMzE")
+        with tracing.use(context):
+            client.call("Raw", "a")
+            client.send("Raw", "a")
+        for _ in range(2):
+            forwarded = requests.get(timeout=10)
+            self.assertEqual((forwarded["traceparent"], forwarded["tracestate"]),
+                             (context.traceparent, context.tracestate))
+
+    def test_streams_and_oneway_calls_carry_the_trace(self):
+        seen = queue.Queue()
+        svc = mediator.Service("Steps")
+
+        @svc.action("count")
+        def count(params, ctx):
+            seen.put(("count", ctx.caller_trace))
+            for i in range(2):
+                ctx.send_partial(i)
+            return "end"
+
+        @svc.action("note")
+        def note(params, ctx):
+            seen.put(("note", ctx.caller_trace))
+        self.serve(svc)
+        client = self.connect()
+        root = TraceContext.new_root()
+        with tracing.use(root):
+            steps = client.stream("Steps", "count")
+            client.send("Steps", "note")
+        self.assertEqual(list(steps), [0, 1, "end"])
+        self.assertEqual(dict(seen.get(timeout=10) for _ in range(2)), {"count": root, "note": root})
+
     def test_the_asyncio_client_and_service_propagate_too(self):
         seen = []
         svc = aio.Service("AioFront")
@@ -255,6 +324,7 @@ class TracingThroughTheDaemonTests(DaemonTestCase):
         process = subprocess.Popen(
             [probe, "component", "--socket", self.socket, "--target", "TraceProbe"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.addCleanup(process.stdout.close)
         self.addCleanup(process.wait, 10)
         self.addCleanup(process.kill)
         lines = queue.Queue()
