@@ -5,7 +5,7 @@ extension JSONValue {
         switch self {
         case .null: output.append(contentsOf: "null".utf8)
         case .bool(let flag): output.append(contentsOf: (flag ? "true" : "false").utf8)
-        case .int(let number): output.append(contentsOf: String(number).utf8)
+        case .int(let number): JSONValue.encodeInteger(number, into: &output)
         case .double(let number):
             if number.isFinite {
                 output.append(contentsOf: String(number).utf8)
@@ -22,32 +22,76 @@ extension JSONValue {
             output.append(UInt8(ascii: "]"))
         case .object(let members):
             output.append(UInt8(ascii: "{"))
-            for (index, key) in members.keys.sorted().enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
+            if members.count == 1, let (key, value) = members.first {
+                // The common small case: no sort, no second lookup.
                 JSONValue.encodeString(key, into: &output)
                 output.append(UInt8(ascii: ":"))
-                members[key, default: .null].encode(into: &output)
+                value.encode(into: &output)
+            } else {
+                // Sorted pairs, not sorted keys: each value is not hashed for again.
+                for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
+                    if index > 0 { output.append(UInt8(ascii: ",")) }
+                    JSONValue.encodeString(member.key, into: &output)
+                    output.append(UInt8(ascii: ":"))
+                    member.value.encode(into: &output)
+                }
             }
             output.append(UInt8(ascii: "}"))
         }
     }
 
+    /// Decimal digits written in place (no String in between).
+    static func encodeInteger(_ number: Int64, into output: inout [UInt8]) {
+        if number < 0 { output.append(UInt8(ascii: "-")) }
+        // The magnitude as UInt64: Int64.min has no positive Int64.
+        var magnitude = number.magnitude
+        var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // 32 bytes, enough for 20 digits
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            output.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
+        }
+    }
+
     public static func encodeString(_ text: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0x00..<0x20:
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                output.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: output.append(byte)
+        var text = text
+        // Native strings are contiguous UTF-8; makeContiguousUTF8 only
+        // copies a bridged one.
+        text.makeContiguousUTF8()
+        text.utf8.withContiguousStorageIfAvailable { bytes in
+            output.reserveCapacity(output.count + bytes.count + 1)
+            // Runs of bytes that need no escape are appended whole.
+            var runStart = 0
+            for index in bytes.indices {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                if runStart < index { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
+                appendEscape(byte, into: &output)
+                runStart = index + 1
             }
+            if runStart < bytes.count { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
         }
         output.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendEscape(_ byte: UInt8, into output: inout [UInt8]) {
+        switch byte {
+        case UInt8(ascii: "\""): output.append(0x5C); output.append(0x22)
+        case UInt8(ascii: "\\"): output.append(0x5C); output.append(0x5C)
+        case 0x0A: output.append(0x5C); output.append(UInt8(ascii: "n"))
+        case 0x0D: output.append(0x5C); output.append(UInt8(ascii: "r"))
+        case 0x09: output.append(0x5C); output.append(UInt8(ascii: "t"))
+        default:
+            let hex: StaticString = "0123456789abcdef"
+            hex.withUTF8Buffer { digits in
+                output.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
+            }
+        }
     }
 
     public var encoded: [UInt8] {

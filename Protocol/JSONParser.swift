@@ -43,6 +43,40 @@ public struct JSONParser {
         try parse(Array(text.utf8), maxDepth: maxDepth)
     }
 
+    /// Parses one whole document that must be an object and hands each
+    /// member to `visit` in the order written (a repeated name comes twice;
+    /// the last one is what `parse` would keep), without building the
+    /// object's dictionary: for small objects read member by member.
+    public static func forEachMember(
+        _ bytes: UnsafeRawBufferPointer, maxDepth: Int = defaultMaxDepth, _ visit: (String, JSONValue) -> Void
+    ) throws(JSONParseError) {
+        var parser = JSONParser(bytes, maxDepth: maxDepth)
+        parser.skipWhitespace()
+        guard !parser.atEnd, parser.current == UInt8(ascii: "{") else { throw parser.error("expected an object") }
+        parser.position += 1
+        parser.skipWhitespace()
+        if !parser.atEnd, parser.current == UInt8(ascii: "}") {
+            parser.position += 1
+        } else {
+            while true {
+                parser.skipWhitespace()
+                guard !parser.atEnd, parser.current == UInt8(ascii: "\"") else { throw parser.error("expected a member name") }
+                let key = try parser.parseString()
+                parser.skipWhitespace()
+                try parser.expect(UInt8(ascii: ":"), "':'")
+                parser.skipWhitespace()
+                visit(key, try parser.parseValue(depth: 1))
+                parser.skipWhitespace()
+                guard !parser.atEnd else { throw parser.error("unexpected end of input in an object") }
+                if parser.current == UInt8(ascii: ",") { parser.position += 1; continue }
+                if parser.current == UInt8(ascii: "}") { parser.position += 1; break }
+                throw parser.error("expected ',' or '}'")
+            }
+        }
+        parser.skipWhitespace()
+        guard parser.position == bytes.count else { throw parser.error("unexpected data after the value") }
+    }
+
     // MARK: - Scanning primitives
 
     func error(_ reason: String) -> JSONParseError {
@@ -141,11 +175,17 @@ public struct JSONParser {
         position += 1  // opening quote
         let start = position
         // Fast path: no escapes.
+        var ascii = true
         while position < bytes.count {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<position])
                 position += 1
+                if ascii {
+                    // ASCII is valid UTF-8: no validation pass, which
+                    // String(validating:) does generically (slowly).
+                    return slice.withMemoryRebound(to: UInt8.self) { String(decoding: $0, as: UTF8.self) }
+                }
                 guard let text = String(validating: slice, as: UTF8.self) else {
                     throw JSONParseError(offset: start, reason: "string is not valid UTF-8")
                 }
@@ -153,6 +193,7 @@ public struct JSONParser {
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("control character in a string") }
+            if byte >= 0x80 { ascii = false }
             position += 1
         }
         var utf8 = Array(bytes[start..<position])
@@ -257,6 +298,16 @@ public struct JSONParser {
     mutating func parseNumber() throws(JSONParseError) -> JSONValue {
         let start = position
         let isInteger = try scanNumber()
+        if isInteger {
+            // Up to 18 digits cannot overflow Int64: summed in place, no String.
+            let negative = bytes[start] == UInt8(ascii: "-")
+            let digits = (negative ? start + 1 : start)..<position
+            if digits.count <= 18 {
+                var magnitude: Int64 = 0
+                for index in digits { magnitude = magnitude * 10 + Int64(bytes[index] &- UInt8(ascii: "0")) }
+                return .int(negative ? -magnitude : magnitude)
+            }
+        }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
         if isInteger, let number = Int64(text) { return .int(number) }
         guard let number = Double(text) else { throw JSONParseError(offset: start, reason: "invalid number") }

@@ -1,39 +1,79 @@
 /// Builders for the frames a peer sends, each a complete line ending in LF.
 public enum OutboundMessage {
+    // Members are written straight into the line, in name order (the order
+    // JSONValue.encode gives an object), without building a dictionary
+    // first: these frames are built for every call.
+
     public static func request(
         id: MessageID?, target: String, action: String, params: JSONValue = .object([:]),
         timeoutMs: Int64? = nil, more: Bool = false, traceparent: String? = nil, tracestate: String? = nil
     ) -> [UInt8] {
-        var members: [String: JSONValue] = ["target": .string(target), "action": .string(action), "params": params]
-        if let id { members["id"] = id.json }
-        if let timeoutMs { members["timeout_ms"] = .int(timeoutMs) }
-        if more { members["more"] = .bool(true) }
-        if let traceparent { members["traceparent"] = .string(traceparent) }
-        if let tracestate { members["tracestate"] = .string(tracestate) }
-        return line(.object(members))
+        var writer = MemberWriter()
+        writer.member("action") { JSONValue.encodeString(action, into: &$0) }
+        if let id { writer.member("id") { id.json.encode(into: &$0) } }
+        if more { writer.member("more") { $0.append(contentsOf: "true".utf8) } }
+        writer.member("params") { params.encode(into: &$0) }
+        writer.member("target") { JSONValue.encodeString(target, into: &$0) }
+        if let timeoutMs { writer.member("timeout_ms") { JSONValue.int(timeoutMs).encode(into: &$0) } }
+        if let traceparent { writer.member("traceparent") { JSONValue.encodeString(traceparent, into: &$0) } }
+        if let tracestate { writer.member("tracestate") { JSONValue.encodeString(tracestate, into: &$0) } }
+        return writer.line()
     }
 
     public static func result(id: MessageID?, _ result: JSONValue, continues: Bool = false) -> [UInt8] {
-        var members: [String: JSONValue] = ["id": id?.json ?? .null, "result": result]
-        if continues { members["continues"] = .bool(true) }
-        return line(.object(members))
+        var writer = MemberWriter()
+        if continues { writer.member("continues") { $0.append(contentsOf: "true".utf8) } }
+        writer.member("id") { (id?.json ?? .null).encode(into: &$0) }
+        writer.member("result") { result.encode(into: &$0) }
+        return writer.line()
     }
 
     public static func error(id: MessageID?, _ error: MediatorError) -> [UInt8] {
-        line(.object(["id": id?.json ?? .null, "error": error.json]))
+        var writer = MemberWriter()
+        writer.member("error") { error.json.encode(into: &$0) }
+        writer.member("id") { (id?.json ?? .null).encode(into: &$0) }
+        return writer.line()
     }
 
     public static func event(_ name: String, data: JSONValue? = nil) -> [UInt8] {
-        var members: [String: JSONValue] = ["event": .string(name)]
-        if let data { members["data"] = data }
-        return line(.object(members))
+        var writer = MemberWriter()
+        if let data { writer.member("data") { data.encode(into: &$0) } }
+        writer.member("event") { JSONValue.encodeString(name, into: &$0) }
+        return writer.line()
     }
 
     public static func line(_ value: JSONValue) -> [UInt8] {
         var output: [UInt8] = []
-        output.reserveCapacity(64)
+        output.reserveCapacity(256)
         value.encode(into: &output)
         output.append(0x0A)
         return output
+    }
+
+    /// One JSON object written member by member; the caller keeps the
+    /// names in order and unique (they are constants here).
+    private struct MemberWriter {
+        private var output: [UInt8]
+
+        init() {
+            output = []
+            output.reserveCapacity(256)
+            output.append(UInt8(ascii: "{"))
+        }
+
+        mutating func member(_ name: StaticString, _ value: (inout [UInt8]) -> Void) {
+            if output.count > 1 { output.append(UInt8(ascii: ",")) }
+            output.append(UInt8(ascii: "\""))
+            name.withUTF8Buffer { output.append(contentsOf: $0) }
+            output.append(UInt8(ascii: "\""))
+            output.append(UInt8(ascii: ":"))
+            value(&output)
+        }
+
+        consuming func line() -> [UInt8] {
+            output.append(UInt8(ascii: "}"))
+            output.append(0x0A)
+            return output
+        }
     }
 }

@@ -244,3 +244,57 @@ private struct SeededGenerator: RandomNumberGenerator {
         }
     }
 }
+
+@Suite("JSON fast paths agree with the general ones")
+struct JSONFastPathTests {
+    @Test(arguments: [Int64.min, Int64.min + 1, -1_000_000_000_000_000_000, -999_999_999_999_999_999, -10, -1, 0, 1, 9, 10,
+                      99, 100, 123_456_789, 999_999_999_999_999_999, 1_000_000_000_000_000_000, Int64.max])
+    func integersEncodeAndParseBack(number: Int64) throws {
+        #expect(JSONValue.int(number).jsonText == String(number))
+        #expect(try JSONParser.parse(String(number)) == .int(number))
+    }
+
+    @Test(arguments: ["-0", "0", "-9223372036854775808", "9223372036854775807", "9223372036854775808", "1e2", "1.5", "-0.0"])
+    func numbersParseAsBefore(text: String) throws {
+        let expected: JSONValue = Int64(text).map(JSONValue.int) ?? .double(Double(text) ?? .nan)
+        #expect(try JSONParser.parse(text) == expected)
+    }
+
+    @Test(arguments: ["", "plain ascii", "quote \" and \\ backslash", "tab\tnew\nline\rcr", "\u{01}\u{1F}", "é ünïcödé", "emoji 🦀 end", "\u{7F}"])
+    func stringsEncodeAndParseBack(text: String) throws {
+        let encoded = JSONValue.string(text).encoded
+        #expect(try JSONParser.parse(encoded) == .string(text))
+        #expect(!encoded.contains(0x0A))
+    }
+
+    @Test func invalidUTF8InAStringIsStillRefused() {
+        let bytes: [UInt8] = [0x22, 0x61, 0xFF, 0x62, 0x22]
+        #expect(throws: JSONParseError.self) { try JSONParser.parse(bytes) }
+    }
+
+    @Test func objectsEncodeMembersSorted() {
+        let value: JSONValue = ["b": 1, "a": ["z": true, "y": .null], "c": "x"]
+        #expect(value.jsonText == #"{"a":{"y":null,"z":true},"b":1,"c":"x"}"#)
+    }
+
+    @Test(arguments: [#"{}"#, #" { "pid" : 1 , "uid":2,"gid":3,"name":"n" } "#, #"{"a":1,"a":2}"#, #"{"x":{"y":[1,2]}}"#])
+    func forEachMemberVisitsWhatParseReads(text: String) throws {
+        var visited: [String: JSONValue] = [:]
+        var count = 0
+        try Array(text.utf8).withUnsafeBytes { bytes in
+            try JSONParser.forEachMember(bytes) { key, value in
+                visited[key] = value
+                count += 1
+            }
+        }
+        #expect(JSONValue.object(visited) == (try JSONParser.parse(text)))
+        #expect(count == text.filter { $0 == ":" }.count - (text.contains("\"x\"") ? 1 : 0))
+    }
+
+    @Test(arguments: [#"[]"#, #"{"a":1"#, #"{"a":1}x"#, #"1"#, #"{"a" 1}"#])
+    func forEachMemberRefusesWhatIsNotOneObject(text: String) {
+        #expect(throws: JSONParseError.self) {
+            try Array(text.utf8).withUnsafeBytes { bytes in try JSONParser.forEachMember(bytes) { _, _ in } }
+        }
+    }
+}

@@ -228,3 +228,37 @@ private func slice(_ frame: [UInt8], _ range: Range<Int>?) -> String? {
         #expect(code == ErrorCode(rawValue: raw))
     }
 }
+
+/// The builders write members straight into the line; the bytes must be
+/// those of the same object encoded as a JSONValue (members sorted).
+@Suite("OutboundMessage matches JSONValue encoding")
+struct OutboundMessageEncodingTests {
+    @Test(arguments: [false, true], [false, true])
+    func requestsAsObjects(withOptions: Bool, withID: Bool) {
+        let params: JSONValue = ["q": "a \"quoted\"\nline", "n": -12]
+        let bytes = OutboundMessage.request(
+            id: withID ? .string("x1") : nil, target: "Notes", action: "add", params: params,
+            timeoutMs: withOptions ? 2500 : nil, more: withOptions,
+            traceparent: withOptions ? "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" : nil,
+            tracestate: withOptions ? "k=v" : nil)
+        var members: [String: JSONValue] = ["target": "Notes", "action": "add", "params": params]
+        if withID { members["id"] = "x1" }
+        if withOptions {
+            members["timeout_ms"] = 2500
+            members["more"] = true
+            members["traceparent"] = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+            members["tracestate"] = "k=v"
+        }
+        #expect(bytes == OutboundMessage.line(.object(members)))
+    }
+
+    @Test func resultsErrorsAndEventsAsObjects() {
+        #expect(OutboundMessage.result(id: .int(7), ["s": "x"], continues: true)
+            == OutboundMessage.line(["id": 7, "result": ["s": "x"], "continues": true]))
+        #expect(OutboundMessage.result(id: nil, .null) == OutboundMessage.line(["id": .null, "result": .null]))
+        let error = MediatorError(.timeout, "late")
+        #expect(OutboundMessage.error(id: .int(-3), error) == OutboundMessage.line(["id": -3, "error": error.json]))
+        #expect(OutboundMessage.event("a.b", data: [1, 2]) == OutboundMessage.line(["event": "a.b", "data": [1, 2]]))
+        #expect(OutboundMessage.event("a.b") == OutboundMessage.line(["event": "a.b"]))
+    }
+}
