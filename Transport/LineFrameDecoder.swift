@@ -7,13 +7,23 @@ public enum InboundLine: Sendable {
     case tooLarge
 }
 
+/// The user inbound event ``LineFrameDecoder`` fires for a line over the
+/// limit (the line itself is discarded).
+public struct LineTooLarge: Sendable, Hashable {
+    public init() {}
+}
+
 /// Cuts the inbound byte stream into lines with an exact size limit.
 ///
 /// NIO's `ByteToMessageHandler(maximumBufferSize:)` only checks while waiting
 /// for more data, so a long line arriving in one read would pass it; the
 /// ``LineFramer`` counts every byte up to the LF instead.
+///
+/// Each line goes on as a `ByteBuffer` (without its LF): NIOAny holds one
+/// without boxing, where any other type costs an allocation and a dynamic
+/// cast per frame. A line over the limit is a ``LineTooLarge`` user event.
 public struct LineFrameDecoder: ByteToMessageDecoder {
-    public typealias InboundOut = InboundLine
+    public typealias InboundOut = ByteBuffer
 
     private var framer: LineFramer
 
@@ -27,11 +37,11 @@ public struct LineFrameDecoder: ByteToMessageDecoder {
         case .frame(let start, let length, let consumed):
             let frame = buffer.getSlice(at: buffer.readerIndex + start, length: length)
             buffer.moveReaderIndex(forwardBy: consumed)
-            if let frame { context.fireChannelRead(wrapInboundOut(.frame(frame))) }
+            if let frame { context.fireChannelRead(wrapInboundOut(frame)) }
             return .continue
         case .tooLarge(let consumed):
             buffer.moveReaderIndex(forwardBy: consumed)
-            context.fireChannelRead(wrapInboundOut(.tooLarge))
+            context.fireUserInboundEventTriggered(LineTooLarge())
             return .continue
         case .needMore(let consumed):
             buffer.moveReaderIndex(forwardBy: consumed)

@@ -57,6 +57,11 @@ extension Connection {
         return try? JSONParser.parse(UnsafeRawBufferPointer(rebasing: raw[range]))
     }
 
+    private static func caller(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> Caller? {
+        guard let range, range.lowerBound >= 0, range.upperBound <= raw.count else { return nil }
+        return Caller(jsonBytes: UnsafeRawBufferPointer(rebasing: raw[range]))
+    }
+
     func receiveResponse(_ envelope: Envelope, _ raw: UnsafeRawBufferPointer) {
         guard case .int(let id)? = envelope.id else {
             if let error = Self.decode(raw, envelope.errorRange).flatMap(MediatorError.init(json:)) {
@@ -107,7 +112,7 @@ extension Connection {
             id: envelope.id, target: envelope.target, action: envelope.action,
             params: Self.decode(raw, envelope.paramsRange) ?? .object([:]),
             timeoutMs: envelope.timeoutMs, more: envelope.more,
-            caller: Self.decode(raw, envelope.callerRange).flatMap(Caller.init(json:)))
+            caller: Self.caller(raw, envelope.callerRange))
         if let range = envelope.traceparentRange {
             request.trace = TraceMembers(
                 traceparent: Self.decode(raw, range)?.stringValue,
@@ -151,7 +156,7 @@ extension Connection {
 
 /// Feeds inbound lines to the connection; lives on the event loop.
 final class InboundHandler: ChannelInboundHandler {
-    typealias InboundIn = InboundLine
+    typealias InboundIn = ByteBuffer
 
     private let connection: Connection
 
@@ -160,9 +165,14 @@ final class InboundHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch Self.unwrapInboundIn(data) {
-        case .frame(let frame): connection.receive(frame)
-        case .tooLarge: connection.receiveTooLarge()
+        connection.receive(Self.unwrapInboundIn(data))
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is LineTooLarge {
+            connection.receiveTooLarge()
+        } else {
+            context.fireUserInboundEventTriggered(event)
         }
     }
 

@@ -168,7 +168,7 @@ final class FakeDaemon: Sendable {
 }
 
 private final class FakeHandler: ChannelInboundHandler {
-    typealias InboundIn = InboundLine
+    typealias InboundIn = ByteBuffer
 
     private let core: FakeDaemon.Core
     private var peer: FakePeer?
@@ -188,7 +188,8 @@ private final class FakeHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .frame(let frame) = Self.unwrapInboundIn(data), let peer else { return }
+        guard let peer else { return }
+        let frame = Self.unwrapInboundIn(data)
         guard let message = try? JSONParser.parse(frame.readableBytesView) else { return }
         core.received.post(Received(peer: peer, message: message))
         core.behavior(core, peer, message)
