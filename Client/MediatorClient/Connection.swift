@@ -62,6 +62,8 @@ final class Connection: Sendable {
     let subscriptions = Subscriptions()
     let hooks: InboundHooks?
     let maxInboundFrameBytes: Int
+    /// Runs tasks on the channel's event loop (see ``EventLoopTaskExecutor``).
+    let executor: EventLoopTaskExecutor
 
     private struct Outbox: Sendable {
         var buffer = ByteBuffer()
@@ -86,6 +88,7 @@ final class Connection: Sendable {
         self.maxInboundFrameBytes = maxInboundFrameBytes
         self.hooks = hooks
         self.logger = logger
+        self.executor = EventLoopTaskExecutor(channel.eventLoop)
     }
 
     // MARK: - Opening and closing

@@ -79,6 +79,32 @@ struct ClientTests {
         await client.close()
     }
 
+    /// Tasks that prefer `client.executor` run on the connection's event
+    /// loop and their calls still pipeline and match by id.
+    @Test func callsFromTheClientsExecutor() async throws {
+        let fake = try await FakeDaemon.start()
+        defer { Task { await fake.shutdown() } }
+        let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
+        let results = try await withTimeout(30, "calls on the client's executor") {
+            try await withThrowingTaskGroup(of: (onLoop: Bool, matched: Bool).self) { group in
+                for index in 0..<500 {
+                    group.addTask(executorPreference: client.executor) {
+                        let value = try await client.call("Echo", "echo", params: ["n": .int(Int64(index))])
+                        let onLoop = client.connection.channel.eventLoop.inEventLoop
+                        return (onLoop, value["n"]?.intValue == Int64(index))
+                    }
+                }
+                var results: [(onLoop: Bool, matched: Bool)] = []
+                for try await result in group { results.append(result) }
+                return results
+            }
+        }
+        #expect(results.count == 500)
+        #expect(results.allSatisfy { $0.onLoop && $0.matched })
+        #expect(client.connection.pending.count == 0)
+        await client.close()
+    }
+
     @Test func thousandsOfPipelinedCalls() async throws {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }

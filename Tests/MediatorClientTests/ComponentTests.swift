@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+import NIOPosix
 import Foundation
 import MediatorProtocol
 import Testing
@@ -42,8 +43,8 @@ func serving(
 
 @Suite("Component against a fake daemon")
 struct ComponentTests {
-    static func makeComponent(signals: Mailbox<String>) throws -> Component {
-        var component = Component(target: "Svc", description: "a test service", mode: .pool)
+    static func makeComponent(signals: Mailbox<String>, executor: Component.HandlerExecutor = .connection) throws -> Component {
+        var component = Component(target: "Svc", description: "a test service", mode: .pool, handlerExecutor: executor)
         component.action("echo", description: "echoes") { context in
             ["params": context.params, "caller": context.caller.map(\.json) ?? .null, "action": .string(context.action)]
         }
@@ -108,10 +109,11 @@ struct ComponentTests {
         }
     }
 
-    @Test func servesCallsConcurrently() async throws {
+    @Test(arguments: [Component.HandlerExecutor.connection, .concurrent])
+    func servesCallsConcurrently(executor: Component.HandlerExecutor) async throws {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
-        let component = try Self.makeComponent(signals: Mailbox())
+        let component = try Self.makeComponent(signals: Mailbox(), executor: executor)
         try await serving(component, on: fake) { peer in
             peer.send(["id": "r1", "target": "Svc", "action": "rendezvous"])
             peer.send(["id": "r2", "target": "Svc", "action": "rendezvous"])
@@ -122,11 +124,12 @@ struct ComponentTests {
         }
     }
 
-    @Test func answersWithResultsAndErrors() async throws {
+    @Test(arguments: [Component.HandlerExecutor.connection, .concurrent])
+    func answersWithResultsAndErrors(executor: Component.HandlerExecutor) async throws {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let signals = Mailbox<String>()
-        let component = try Self.makeComponent(signals: signals)
+        let component = try Self.makeComponent(signals: signals, executor: executor)
         try await serving(component, on: fake) { peer in
             let caller: JSONValue = ["pid": 4100, "uid": 1000, "gid": 1000, "name": "cli"]
             peer.send(["id": 1, "target": "Svc", "action": "echo", "params": ["a": 1], "caller": caller])
@@ -179,11 +182,12 @@ struct ComponentTests {
         }
     }
 
-    @Test func cancelEventCancelsTheHandlerAndNothingIsSent() async throws {
+    @Test(arguments: [Component.HandlerExecutor.connection, .concurrent])
+    func cancelEventCancelsTheHandlerAndNothingIsSent(executor: Component.HandlerExecutor) async throws {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let signals = Mailbox<String>()
-        let component = try Self.makeComponent(signals: signals)
+        let component = try Self.makeComponent(signals: signals, executor: executor)
         try await serving(component, on: fake) { peer in
             peer.send(["id": 30, "target": "Svc", "action": "block", "params": ["n": 1]])
             peer.send(["id": 31, "target": "Svc", "action": "block", "params": ["n": 2]])
@@ -199,6 +203,27 @@ struct ComponentTests {
         // Stopping the component cancels the other handler; nothing is sent for it either.
         _ = try await signals.first("handler 2 cancelled on stop") { $0 == "cancelled 2" }
         #expect(!fake.received.items.contains { $0.id == 31 && $0.target == nil })
+    }
+
+    /// `.connection` runs handlers on the connection's event loop thread
+    /// (no hand-off); `.concurrent` on Swift's global executor.
+    @Test(arguments: [Component.HandlerExecutor.connection, .concurrent])
+    func handlersRunWhereTheExecutorSays(executor: Component.HandlerExecutor) async throws {
+        let fake = try await FakeDaemon.start()
+        defer { Task { await fake.shutdown() } }
+        var component = Component(target: "Svc", handlerExecutor: executor)
+        component.action("where") { _ in
+            let before = MultiThreadedEventLoopGroup.currentEventLoop != nil
+            try await Task.sleep(for: .milliseconds(1))  // and after a suspension
+            let after = MultiThreadedEventLoopGroup.currentEventLoop != nil
+            return ["before": .bool(before), "after": .bool(after)]
+        }
+        try await serving(component, on: fake) { peer in
+            peer.send(["id": "w", "target": "Svc", "action": "where"])
+            let answer = try await fake.received.first("the answer") { $0.id == "w" }
+            let onLoop = executor == .connection
+            #expect(answer.message["result"] == ["before": .bool(onLoop), "after": .bool(onLoop)])
+        }
     }
 
     @Test func stopEventEndsRunWithoutReconnecting() async throws {
