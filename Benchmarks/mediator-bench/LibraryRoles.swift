@@ -68,6 +68,12 @@ enum LibraryBenchClient {
     /// Shape 1: `warmup` calls, then `calls` timed calls, one at a time.
     static func sequential(_ settings: ClientSettings) async throws -> ShapeResult {
         let client = try await connect(settings)
+        return try await withTaskExecutorPreference(client.executor) {
+            try await sequential(settings, client)
+        }
+    }
+
+    private static func sequential(_ settings: ClientSettings, _ client: MediatorClient) async throws -> ShapeResult {
         let params = echoParams(settings)
         var histogram = newLatencyHistogram()
         let hardDeadline = monotonicNanos() + UInt64(settings.timeLimit * 1e9)
@@ -107,7 +113,7 @@ enum LibraryBenchClient {
             hardDeadline: begin + UInt64(settings.timeLimit * 1e9))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<max(settings.inFlight, 1) {
-                group.addTask {
+                group.addTask(executorPreference: client.executor) {
                     repeat {
                         _ = try await call(client, target, params)
                     } while meter.answered(at: monotonicNanos())
