@@ -70,6 +70,8 @@ def column_label(key):
     if key in KNOWN_MEDIATOR_COLUMNS:
         return KNOWN_MEDIATOR_COLUMNS[key]
     lowered = key.lower()
+    if lowered == "typed":
+        return "mediatord (Swift library, Codable)"
     if "library" in lowered or "swift" in lowered or "client" in lowered:
         return "mediatord (Swift library)"
     return "mediatord (%s)" % key

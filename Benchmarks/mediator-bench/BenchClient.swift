@@ -66,6 +66,8 @@ struct ClientSettings {
     var payloadBytes: Int
     var timeLimit: Double
     var target = EchoComponent.defaultTarget
+    /// Library only: Codable params and result instead of JSONValue.
+    var typed = false
     /// Pipelined only: when positive, each call goes to `target` followed by
     /// a number in 0 ..< targetCount, picked at random.
     var targetCount = 0

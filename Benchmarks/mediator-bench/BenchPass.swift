@@ -53,6 +53,10 @@ struct PassResult: Codable {
     var library: [ShapeOutcome]
     var libraryDaemon: DaemonFigures?
     var librarySetupError: String?
+    /// The same through the library's Codable calls and actions (empty when skipped).
+    var typed: [ShapeOutcome]
+    var typedDaemon: DaemonFigures?
+    var typedSetupError: String?
     var wallSeconds: Double
 }
 
@@ -82,13 +86,15 @@ struct BenchPass {
         defer { LinuxExtras.setAffinity(nil) }
 
         let direct = runDirect()
-        let raw = brokeredOrFailure(library: false)
-        let viaLibrary = library ? brokeredOrFailure(library: true) : BrokeredOutcome(shapes: [])
+        let raw = brokeredOrFailure(.raw)
+        let viaLibrary = library ? brokeredOrFailure(.library) : BrokeredOutcome(shapes: [])
+        let typed = library ? brokeredOrFailure(.typed) : BrokeredOutcome(shapes: [])
         return PassResult(
             name: pinnedCPU.map { "pinned: every process on CPU \($0)" } ?? "unpinned",
             pinnedCPU: pinnedCPU, direct: direct, brokered: raw.shapes,
             daemon: raw.daemon, brokeredSetupError: raw.error,
             library: viaLibrary.shapes, libraryDaemon: viaLibrary.daemon, librarySetupError: viaLibrary.error,
+            typed: typed.shapes, typedDaemon: typed.daemon, typedSetupError: typed.error,
             wallSeconds: Double(monotonicNanos() - begin) / 1e9)
     }
 
@@ -113,9 +119,23 @@ struct BenchPass {
         var error: String?
     }
 
-    private func brokeredOrFailure(library: Bool) -> BrokeredOutcome {
+    /// Who drives mediatord: the raw client and component, or the Swift
+    /// library with JSONValue params, or with Codable types.
+    enum Driver {
+        case raw, library, typed
+
+        var roleArguments: [String] {
+            switch self {
+            case .raw: return []
+            case .library: return ["--library"]
+            case .typed: return ["--library", "--typed"]
+            }
+        }
+    }
+
+    private func brokeredOrFailure(_ driver: Driver) -> BrokeredOutcome {
         do {
-            return try runBrokered(library: library)
+            return try runBrokered(driver)
         } catch {
             return BrokeredOutcome(shapes: Shape.allCases.map { ShapeOutcome(shape: $0, error: "\(error)") }, error: "\(error)")
         }
@@ -123,18 +143,18 @@ struct BenchPass {
 
     /// The three shapes on a new mediatord, raw or through the Swift library
     /// (client and component alike), with the daemon's figures over them.
-    private func runBrokered(library: Bool) throws -> BrokeredOutcome {
+    private func runBrokered(_ driver: Driver) throws -> BrokeredOutcome {
         let socketPath = workDirectory + "/" + Self.brokerSocketName
         let daemon = try startDaemon(socketPath: socketPath)
         defer {
             Children.stop(daemon, signal: SIGTERM)
             unlink(socketPath)
         }
-        let component = try startComponent(["--connect", socketPath] + (library ? ["--library"] : []))
+        let component = try startComponent(["--connect", socketPath] + driver.roleArguments)
         defer { Children.stop(component, signal: SIGKILL) }
 
         let cpuBefore = ProcStats.cpuSeconds(daemon.pid) ?? 0
-        let shapes = Shape.allCases.map { runShape($0, socketPath: socketPath, daemon: daemon, library: library) }
+        let shapes = Shape.allCases.map { runShape($0, socketPath: socketPath, daemon: daemon, driver: driver) }
         return BrokeredOutcome(shapes: shapes, daemon: Self.figures(daemon, cpuBefore: cpuBefore, shapes: shapes))
     }
 
@@ -199,11 +219,12 @@ struct BenchPass {
     }
 
     /// Runs one shape's client to its end. `user` runs it under another
-    /// uid/gid (through setpriv), `target` picks the echo target, `library`
-    /// calls through MediatorClient, `extraArguments` go to the client role.
+    /// uid/gid (through setpriv), `target` picks the echo target, `driver`
+    /// the client (raw, MediatorClient, its Codable calls), `extraArguments`
+    /// go to the client role.
     func runShape(
         _ shape: Shape, socketPath: String, daemon: ChildProcess?, target: String = EchoComponent.defaultTarget,
-        user: UInt32? = nil, library: Bool = false, extraArguments: [String] = []
+        user: UInt32? = nil, driver: Driver = .raw, extraArguments: [String] = []
     ) -> ShapeOutcome {
         let cpuBefore = daemon.flatMap { ProcStats.cpuSeconds($0.pid) }
         let arguments = Self.asUser(user) + [
@@ -212,7 +233,7 @@ struct BenchPass {
             "--duration", "\(settings.duration)", "--in-flight", "\(settings.inFlight)",
             "--connections", "\(settings.connections)", "--payload", "\(settings.payloadBytes)",
             "--time-limit", "\(settings.phaseTimeout)",
-        ] + (library ? ["--library"] : []) + extraArguments
+        ] + driver.roleArguments + extraArguments
         let client: ChildProcess
         do {
             client = try Children.spawn(arguments, name: "client (\(shape.rawValue))", output: .pipe)

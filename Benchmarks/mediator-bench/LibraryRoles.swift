@@ -14,9 +14,13 @@ import Synchronization
 /// The echo component as an application would write it: a `Component` whose
 /// `echo` handler returns the params it got.
 enum LibraryEcho {
-    static func serve(socketPath: String, target: String) async throws {
+    static func serve(socketPath: String, target: String, typed: Bool) async throws {
         var component = Component(target: target, description: "mediator-bench echo (Swift library)")
-        component.action("echo") { context in context.params }
+        if typed {
+            component.action("echo") { (text: EchoText, _: CallContext) in text }
+        } else {
+            component.action("echo") { context in context.params }
+        }
         do {
             try await component.run(socketPath: socketPath, name: "mediator-bench", onRegistered: {
                 EchoComponent.announceReady()
@@ -25,6 +29,18 @@ enum LibraryEcho {
             throw BenchError("\(error)")
         }
     }
+}
+
+/// The echo's params as a Codable type (the typed column).
+struct EchoText: Codable, Sendable, Equatable {
+    var s: String
+}
+
+/// What the library client sends: a JSONValue, or an `EchoText` through the
+/// Codable calls.
+enum EchoPayload: Sendable {
+    case json(JSONValue)
+    case typed(EchoText)
 }
 
 /// The three shapes through `MediatorClient`: one connection per client,
@@ -39,8 +55,9 @@ enum LibraryBenchClient {
     }
 
     /// The params every call sends; every answer must equal them.
-    private static func echoParams(_ settings: ClientSettings) -> JSONValue {
-        .object(["s": .string(String(decoding: EchoRequest.payload(bytes: settings.payloadBytes), as: UTF8.self))])
+    private static func echoParams(_ settings: ClientSettings) -> EchoPayload {
+        let text = String(decoding: EchoRequest.payload(bytes: settings.payloadBytes), as: UTF8.self)
+        return settings.typed ? .typed(EchoText(s: text)) : .json(.object(["s": .string(text)]))
     }
 
     private static func connect(_ settings: ClientSettings) async throws -> MediatorClient {
@@ -52,16 +69,19 @@ enum LibraryBenchClient {
     }
 
     /// One call and its check; the round trip in nanoseconds.
-    private static func call(_ client: MediatorClient, _ target: String, _ params: JSONValue) async throws -> UInt64 {
+    private static func call(_ client: MediatorClient, _ target: String, _ params: EchoPayload) async throws -> UInt64 {
         let t0 = monotonicNanos()
-        let result: JSONValue
+        let matched: Bool
         do {
-            result = try await client.call(target, "echo", params: params)
+            switch params {
+            case .json(let value): matched = try await client.call(target, "echo", params: value) == value
+            case .typed(let text): matched = try await client.call(target, "echo", text, as: EchoText.self) == text
+            }
         } catch {
             throw BenchError("call failed: \(error)")
         }
         let t1 = monotonicNanos()
-        guard result == params else { throw BenchError("echo mismatch: \(result)") }
+        guard matched else { throw BenchError("echo mismatch") }
         return t1 - t0
     }
 

@@ -18,7 +18,7 @@ enum Report {
         var lines: [String] = []
         lines.append("mediator-bench: target Bench, action echo, params {\"s\": \(report.payloadBytes)-byte string}; \(report.cpus) CPUs")
         lines.append("mediatord: \(report.mediatord)")
-        lines.append("brokered: raw POSIX-socket client and component (no library); library: MediatorClient and Component;")
+        lines.append("brokered: raw POSIX-socket client and component (no library); library: MediatorClient and Component; typed: the same with Codable params and results;")
         lines.append("each on its own mediatord; each shape is a fresh client process")
         for pass in report.passes {
             lines.append("")
@@ -57,7 +57,7 @@ enum Report {
     }
 
     private static func passTable(_ pass: PassResult, _ report: BenchReport) -> [String] {
-        let widths = [40, 9, 12, 12, 12, 10, 24]
+        let widths = [40, 9, 12, 12, 12, 12, 10, 24]
         func row(_ cells: [String]) -> String {
             var text = ""
             for (i, cell) in cells.enumerated() {
@@ -67,15 +67,16 @@ enum Report {
             return String(text.reversed().drop(while: { $0 == " " }).reversed())
         }
         var lines = ["== pass: \(pass.name) (\(format(pass.wallSeconds, 1)) s)"]
-        lines.append(row(["shape", "metric", "brokered", "library", "direct", "b/d", "mediatord CPU (raw/lib)"]))
+        lines.append(row(["shape", "metric", "brokered", "library", "typed", "direct", "b/d", "mediatord CPU (raw/lib/typed)"]))
         lines.append(String(repeating: "-", count: widths.reduce(0, +) + 2 * (widths.count - 1)))
 
         for (index, shape) in Shape.allCases.enumerated() {
             let broker = pass.brokered.first { $0.shape == shape }
             let library = pass.library.first { $0.shape == shape }
+            let typed = pass.typed.first { $0.shape == shape }
             let direct = pass.direct.first { $0.shape == shape }
             let label = "\(index + 1) " + shape.label(inFlight: report.inFlight, connections: report.connections)
-            let cpuFigures = [broker, library].compactMap { $0?.daemonCPUMicrosPerCall.map { format($0, 1) } }
+            let cpuFigures = [broker, library, typed].compactMap { $0?.daemonCPUMicrosPerCall.map { format($0, 1) } }
             let cpu = cpuFigures.isEmpty ? "" : cpuFigures.joined(separator: " / ") + " µs/call"
             var metrics: [(String, (ShapeResult) -> Double?, Bool)] = []
             switch shape {
@@ -87,6 +88,7 @@ enum Report {
             for (m, metric) in metrics.enumerated() {
                 let b = broker?.result.flatMap(metric.1)
                 let l = library?.result.flatMap(metric.1)
+                let t = typed?.result.flatMap(metric.1)
                 let d = direct?.result.flatMap(metric.1)
                 let ratio = (b != nil && d != nil && d! > 0) ? "\(format(b! / d!, 2))x" : "-"
                 lines.append(row([
@@ -94,6 +96,7 @@ enum Report {
                     metric.0,
                     b.map { metric.2 ? grouped($0) : format($0, 1) } ?? "n/a",
                     l.map { metric.2 ? grouped($0) : format($0, 1) } ?? (pass.library.isEmpty ? "-" : "n/a"),
+                    t.map { metric.2 ? grouped($0) : format($0, 1) } ?? (pass.typed.isEmpty ? "-" : "n/a"),
                     d.map { metric.2 ? grouped($0) : format($0, 1) } ?? "n/a",
                     ratio,
                     m == 0 ? cpu : "",
@@ -101,7 +104,7 @@ enum Report {
             }
         }
 
-        for (mode, figures) in [("brokered", pass.daemon), ("library", pass.libraryDaemon)] {
+        for (mode, figures) in [("brokered", pass.daemon), ("library", pass.libraryDaemon), ("typed", pass.typedDaemon)] {
             guard let daemon = figures else { continue }
             let rss = daemon.vmRSSKiB.map { mib($0) } ?? "n/a"
             let hwm = daemon.vmHWMKiB.map { mib($0) } ?? "n/a"
@@ -114,7 +117,7 @@ enum Report {
         lines.append("1) \(grouped(Double(report.calls))) timed calls after \(grouped(Double(report.warmup))) warmup; "
             + "2) \(format(report.durationSeconds, 1)) s after \(grouped(Double(report.warmup))) warmup answers; "
             + "3) \(format(report.durationSeconds, 1)) s after \(max(report.warmup / max(report.connections, 1), 1)) warmup calls per connection")
-        for (mode, outcomes) in [("brokered", pass.brokered), ("library", pass.library), ("direct", pass.direct)] {
+        for (mode, outcomes) in [("brokered", pass.brokered), ("library", pass.library), ("typed", pass.typed), ("direct", pass.direct)] {
             for outcome in outcomes {
                 if let error = outcome.error { lines.append("error (\(mode) \(outcome.shape.rawValue)): \(error)") }
                 if outcome.result?.stoppedByTimeLimit == true {

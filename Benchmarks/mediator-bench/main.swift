@@ -157,13 +157,16 @@ struct ComponentRole: AsyncParsableCommand {
     @Flag(help: "Serve through the Swift library's Component instead of a raw socket (with --connect).")
     var library = false
 
+    @Flag(help: "With --library: a Codable action instead of a JSONValue one.")
+    var typed = false
+
     func run() async throws {
         LinuxExtras.dieWithParent()
         signal(SIGPIPE, SIG_IGN)
         do {
             if library {
                 guard let connect, targets == 0 else { throw ValidationError("--library needs --connect and no --targets") }
-                try await LibraryEcho.serve(socketPath: connect, target: target)
+                try await LibraryEcho.serve(socketPath: connect, target: target, typed: typed)
             } else if let connect {
                 let names = targets > 0 ? (0..<targets).map { target + String($0) } : [target]
                 try EchoComponent.runBrokered(socketPath: connect, targets: names)
@@ -198,6 +201,8 @@ struct ClientRole: AsyncParsableCommand {
     var targets = 0
     @Flag(help: "Call through the Swift library's MediatorClient instead of a raw socket.")
     var library = false
+    @Flag(help: "With --library: Codable params and result instead of JSONValue.")
+    var typed = false
 
     func run() async throws {
         LinuxExtras.dieWithParent()
@@ -209,7 +214,7 @@ struct ClientRole: AsyncParsableCommand {
         let settings = ClientSettings(
             socketPath: socket, shape: shape, calls: calls, warmup: warmup, duration: duration,
             inFlight: inFlight, connections: connections, payloadBytes: payload, timeLimit: timeLimit,
-            target: target, targetCount: targets)
+            target: target, typed: typed, targetCount: targets)
         do {
             let result = library ? try await LibraryBenchClient.run(settings) : try BenchClient.run(settings)
             let data = try JSONEncoder().encode(result)
