@@ -8,11 +8,27 @@ public enum OutboundMessage {
         id: MessageID?, target: String, action: String, params: JSONValue = .object([:]),
         timeoutMs: Int64? = nil, more: Bool = false, traceparent: String? = nil, tracestate: String? = nil
     ) -> [UInt8] {
+        request(id, target, action, timeoutMs, more, traceparent, tracestate) { params.encode(into: &$0) }
+    }
+
+    /// A request whose params are given as JSON text: one object, compact
+    /// (no LF), as a JSON encoder writes it. Written as is.
+    public static func request(
+        id: MessageID?, target: String, action: String, encodedParams: [UInt8],
+        timeoutMs: Int64? = nil, more: Bool = false, traceparent: String? = nil, tracestate: String? = nil
+    ) -> [UInt8] {
+        request(id, target, action, timeoutMs, more, traceparent, tracestate) { $0.append(contentsOf: encodedParams) }
+    }
+
+    private static func request(
+        _ id: MessageID?, _ target: String, _ action: String, _ timeoutMs: Int64?, _ more: Bool,
+        _ traceparent: String?, _ tracestate: String?, params writeParams: (inout [UInt8]) -> Void
+    ) -> [UInt8] {
         var writer = MemberWriter()
         writer.member("action") { JSONValue.encodeString(action, into: &$0) }
         if let id { writer.member("id") { id.json.encode(into: &$0) } }
         if more { writer.member("more") { $0.append(contentsOf: "true".utf8) } }
-        writer.member("params") { params.encode(into: &$0) }
+        writer.member("params", writeParams)
         writer.member("target") { JSONValue.encodeString(target, into: &$0) }
         if let timeoutMs { writer.member("timeout_ms") { JSONValue.int(timeoutMs).encode(into: &$0) } }
         if let traceparent { writer.member("traceparent") { JSONValue.encodeString(traceparent, into: &$0) } }

@@ -71,31 +71,36 @@ extension Connection {
             }
             return
         }
-        let outcome: Result<JSONValue, MediatorError>
+        var error: MediatorError?
         if envelope.errorRange != nil {
-            let error = Self.decode(raw, envelope.errorRange).flatMap(MediatorError.init(json:))
-            outcome = .failure(error ?? MediatorError(.internal, "unreadable error response"))
-        } else {
-            outcome = .success(Self.decode(raw, envelope.resultRange) ?? .null)
+            error = Self.decode(raw, envelope.errorRange).flatMap(MediatorError.init(json:))
+                ?? MediatorError(.internal, "unreadable error response")
         }
-        var continues = false
-        if envelope.continues, case .success = outcome { continues = true }
-        switch pending.deliver(id, continues: continues) {
+        // The result is read as the waiter wants it: a JSONValue, or its text.
+        func value() -> JSONValue { Self.decode(raw, envelope.resultRange) ?? .null }
+        switch pending.deliver(id, continues: envelope.continues && error == nil) {
         case .unknown:
             logger.debug("response to an id not in flight", metadata: ["id": "\(id)"])
         case .partial(let continuation):
-            if case .success(let value) = outcome { continuation.yield(value) }
+            continuation.yield(value())
         case .final(.call(let continuation)):
-            continuation.resume(returning: outcome)
+            continuation.resume(returning: error.map { .failure($0) } ?? .success(value()))
+        case .final(.encodedCall(let continuation)):
+            continuation.resume(returning: error.map { .failure($0) } ?? .success(Self.text(raw, envelope.resultRange)))
         case .final(.stream(let continuation)):
-            switch outcome {
-            case .success(let value):
-                continuation.yield(value)
-                continuation.finish()
-            case .failure(let error):
+            if let error {
                 continuation.finish(throwing: error)
+            } else {
+                continuation.yield(value())
+                continuation.finish()
             }
         }
+    }
+
+    /// A member's JSON text as it arrived (`null` when absent).
+    private static func text(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> [UInt8] {
+        guard let range, range.lowerBound >= 0, range.upperBound <= raw.count else { return Array("null".utf8) }
+        return Array(UnsafeRawBufferPointer(rebasing: raw[range]))
     }
 
     func receiveRequest(_ envelope: Envelope, _ raw: UnsafeRawBufferPointer) {

@@ -12,6 +12,7 @@ import MediatorProtocol
 import MediatorTransport
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// A request that the daemon forwarded to this connection (to a component).
 struct IncomingRequest: Sendable {
@@ -80,7 +81,8 @@ final class Connection: Sendable {
     private let outbox = NIOLockedValueBox(Outbox())
     private let lifecycle = NIOLockedValueBox(Lifecycle())
     /// The daemon's frame limit from `hello`, checked before sending.
-    private let peerMaxFrameBytes = NIOLockedValueBox(ProtocolConstants.defaultMaxFrameBytes)
+    /// An atomic, not a lock: it is read for every frame sent.
+    private let peerMaxFrameBytes = Atomic<Int>(ProtocolConstants.defaultMaxFrameBytes)
 
     private init(channel: any Channel, socketPath: String, maxInboundFrameBytes: Int, hooks: InboundHooks?, logger: Logger) {
         self.channel = channel
@@ -186,7 +188,7 @@ final class Connection: Sendable {
 
     func setPeerMaxFrameBytes(_ value: Int64?) {
         guard let value, value > 0, let bytes = Int(exactly: value) else { return }
-        peerMaxFrameBytes.withLockedValue { $0 = bytes }
+        peerMaxFrameBytes.store(bytes, ordering: .relaxed)
     }
 
     // MARK: - Sending
@@ -228,7 +230,7 @@ final class Connection: Sendable {
     /// Refuses a frame over the daemon's limit before it is sent (the
     /// daemon would answer `frame_too_large` without the id).
     private func checkSize(_ frame: [UInt8]) throws(MediatorError) {
-        let limit = peerMaxFrameBytes.withLockedValue { $0 }
+        let limit = peerMaxFrameBytes.load(ordering: .relaxed)
         let length = frame.count - 1
         if length > limit {
             throw MediatorError(
@@ -242,14 +244,38 @@ final class Connection: Sendable {
     func call(_ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, trace: TraceMembers? = nil)
         async throws(MediatorError) -> JSONValue
     {
+        try await call(timeoutMs: timeoutMs, waiter: Waiter.call) { id in
+            OutboundMessage.request(
+                id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs,
+                traceparent: trace?.traceparent, tracestate: trace?.tracestate)
+        }
+    }
+
+    /// A call whose params are one JSON object's text, answered with the
+    /// result's JSON text: the typed calls' path, which goes from Codable to
+    /// bytes and back without a JSONValue in between.
+    func call(
+        _ target: String, _ action: String, encodedParams: [UInt8], timeoutMs: Int64?, trace: TraceMembers? = nil
+    ) async throws(MediatorError) -> [UInt8] {
+        try await call(timeoutMs: timeoutMs, waiter: Waiter.encodedCall) { id in
+            OutboundMessage.request(
+                id: .int(id), target: target, action: action, encodedParams: encodedParams, timeoutMs: timeoutMs,
+                traceparent: trace?.traceparent, tracestate: trace?.tracestate)
+        }
+    }
+
+    /// Takes an id, sends the frame built for it once the waiter is in
+    /// place, and waits for the answer.
+    private func call<Value: Sendable>(
+        timeoutMs: Int64?, waiter: (CheckedContinuation<Result<Value, MediatorError>, Never>) -> Waiter,
+        frame makeFrame: (Int64) -> [UInt8]
+    ) async throws(MediatorError) -> Value {
         let id: Int64
         switch pending.reserve(bound: Self.localBound(timeoutMs)) {
         case .success(let reserved): id = reserved
         case .failure(let error): throw error
         }
-        let frame = OutboundMessage.request(
-            id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs,
-            traceparent: trace?.traceparent, tracestate: trace?.tracestate)
+        let frame = makeFrame(id)
         do {
             try checkSize(frame)
         } catch {
@@ -257,8 +283,8 @@ final class Connection: Sendable {
             throw error
         }
         let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<JSONValue, MediatorError>, Never>) in
-                switch pending.activate(id, .call(continuation)) {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, MediatorError>, Never>) in
+                switch pending.activate(id, waiter(continuation)) {
                 case .activated: enqueue(frame)  // if closed, didClose already failed the entry
                 case .cancelled: continuation.resume(returning: .failure(.callCancelled))
                 case .closed(let error): continuation.resume(returning: .failure(error))

@@ -137,6 +137,25 @@ public final class MediatorClient: Sendable {
         }
     }
 
+    /// ``call(_:_:params:timeout:)`` with params as one JSON object's text,
+    /// answered with the result's text (the typed calls' path).
+    func callEncoded(
+        _ target: String, _ action: String, encodedParams: [UInt8], timeout: Duration?
+    ) async throws(MediatorError) -> [UInt8] {
+        let timeoutMs = timeout.map(Connection.milliseconds)
+        switch tracing.mode {
+        case .off:
+            return try await connection.call(target, action, encodedParams: encodedParams, timeoutMs: timeoutMs)
+        case .instrument(let instrument):
+            return try await connection.call(
+                target, action, encodedParams: encodedParams, timeoutMs: timeoutMs, trace: CallTracing.injected(instrument))
+        case .tracer(let tracer):
+            return try await CallTracing.traced(tracer, target, action) { (trace) async throws(MediatorError) in
+                try await connection.call(target, action, encodedParams: encodedParams, timeoutMs: timeoutMs, trace: trace)
+            }
+        }
+    }
+
     /// Sends a oneway request: no id, and no response, not even an error.
     /// Returns once the request is queued.
     public func send(_ target: String, _ action: String, params: JSONValue = .object([:])) async throws(MediatorError) {

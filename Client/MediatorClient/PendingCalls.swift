@@ -6,6 +6,8 @@ import NIOCore
 enum Waiter: Sendable {
     /// A plain call: the first response (result or error) is the answer.
     case call(CheckedContinuation<Result<JSONValue, MediatorError>, Never>)
+    /// A plain call answered with the result's JSON text (typed calls).
+    case encodedCall(CheckedContinuation<Result<[UInt8], MediatorError>, Never>)
     /// A `more` call: each `continues` result is yielded, the final response
     /// ends the stream.
     case stream(AsyncThrowingStream<JSONValue, any Error>.Continuation)
@@ -14,6 +16,7 @@ enum Waiter: Sendable {
     func fail(_ error: MediatorError) {
         switch self {
         case .call(let continuation): continuation.resume(returning: .failure(error))
+        case .encodedCall(let continuation): continuation.resume(returning: .failure(error))
         case .stream(let continuation): continuation.finish(throwing: error)
         }
     }
@@ -92,15 +95,19 @@ final class PendingCalls: Sendable {
                 state.entries[id] = nil
                 return .closed(error)
             }
-            guard var entry = state.entries[id] else { return .closed(.disconnected("the connection closed")) }
-            if case .cancelledEarly = entry.phase {
-                state.entries[id] = nil
-                return .cancelled
+            // One lookup, the entry changed in place; the deadline stays the
+            // one taken at reserve(), microseconds earlier.
+            var outcome = Activation.closed(.disconnected("the connection closed"))
+            if let index = state.entries.index(forKey: id) {
+                if case .cancelledEarly = state.entries.values[index].phase {
+                    state.entries.remove(at: index)
+                    outcome = .cancelled
+                } else {
+                    state.entries.values[index].phase = .waiting(waiter)
+                    outcome = .activated
+                }
             }
-            entry.phase = .waiting(waiter)
-            entry.deadline = .now() + entry.bound
-            state.entries[id] = entry
-            return .activated
+            return outcome
         }
     }
 
@@ -143,12 +150,14 @@ final class PendingCalls: Sendable {
     /// entry and restarts its deadline (as the daemon restarts the timeout).
     func deliver(_ id: Int64, continues: Bool) -> Delivery {
         state.withLockedValue { state in
-            guard let entry = state.entries[id], case .waiting(let waiter) = entry.phase else { return .unknown }
+            guard let index = state.entries.index(forKey: id),
+                case .waiting(let waiter) = state.entries.values[index].phase
+            else { return .unknown }
             if continues, case .stream(let continuation) = waiter {
-                state.entries[id]?.deadline = .now() + entry.bound
+                state.entries.values[index].deadline = .now() + state.entries.values[index].bound
                 return .partial(continuation)
             }
-            state.entries[id] = nil
+            state.entries.remove(at: index)
             return .final(waiter)
         }
     }

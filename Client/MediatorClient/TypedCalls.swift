@@ -19,8 +19,9 @@ extension MediatorClient {
     public func call<Params: Encodable & Sendable, Result: Decodable & Sendable>(
         _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
     ) async throws(MediatorError) -> Result {
-        let value = try await call(target, action, params: JSONBridge.params(params), timeout: timeout)
-        return try JSONBridge.result(Result.self, from: value)
+        // Codable to bytes and back: no JSONValue tree in between.
+        let bytes = try await callEncoded(target, action, encodedParams: JSONBridge.encodedParams(params), timeout: timeout)
+        return try JSONBridge.result(Result.self, fromText: bytes)
     }
 }
 
@@ -96,6 +97,32 @@ enum JSONBridge {
             throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(json.typeName)")
         }
         return json
+    }
+
+    /// Params as one JSON object's text, or `invalid_params` (nothing is
+    /// sent). JSONEncoder writes compact JSON, an object first of all for a
+    /// keyed container; anything else is refused as `params(_:)` does.
+    static func encodedParams(_ params: some Encodable) throws(MediatorError) -> [UInt8] {
+        let data: Data
+        do {
+            data = try JSONEncoder().encode(params)
+        } catch {
+            throw MediatorError(.invalidParams, "params do not encode as JSON: \(error)")
+        }
+        guard data.first == UInt8(ascii: "{") else {
+            let kind = (try? JSONParser.parse(data))?.typeName ?? "something else"
+            throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(kind)")
+        }
+        return Array(data)
+    }
+
+    /// A result's JSON text decoded as `Value`, or `invalid_result`.
+    static func result<Value: Decodable>(_ type: Value.Type, fromText text: [UInt8]) throws(MediatorError) -> Value {
+        do {
+            return try JSONDecoder().decode(type, from: Data(text))
+        } catch {
+            throw MediatorError(.invalidResult, "the result does not decode as \(Value.self): \(error)")
+        }
     }
 
     /// A result decoded as `Value`, or `invalid_result`.
