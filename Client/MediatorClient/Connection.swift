@@ -221,10 +221,9 @@ final class Connection: Sendable {
             return bytes
         }
         guard let bytes else { return }
-        channel.writeAndFlush(bytes).whenFailure { [self] error in
-            // The channel is closing; didClose fails the calls.
-            logger.debug("write failed: \(error)")
-        }
+        // No promise: a failed write closes the channel, and didClose fails
+        // the calls; a promise and its callback per write would cost more.
+        channel.writeAndFlush(bytes, promise: nil)
     }
 
     /// Refuses a frame over the daemon's limit before it is sent (the
@@ -267,7 +266,7 @@ final class Connection: Sendable {
     /// Takes an id, sends the frame built for it once the waiter is in
     /// place, and waits for the answer.
     private func call<Value: Sendable>(
-        timeoutMs: Int64?, waiter: (CheckedContinuation<Result<Value, MediatorError>, Never>) -> Waiter,
+        timeoutMs: Int64?, waiter: (UnsafeContinuation<Result<Value, MediatorError>, Never>) -> Waiter,
         frame makeFrame: (Int64) -> [UInt8]
     ) async throws(MediatorError) -> Value {
         let id: Int64
@@ -283,7 +282,7 @@ final class Connection: Sendable {
             throw error
         }
         let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, MediatorError>, Never>) in
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, MediatorError>, Never>) in
                 switch pending.activate(id, waiter(continuation)) {
                 case .activated: enqueue(frame)  // if closed, didClose already failed the entry
                 case .cancelled: continuation.resume(returning: .failure(.callCancelled))

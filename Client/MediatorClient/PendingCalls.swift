@@ -3,11 +3,16 @@ import MediatorProtocol
 import NIOCore
 
 /// Who waits for the responses to one request.
+///
+/// Calls wait on unsafe continuations: a checked one costs an allocation
+/// and an atomic per call, and the table below already guarantees the one
+/// resume (an entry leaves the table under its lock before its waiter is
+/// resumed; the client's tests run every path that resumes).
 enum Waiter: Sendable {
     /// A plain call: the first response (result or error) is the answer.
-    case call(CheckedContinuation<Result<JSONValue, MediatorError>, Never>)
+    case call(UnsafeContinuation<Result<JSONValue, MediatorError>, Never>)
     /// A plain call answered with the result's JSON text (typed calls).
-    case encodedCall(CheckedContinuation<Result<[UInt8], MediatorError>, Never>)
+    case encodedCall(UnsafeContinuation<Result<[UInt8], MediatorError>, Never>)
     /// A `more` call: each `continues` result is yielded, the final response
     /// ends the stream.
     case stream(AsyncThrowingStream<JSONValue, any Error>.Continuation)
