@@ -9,7 +9,7 @@ import NIOCore
 /// than the daemon's whole routing of a call. A task that prefers this
 /// executor writes and is resumed on the loop's own thread: no hand-off.
 /// The price: everything that runs here shares that one thread with the
-/// connection's I/O, so it must not block (docs/client.md, "Executors").
+/// connection's I/O, so it must not block (README.md, "The Swift library, untyped").
 @available(macOS 15.0, *)
 final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
     // @unchecked: immutable; `EventLoop` is Sendable but the protocol
