@@ -159,25 +159,47 @@ extension Connection {
     }
 }
 
-/// Feeds inbound lines to the connection; lives on the event loop.
+/// Cuts the bytes read into lines (``LineFramer``, the exact frame limit)
+/// and feeds each to the connection; the only handler in the pipeline,
+/// lives on the event loop.
+///
+/// It frames lines itself, as the daemon's `PeerHandler` does, rather than
+/// behind a `ByteToMessageHandler`: a line then costs a function call, not a
+/// trip through the pipeline and the decoder's buffer management.
 final class InboundHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     private let connection: Connection
+    private var framer: LineFramer
+    /// The start of a line whose end has not arrived; nil when none.
+    private var partial: ByteBuffer?
 
-    init(_ connection: Connection) {
+    init(_ connection: Connection, maxFrameBytes: Int) {
         self.connection = connection
+        self.framer = LineFramer(maxFrameBytes: maxFrameBytes)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        connection.receive(Self.unwrapInboundIn(data))
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is LineTooLarge {
-            connection.receiveTooLarge()
-        } else {
-            context.fireUserInboundEventTriggered(event)
+        var bytes = Self.unwrapInboundIn(data)
+        if var earlier = partial {
+            partial = nil
+            earlier.writeBuffer(&bytes)
+            bytes = earlier
+        }
+        while true {
+            switch bytes.withUnsafeReadableBytes({ framer.next($0) }) {
+            case .frame(let start, let length, let consumed):
+                let frame = bytes.getSlice(at: bytes.readerIndex + start, length: length)
+                bytes.moveReaderIndex(forwardBy: consumed)
+                if let frame { connection.receive(frame) }
+            case .tooLarge(let consumed):
+                bytes.moveReaderIndex(forwardBy: consumed)
+                connection.receiveTooLarge()
+            case .needMore(let consumed):
+                bytes.moveReaderIndex(forwardBy: consumed)
+                if bytes.readableBytes > 0 { partial = bytes }
+                return
+            }
         }
     }
 

@@ -107,9 +107,8 @@ final class Connection: Sendable {
                         channel: channel, socketPath: socketPath, maxInboundFrameBytes: maxFrameBytes,
                         hooks: hooks, logger: logger)
                     made.withLockedValue { $0 = connection }
-                    try channel.pipeline.syncOperations.addHandlers(
-                        ByteToMessageHandler(LineFrameDecoder(maxFrameBytes: maxFrameBytes)),
-                        InboundHandler(connection))
+                    try channel.pipeline.syncOperations.addHandler(
+                        InboundHandler(connection, maxFrameBytes: maxFrameBytes))
                 }
             }
         let channel: any Channel
