@@ -232,7 +232,21 @@ let package = Package(
             path: "Tests/Support/TraceProbe"
         ),
 
+        // libnats (the official NATS C client), and the thin layer over it
+        // that the mediatord NATS bridge uses (issue 14): the broker core
+        // knows nothing of NATS.
+        .systemLibrary(
+            name: "CNats", path: "Daemon/CNats", pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
+        .target(
+            name: "MediatorNATS",
+            dependencies: ["CNats", .product(name: "Logging", package: "swift-log")],
+            path: "Daemon/NATS"
+        ),
+
         .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
+        .testTarget(name: "MediatorNATSTests", dependencies: ["MediatorNATS"], path: "Tests/MediatorNATSTests"),
         .testTarget(
             name: "MediatorStatisticsTests",
             dependencies: ["MediatorStatistics", "MediatorProtocol"],

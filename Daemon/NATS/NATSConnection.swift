@@ -1,0 +1,206 @@
+import CNats
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What happens to a ``NATSConnection`` after it is made.
+public enum NATSConnectionEvent: Sendable, Equatable {
+    /// Connected for the first time (only when the first connect was left
+    /// to retry in the background, ``NATSOptions/retryFirstConnect``).
+    case connected
+    case disconnected
+    /// Connected again; libnats has sent the subscriptions again.
+    case reconnected
+    /// For good: after ``NATSConnection/close()``, or when reconnecting gave up.
+    case closed
+    /// An asynchronous error (a slow consumer, a permission refused).
+    case error(String)
+}
+
+/// One connection to NATS through libnats, the official C client.
+///
+/// Threads: libnats calls the `events` closure and every subscription's
+/// handler on threads of its own. Both must return quickly and must not
+/// call back into this connection synchronously: an owner with an event
+/// loop hands them over to it (the mediatord bridge does). Messages are
+/// copied out of libnats before a handler sees them.
+///
+/// Ownership: the C objects are freed exactly once, when this object goes
+/// (after ``close()``, which `deinit` calls too). The `events` closure lives
+/// until libnats's closed callback, its last; a subscription's handler
+/// until libnats says that no callback of it can run any more.
+public final class NATSConnection: @unchecked Sendable {
+    // @unchecked: the C connection is thread-safe (libnats locks inside),
+    // and the Swift state is immutable.
+    private let connection: OpaquePointer
+    private let options: OpaquePointer
+
+    /// The `events` closure, in a class so that C callbacks can reach it.
+    final class EventBox: @unchecked Sendable {
+        let handler: @Sendable (NATSConnectionEvent) -> Void
+        init(_ handler: @escaping @Sendable (NATSConnectionEvent) -> Void) { self.handler = handler }
+    }
+
+    private init(connection: OpaquePointer, options: OpaquePointer) {
+        self.connection = connection
+        self.options = options
+    }
+
+    deinit {
+        // The events box is released by the closed callback, which libnats
+        // runs (on its own thread) after this close, possibly after deinit.
+        natsConnection_Close(connection)
+        natsConnection_Destroy(connection)
+        natsOptions_Destroy(options)
+    }
+
+    /// Connects. With ``NATSOptions/retryFirstConnect`` a server that is not
+    /// up yet is not an error: libnats keeps trying, and `events` gets
+    /// ``NATSConnectionEvent/connected`` when it succeeds. Blocks for up to
+    /// the options' timeout: call it off any event loop.
+    public static func connect(
+        _ settings: NATSOptions, events: @escaping @Sendable (NATSConnectionEvent) -> Void
+    ) throws(NATSError) -> NATSConnection {
+        let options = try settings.makeNativeOptions()
+        let box = Unmanaged.passRetained(EventBox(events))
+        let context = box.toOpaque()
+        do {
+            try check(natsOptions_SetDisconnectedCB(options, { _, context in
+                EventBox.deliver(.disconnected, context)
+            }, context), "NATS disconnected callback")
+            try check(natsOptions_SetReconnectedCB(options, { _, context in
+                EventBox.deliver(.reconnected, context)
+            }, context), "NATS reconnected callback")
+            try check(natsOptions_SetClosedCB(options, { _, context in
+                // The last callback libnats makes for a connection: the box goes with it.
+                EventBox.deliver(.closed, context)
+                if let context { Unmanaged<EventBox>.fromOpaque(context).release() }
+            }, context), "NATS closed callback")
+            try check(natsOptions_SetErrorHandler(options, { _, _, status, context in
+                EventBox.deliver(.error(String(cString: natsStatus_GetText(status))), context)
+            }, context), "NATS error callback")
+            if settings.retryFirstConnect {
+                try check(natsOptions_SetRetryOnFailedConnect(options, true, { _, context in
+                    EventBox.deliver(.connected, context)
+                }, context), "NATS connect retry")
+            }
+        } catch {
+            natsOptions_Destroy(options)
+            box.release()
+            throw error
+        }
+        var made: OpaquePointer?
+        let status = natsConnection_Connect(&made, options)
+        // NATS_NOT_YET_CONNECTED: retrying in the background, as asked.
+        guard status == NATS_OK || (status == NATS_NOT_YET_CONNECTED && settings.retryFirstConnect), let made else {
+            let error = NATSError(status, "connect to \(settings.servers.joined(separator: ", "))")
+            if let made { natsConnection_Destroy(made) }
+            natsOptions_Destroy(options)
+            box.release()
+            throw error
+        }
+        return NATSConnection(connection: made, options: options)
+    }
+
+    // MARK: - State
+
+    public var isConnected: Bool { Int(natsConnection_Status(connection).rawValue) == Int(mediator_nats_status_connected()) }
+
+    public var isClosed: Bool { natsConnection_IsClosed(connection) }
+
+    /// The URL of the server in use, if connected.
+    public var connectedURL: String? {
+        var buffer = [CChar](repeating: 0, count: 512)
+        guard natsConnection_GetConnectedUrl(connection, &buffer, buffer.count) == NATS_OK, buffer[0] != 0 else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Closes the connection: no more messages or events but ``NATSConnectionEvent/closed``.
+    public func close() {
+        natsConnection_Close(connection)
+    }
+
+    // MARK: - Sending
+
+    /// Publishes `payload` on `subject`, with a reply subject and headers if
+    /// given. Returns once libnats has it buffered (it is sent by libnats's
+    /// flusher, or buffered while reconnecting).
+    public func publish(
+        _ subject: String, reply: String? = nil, headers: [String: [String]] = [:], payload: [UInt8]
+    ) throws(NATSError) {
+        var created: OpaquePointer?
+        let status = payload.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) {
+                natsMsg_Create(&created, subject, reply, $0.baseAddress, Int32($0.count))
+            }
+        }
+        try check(status, "NATS message for \(subject)")
+        guard let message = created else { throw .invalid("natsMsg_Create returned nothing", "publish \(subject)") }
+        defer { natsMsg_Destroy(message) }
+        for (name, values) in headers {
+            for value in values { try check(natsMsgHeader_Add(message, name, value), "NATS header \(name)") }
+        }
+        try check(natsConnection_PublishMsg(connection, message), "publish on \(subject)")
+    }
+
+    /// Sends everything buffered and waits for the server's answer.
+    public func flush(timeout: Duration = .seconds(2)) throws(NATSError) {
+        try check(natsConnection_FlushTimeout(connection, NATSOptions.milliseconds(timeout)), "flush")
+    }
+
+    /// A new, unique inbox subject (`_INBOX.` and a random token).
+    public static func newInbox() -> String {
+        var inbox: UnsafeMutablePointer<CChar>?
+        guard natsInbox_Create(&inbox) == NATS_OK, let inbox else {
+            // libnats only fails here when out of memory; a random name does the same job.
+            return "_INBOX." + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        }
+        defer { natsInbox_Destroy(inbox) }
+        return String(cString: inbox)
+    }
+
+    // MARK: - Receiving
+
+    /// Subscribes to `subject` (wildcards allowed), in queue group `queue`
+    /// when given: each message then goes to one member of the group.
+    /// `handler` runs on a libnats thread (see the type's notes).
+    public func subscribe(
+        _ subject: String, queue: String? = nil, handler: @escaping @Sendable (NATSMessage) -> Void
+    ) throws(NATSError) -> NATSSubscription {
+        let box = Unmanaged.passRetained(NATSSubscription.HandlerBox(handler))
+        let context = box.toOpaque()
+        let callback: natsMsgHandler = { _, _, message, context in
+            guard let message else { return }
+            let copy = NATSMessage(copying: message)
+            natsMsg_Destroy(message)
+            if let context { Unmanaged<NATSSubscription.HandlerBox>.fromOpaque(context).takeUnretainedValue().handler(copy) }
+        }
+        var created: OpaquePointer?
+        let status = if let queue {
+            natsConnection_QueueSubscribe(&created, connection, subject, queue, callback, context)
+        } else {
+            natsConnection_Subscribe(&created, connection, subject, callback, context)
+        }
+        guard status == NATS_OK, let subscription = created else {
+            box.release()
+            throw NATSError(status, "subscribe to \(subject)")
+        }
+        // The handler's box goes when libnats says no callback can run any more.
+        let completion = natsSubscription_SetOnCompleteCB(subscription, { context in
+            if let context { Unmanaged<NATSSubscription.HandlerBox>.fromOpaque(context).release() }
+        }, context)
+        if completion != NATS_OK {
+            // Without the callback the box would be freed under a running handler: keep it (a leak, not a crash).
+            Logger(label: "mediator.nats").warning("no completion callback for \(subject); its handler is kept")
+        }
+        return NATSSubscription(subscription, subject: subject, owner: self)
+    }
+}
+
+extension NATSConnection.EventBox {
+    static func deliver(_ event: NATSConnectionEvent, _ context: UnsafeMutableRawPointer?) {
+        guard let context else { return }
+        Unmanaged<NATSConnection.EventBox>.fromOpaque(context).takeUnretainedValue().handler(event)
+    }
+}

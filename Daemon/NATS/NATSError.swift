@@ -1,0 +1,49 @@
+import CNats
+
+/// A libnats call that failed: its `natsStatus`, the library's text for it,
+/// and what we were doing.
+public struct NATSError: Error, Sendable, CustomStringConvertible {
+    /// libnats's `natsStatus` value (`NATS_OK` is 0 and never an error).
+    public let status: Int32
+    /// `natsStatus_GetText`, or libnats's last error text when it says more.
+    public let text: String
+    /// What failed, e.g. "connect to nats://127.0.0.1:4222".
+    public let operation: String
+
+    public init(status: Int32, text: String, operation: String) {
+        self.status = status
+        self.text = text
+        self.operation = operation
+    }
+
+    /// An error from a `natsStatus`, with libnats's thread-local last error
+    /// when it has one (it names the server, the file, the field).
+    init(_ status: natsStatus, _ operation: String) {
+        var text = String(cString: natsStatus_GetText(status))
+        var last = NATS_OK
+        if let detail = nats_GetLastError(&last), last != NATS_OK {
+            let more = String(cString: detail)
+            if !more.isEmpty && more != text { text += ": " + more }
+        }
+        self.init(status: Int32(status.rawValue), text: text, operation: operation)
+    }
+
+    /// A usage error found before libnats was called (bad options).
+    static func invalid(_ text: String, _ operation: String) -> NATSError {
+        NATSError(status: Int32(NATS_INVALID_ARG.rawValue), text: text, operation: operation)
+    }
+
+    public var description: String { "\(operation): \(text)" }
+
+    /// Whether it is the server refusing the credentials.
+    public var isAuthorizationFailure: Bool {
+        status == Int32(NATS_CONNECTION_AUTH_FAILED.rawValue) || status == Int32(NATS_NOT_PERMITTED.rawValue)
+            || text.lowercased().contains("authorization")
+    }
+}
+
+/// Throws a ``NATSError`` unless `status` is `NATS_OK`.
+@inline(__always)
+func check(_ status: natsStatus, _ operation: @autoclosure () -> String) throws(NATSError) {
+    if status != NATS_OK { throw NATSError(status, operation()) }
+}

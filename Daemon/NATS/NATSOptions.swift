@@ -1,0 +1,126 @@
+import CNats
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How to reach the NATS servers: the `natsOptions` of one connection, as
+/// plain values (checked here, turned into libnats options on connect).
+public struct NATSOptions: Sendable, Equatable {
+    /// TLS towards the servers. Without it, `tls://` URLs still ask for TLS
+    /// with the system's trust store.
+    public struct TLS: Sendable, Equatable {
+        /// PEM file of the certificate authorities to trust; nil: the system's.
+        public var caFile: String?
+        /// PEM files of this client's certificate and key, for servers that
+        /// verify clients.
+        public var certificateFile: String?
+        public var keyFile: String?
+        /// Off unless asked: a test setting, never for production.
+        public var skipServerVerification = false
+
+        public init(caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil,
+                    skipServerVerification: Bool = false) {
+            self.caFile = caFile
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+            self.skipServerVerification = skipServerVerification
+        }
+    }
+
+    /// `nats://host:port` or `tls://host:port`, tried in this order.
+    public var servers: [String]
+    /// The connection's name, shown by the server's monitoring.
+    public var name: String?
+    public var user: String?
+    public var password: String?
+    public var token: String?
+    /// A `.creds` file (user JWT and NKey seed), as `nsc` writes them.
+    public var credentialsFile: String?
+    /// A file holding an NKey seed (`SU...`), for NKey authentication.
+    public var nkeySeedFile: String?
+    public var tls: TLS?
+    /// Connect, and wait for the server's answer to a flush, within this.
+    public var timeout: Duration = .seconds(2)
+    /// Between two attempts to reconnect.
+    public var reconnectWait: Duration = .milliseconds(250)
+    /// Attempts per server before giving up; nil never gives up (a daemon's
+    /// bridge must come back by itself).
+    public var maxReconnects: Int?
+    /// Also keep trying when the first connection fails: the daemon starts
+    /// whether or not NATS is up yet.
+    public var retryFirstConnect = true
+
+    public init(servers: [String]) {
+        self.servers = servers
+    }
+
+    /// The checks libnats would only make at connect time, with clearer words.
+    public func validate() throws(NATSError) {
+        let operation = "NATS options"
+        guard !servers.isEmpty else { throw .invalid("no server URL", operation) }
+        for url in servers where !(url.hasPrefix("nats://") || url.hasPrefix("tls://")) {
+            throw .invalid("\(url): expected nats://HOST:PORT or tls://HOST:PORT", operation)
+        }
+        if (user == nil) != (password == nil) { throw .invalid("a user needs a password and a password a user", operation) }
+        let methods = [user != nil, token != nil, credentialsFile != nil, nkeySeedFile != nil].filter { $0 }.count
+        if methods > 1 { throw .invalid("choose one of user/password, token, credentials file, NKey seed", operation) }
+        if let tls, (tls.certificateFile == nil) != (tls.keyFile == nil) {
+            throw .invalid("a TLS certificate needs its key and a key its certificate", operation)
+        }
+        if let maxReconnects, maxReconnects < 0 { throw .invalid("max reconnects must be 0 or more", operation) }
+    }
+
+    /// A new `natsOptions` with these settings; the caller destroys it.
+    /// Callbacks are set by ``NATSConnection``.
+    func makeNativeOptions() throws(NATSError) -> OpaquePointer {
+        try validate()
+        var created: OpaquePointer?
+        try check(natsOptions_Create(&created), "create NATS options")
+        guard let options = created else { throw .invalid("natsOptions_Create returned nothing", "create NATS options") }
+        do {
+            try apply(to: options)
+        } catch {
+            natsOptions_Destroy(options)
+            throw error
+        }
+        return options
+    }
+
+    private func apply(to options: OpaquePointer) throws(NATSError) {
+        var pointers = servers.map { strdup($0) }
+        defer { pointers.forEach { free($0) } }
+        let status = pointers.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { servers in
+                natsOptions_SetServers(options, servers.baseAddress, Int32(servers.count))
+            }
+        }
+        try check(status, "NATS servers \(servers)")
+        try check(natsOptions_SetNoRandomize(options, true), "NATS server order")
+        if let name { try check(natsOptions_SetName(options, name), "NATS connection name") }
+        if let user, let password { try check(natsOptions_SetUserInfo(options, user, password), "NATS user") }
+        if let token { try check(natsOptions_SetToken(options, token), "NATS token") }
+        if let credentialsFile {
+            try check(natsOptions_SetUserCredentialsFromFiles(options, credentialsFile, nil), "NATS credentials \(credentialsFile)")
+        }
+        if let nkeySeedFile {
+            try check(natsOptions_SetNKeyFromSeed(options, nil, nkeySeedFile), "NATS NKey seed \(nkeySeedFile)")
+        }
+        if let tls {
+            try check(natsOptions_SetSecure(options, true), "NATS TLS")
+            if let caFile = tls.caFile { try check(natsOptions_LoadCATrustedCertificates(options, caFile), "NATS CA \(caFile)") }
+            if let certificate = tls.certificateFile, let key = tls.keyFile {
+                try check(natsOptions_LoadCertificatesChain(options, certificate, key), "NATS certificate \(certificate)")
+            }
+            if tls.skipServerVerification { try check(natsOptions_SkipServerVerification(options, true), "NATS TLS verification") }
+        }
+        try check(natsOptions_SetTimeout(options, Self.milliseconds(timeout)), "NATS timeout")
+        try check(natsOptions_SetAllowReconnect(options, true), "NATS reconnect")
+        try check(natsOptions_SetMaxReconnect(options, Int32(clamping: maxReconnects ?? -1)), "NATS max reconnects")
+        try check(natsOptions_SetReconnectWait(options, Self.milliseconds(reconnectWait)), "NATS reconnect wait")
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+}
