@@ -99,6 +99,7 @@ let package = Package(
                 "MediatorDaemon",
                 "MediatorMetrics",
                 "MediatorSystemd",
+                "MediatorNATSBridge",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -244,9 +245,20 @@ let package = Package(
             dependencies: ["CNats", .product(name: "Logging", package: "swift-log")],
             path: "Daemon/NATS"
         ),
+        // The bridge itself: a client of its own daemon that exports and
+        // imports targets over NATS (docs/scale-out.md).
+        .target(
+            name: "MediatorNATSBridge",
+            dependencies: [
+                "MediatorNATS", "MediatorClient", "MediatorProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Daemon/NATSBridge"
+        ),
 
         .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
-        .testTarget(name: "MediatorNATSTests", dependencies: ["MediatorNATS"], path: "Tests/MediatorNATSTests"),
+        .testTarget(name: "MediatorNATSTests", dependencies: ["MediatorNATS", "MediatorNATSBridge", "MediatorProtocol"], path: "Tests/MediatorNATSTests"),
         .testTarget(
             name: "MediatorStatisticsTests",
             dependencies: ["MediatorStatistics", "MediatorProtocol"],

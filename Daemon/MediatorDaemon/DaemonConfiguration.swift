@@ -69,6 +69,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 guard value.stringValue != nil else { throw MediatorError(.badRequest, "config member \"\(key)\" must be a string") }
                 continue
             }
+            // The NATS bridge's settings, read (and checked) by mediatord's launcher.
+            if key == "nats" {
+                guard value.objectValue != nil else { throw MediatorError(.badRequest, "config member \"nats\" must be an object") }
+                continue
+            }
             if key == "test_hooks" {
                 guard let flag = value.boolValue else { throw MediatorError(.badRequest, "config member \"test_hooks\" must be a boolean") }
                 testHooks = flag

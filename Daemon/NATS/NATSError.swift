@@ -29,7 +29,7 @@ public struct NATSError: Error, Sendable, CustomStringConvertible {
     }
 
     /// A usage error found before libnats was called (bad options).
-    static func invalid(_ text: String, _ operation: String) -> NATSError {
+    public static func invalid(_ text: String, _ operation: String) -> NATSError {
         NATSError(status: Int32(NATS_INVALID_ARG.rawValue), text: text, operation: operation)
     }
 

@@ -25,12 +25,15 @@ struct DaemonSettings: Sendable {
         var configuration: DaemonConfiguration
         var socketFromConfig: String?
         var metricsListenFromConfig: String?
+        /// The `"nats"` member: the bridge to other hosts (docs/scale-out.md).
+        var natsFromConfig: JSONValue?
     }
 
     func load() throws -> Loaded {
         var configuration = DaemonConfiguration()
         var socketFromConfig: String?
         var metricsListenFromConfig: String?
+        var natsFromConfig: JSONValue?
         if let configFile {
             do {
                 let data = try Data(contentsOf: URL(fileURLWithPath: configFile))
@@ -38,6 +41,7 @@ struct DaemonSettings: Sendable {
                 try configuration.apply(json: json)
                 socketFromConfig = json["socket"]?.stringValue
                 metricsListenFromConfig = json["metrics_listen"]?.stringValue
+                natsFromConfig = json["nats"]
             } catch {
                 throw SettingsError(description: "cannot use config \(configFile): \(error)")
             }
@@ -49,7 +53,9 @@ struct DaemonSettings: Sendable {
             do { try configuration.set(key, Int64(value)) } catch { throw SettingsError(description: "\(error)") }
         }
         if testHooks { configuration.testHooks = true }
-        return Loaded(configuration: configuration, socketFromConfig: socketFromConfig, metricsListenFromConfig: metricsListenFromConfig)
+        return Loaded(
+            configuration: configuration, socketFromConfig: socketFromConfig,
+            metricsListenFromConfig: metricsListenFromConfig, natsFromConfig: natsFromConfig)
     }
 }
 

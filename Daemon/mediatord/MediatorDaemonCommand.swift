@@ -9,6 +9,7 @@ import Foundation
 import Logging
 import MediatorDaemon
 import MediatorMetrics
+import MediatorNATSBridge
 import MediatorProtocol
 import MediatorSystemd
 import NIOCore
@@ -115,6 +116,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         valueName: "dir"))
     var policyDirectories: [String] = []
 
+    @OptionGroup(title: "Other hosts through NATS (docs/scale-out.md)")
+    var nats: NATSFlags
+
     @Flag(help: "Send READY=1 only once every at-boot component has registered or failed.")
     var waitForBootComponents = false
 
@@ -193,6 +197,14 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         // Latencies are recorded per call only when something exports them.
         let exposition = metricsAddress.map { _ in PrometheusExposition() }
 
+        let bridge: NATSBridge?
+        do {
+            bridge = try nats.bridgeSettings(config: loaded.natsFromConfig, socketPath: listener.socketPath ?? "")
+                .map { NATSBridge(settings: $0, logger: Logger(label: "mediatord.nats")) }
+        } catch {
+            throw ValidationError("NATS: \(error)")
+        }
+
         let notifier = SystemdNotifier()
         // Beat at half the interval, from the broker's own event loop, so a
         // stuck loop is caught and not just a dead process.
@@ -223,6 +235,10 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             }
             // A metrics endpoint that cannot bind stops the daemon: asked for, it must work.
             services.append(.init(service: endpoint, successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup))
+        }
+        if let bridge {
+            // The bridge failing (bad credentials, say) is logged; local routing goes on.
+            services.append(.init(service: bridge, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
         }
         let group = ServiceGroup(
             configuration: .init(

@@ -36,7 +36,7 @@ cd "$REPO" || exit 1
 BUDGET=${MEDIATOR_DEB_BUDGET:-240}
 SUITE=bookworm
 MIRROR=${MEDIATOR_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-PACKAGES=systemd,systemd-sysv,dbus,libsystemd0,libstdc++6,init-system-helpers
+PACKAGES=systemd,systemd-sysv,dbus,libsystemd0,libstdc++6,init-system-helpers,libnats3.4
 CACHE=${MEDIATOR_ROOTFS_CACHE:-$REPO/.build-rootfs}
 ARCH=$(dpkg --print-architecture)
 DEB=${MEDIATOR_DEB:-$(ls -t "$REPO"/dist/mediator_*_"$ARCH".deb 2>/dev/null | head -n 1)}

@@ -1,0 +1,144 @@
+import MediatorProtocol
+
+/// The JSON carried in NATS messages between bridges (docs/protocol.md,
+/// "Across hosts through NATS"). Pure: bytes in, values out.
+public enum BridgeMessages {
+    /// Headers a call carries: who made it, for information only (nothing
+    /// from the network is a local credential).
+    public enum Header {
+        public static let host = "Mediator-Host"
+        public static let callerUID = "Mediator-Caller-Uid"
+        public static let callerPID = "Mediator-Caller-Pid"
+        public static let callerName = "Mediator-Caller-Name"
+        public static let traceparent = "traceparent"
+        public static let tracestate = "tracestate"
+    }
+
+    /// A call sent to `<prefix>.call.<target>`.
+    public struct CallRequest: Sendable, Equatable {
+        public var action: String
+        public var params: JSONValue
+        public var timeoutMs: Int64?
+        public var more: Bool
+
+        public init(action: String, params: JSONValue, timeoutMs: Int64?, more: Bool) {
+            self.action = action
+            self.params = params
+            self.timeoutMs = timeoutMs
+            self.more = more
+        }
+
+        public var encoded: [UInt8] {
+            var members: [String: JSONValue] = ["action": .string(action), "params": params]
+            if let timeoutMs { members["timeout_ms"] = .int(timeoutMs) }
+            if more { members["more"] = .bool(true) }
+            return JSONValue.object(members).encoded
+        }
+
+        /// The request in `payload`, checked as the daemon checks a request's
+        /// members; the error is the `bad_request` to answer.
+        public static func decode(_ payload: [UInt8]) -> Result<CallRequest, MediatorError> {
+            guard let value = try? JSONParser.parse(payload), case .object(let members) = value else {
+                return .failure(MediatorError(.badRequest, "the bridge request is not a JSON object"))
+            }
+            guard let action = members["action"]?.stringValue, NameRules.isValidAction(action) else {
+                return .failure(MediatorError(.badRequest, "the bridge request has no valid \"action\""))
+            }
+            let params = members["params"] ?? .object([:])
+            guard case .object = params else { return .failure(MediatorError(.badRequest, "\"params\" must be an object")) }
+            var timeoutMs: Int64?
+            if let value = members["timeout_ms"] {
+                guard let number = value.intValue, number > 0 else {
+                    return .failure(MediatorError(.badRequest, "\"timeout_ms\" must be a positive integer"))
+                }
+                timeoutMs = number
+            }
+            return .success(CallRequest(action: action, params: params, timeoutMs: timeoutMs, more: members["more"] == .bool(true)))
+        }
+    }
+
+    /// One answer on a call's reply subject: a result (a partial one when
+    /// `continues`), or an error.
+    public enum Reply: Sendable, Equatable {
+        case result(JSONValue, continues: Bool)
+        case error(MediatorError)
+
+        public var encoded: [UInt8] {
+            switch self {
+            case .result(let value, let continues):
+                var members: [String: JSONValue] = ["result": value]
+                if continues { members["continues"] = .bool(true) }
+                return JSONValue.object(members).encoded
+            case .error(let error):
+                return JSONValue.object(["error": error.json]).encoded
+            }
+        }
+
+        /// nil when `payload` is neither form.
+        public static func decode(_ payload: [UInt8]) -> Reply? {
+            guard let value = try? JSONParser.parse(payload), case .object(let members) = value else { return nil }
+            if let error = members["error"] {
+                return .error(MediatorError(json: error) ?? MediatorError(.internal, "unreadable error from the remote host"))
+            }
+            guard let result = members["result"] else { return nil }
+            return .result(result, continues: members["continues"] == .bool(true))
+        }
+    }
+
+    /// What a host exports, published on `<prefix>.hosts`.
+    public struct Announcement: Sendable, Equatable {
+        public struct Target: Sendable, Equatable {
+            public var name: String
+            public var description: String?
+            public var actions: [ActionSpec]
+
+            public init(name: String, description: String?, actions: [ActionSpec]) {
+                self.name = name
+                self.description = description
+                self.actions = actions
+            }
+        }
+
+        public var host: String
+        public var targets: [Target]
+        /// How often the host announces; its targets are dropped after three
+        /// intervals without news.
+        public var intervalMs: Int64
+        /// The host's bridge is stopping: drop its targets now.
+        public var leaving: Bool
+
+        public init(host: String, targets: [Target], intervalMs: Int64, leaving: Bool = false) {
+            self.host = host
+            self.targets = targets
+            self.intervalMs = intervalMs
+            self.leaving = leaving
+        }
+
+        public var encoded: [UInt8] {
+            let list: [JSONValue] = targets.map { target in
+                var members: [String: JSONValue] = ["target": .string(target.name), "actions": .array(target.actions.map(\.json))]
+                if let description = target.description { members["description"] = .string(description) }
+                return .object(members)
+            }
+            var members: [String: JSONValue] = ["host": .string(host), "targets": .array(list), "interval_ms": .int(intervalMs)]
+            if leaving { members["leaving"] = .bool(true) }
+            return JSONValue.object(members).encoded
+        }
+
+        /// nil when `payload` is not an announcement; targets with bad names
+        /// or specs are left out.
+        public static func decode(_ payload: [UInt8]) -> Announcement? {
+            guard let value = try? JSONParser.parse(payload), case .object(let members) = value,
+                  let host = members["host"]?.stringValue, !host.isEmpty,
+                  let interval = members["interval_ms"]?.intValue, interval > 0
+            else { return nil }
+            var targets: [Target] = []
+            for item in members["targets"]?.arrayValue ?? [] {
+                guard let name = item["target"]?.stringValue, NameRules.isValidTarget(name) else { continue }
+                let specs = (item["actions"]?.arrayValue ?? []).compactMap { try? ActionSpec(json: $0) }
+                targets.append(Target(name: name, description: item["description"]?.stringValue, actions: specs))
+            }
+            return Announcement(host: host, targets: targets, intervalMs: interval, leaving: members["leaving"] == .bool(true))
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Logging
+import MediatorClient
+import MediatorNATS
+import MediatorProtocol
+import Synchronization
+
+/// Serves the calls that other hosts send to this host's exported targets:
+/// each becomes a call through the local daemon (which routes it to a local
+/// instance, least busy first), and its answers go back on the call's reply
+/// subject. A `<prefix>.cancel` naming the reply subject cancels it.
+final class ExportedCalls: Sendable {
+    private let client: MediatorClient
+    private let connection: NATSConnection
+    private let logger: Logger
+    private let running = Mutex<[String: Task<Void, Never>]>([:])
+
+    init(client: MediatorClient, connection: NATSConnection, logger: Logger) {
+        self.client = client
+        self.connection = connection
+        self.logger = logger
+    }
+
+    /// A call for `target` arrived (a libnats thread): handled in a task of its own.
+    func received(_ message: NATSMessage, target: String) {
+        guard let reply = message.reply else {
+            logger.debug("a NATS call without a reply subject ignored", metadata: ["target": "\(target)"])
+            return
+        }
+        let request: BridgeMessages.CallRequest
+        switch BridgeMessages.CallRequest.decode(message.payload) {
+        case .success(let decoded): request = decoded
+        case .failure(let error):
+            answer(reply, .error(error))
+            return
+        }
+        let task = Task { [self] in
+            await serve(request, target: target, reply: reply, from: message.header(BridgeMessages.Header.host))
+            _ = running.withLock { $0.removeValue(forKey: reply) }
+        }
+        running.withLock { $0[reply] = task }
+    }
+
+    /// `<prefix>.cancel {"reply": SUBJECT}`: the caller gave up.
+    func cancel(_ message: NATSMessage) {
+        guard let value = try? JSONParser.parse(message.payload), let reply = value["reply"]?.stringValue else { return }
+        running.withLock { $0.removeValue(forKey: reply) }?.cancel()
+    }
+
+    /// Cancels everything still running (the bridge stops).
+    func cancelAll() {
+        for task in running.withLock({ table in defer { table.removeAll() }; return Array(table.values) }) { task.cancel() }
+    }
+
+    private func serve(_ request: BridgeMessages.CallRequest, target: String, reply: String, from host: String?) async {
+        let timeout = request.timeoutMs.map { Duration.milliseconds($0) }
+        do {
+            if request.more {
+                var last: JSONValue?
+                for try await value in client.stream(target, request.action, params: request.params, timeout: timeout) {
+                    if let previous = last { answer(reply, .result(previous, continues: true)) }
+                    last = value
+                }
+                // The stream's last value is the final result.
+                answer(reply, .result(last ?? .null, continues: false))
+            } else {
+                let value = try await client.call(target, request.action, params: request.params, timeout: timeout)
+                answer(reply, .result(value, continues: false))
+            }
+        } catch let error as MediatorError {
+            // A cancelled call is answered by no one: its caller is gone.
+            if error.code == .cancelled && Task.isCancelled { return }
+            answer(reply, .error(error))
+        } catch {
+            if Task.isCancelled { return }
+            answer(reply, .error(MediatorError(.failed, "\(error)")))
+        }
+        logger.trace("served a call from another host", metadata: ["target": "\(target)", "host": "\(host ?? "?")"])
+    }
+
+    private func answer(_ reply: String, _ message: BridgeMessages.Reply) {
+        do {
+            try connection.publish(reply, payload: message.encoded)
+        } catch {
+            logger.debug("cannot answer over NATS: \(error)", metadata: ["reply": "\(reply)"])
+        }
+    }
+}

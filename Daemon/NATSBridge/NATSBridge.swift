@@ -1,0 +1,230 @@
+import Logging
+import MediatorClient
+import MediatorNATS
+import MediatorProtocol
+import ServiceLifecycle
+import Synchronization
+
+/// mediatord's bridge to other hosts through NATS (issue 14,
+/// docs/scale-out.md). It is a client of its own daemon, over the daemon's
+/// socket, like any component: the broker core knows nothing of NATS, and a
+/// slow or absent NATS never delays local routing.
+///
+/// - Export: each local target matching an export pattern is subscribed to
+///   on `<prefix>.call.<target>` in the queue group of that name, and
+///   announced on `<prefix>.hosts` every interval.
+/// - Import: each remote target announced by another host and matching an
+///   import pattern, and not served here, is registered on the local daemon
+///   by a proxy component whose handlers forward over NATS.
+public final class NATSBridge: Service, Sendable {
+    private let settings: NATSBridgeSettings
+    private let subjects: BridgeSubjects
+    private let logger: Logger
+
+    /// What other hosts announced, by host.
+    private struct Remote: Sendable {
+        var announcement: BridgeMessages.Announcement
+        var lastSeen: ContinuousClock.Instant
+    }
+
+    private struct State: Sendable {
+        var remotes: [String: Remote] = [:]
+        var exported: [String: NATSSubscription] = [:]
+        var proxies: [String: Task<Void, Never>] = [:]
+        /// The specs of each exported target, read once with `describe`.
+        var exportedSpecs: [String: BridgeMessages.Announcement.Target] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    public init(settings: NATSBridgeSettings, logger: Logger) {
+        self.settings = settings
+        self.subjects = BridgeSubjects(prefix: settings.prefix)
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        try settings.validate()
+        let calls = RemoteCalls(inbox: NATSConnection.newInbox(), subjects: subjects, host: settings.host, logger: logger)
+        let nats = try NATSConnection.connect(settings.nats) { [logger] event in
+            switch event {
+            case .disconnected:
+                logger.warning("NATS disconnected; calls to other hosts fail until it is back")
+                calls.failAll(MediatorError(.componentUnavailable, "the connection to NATS was lost"))
+            case .reconnected: logger.notice("NATS reconnected")
+            case .connected: logger.notice("NATS connected")
+            case .closed: logger.debug("NATS connection closed")
+            case .error(let text): logger.warning("NATS: \(text)")
+            }
+        }
+        defer { nats.close() }
+        let client = try await connectLocal()
+        let exports = ExportedCalls(client: client, connection: nats, logger: logger)
+        let inbox = try nats.subscribe(calls.inbox + ".*") { calls.deliver($0) }
+        let hosts = try nats.subscribe(subjects.hosts) { [self] message in heard(message) }
+        let cancels = try nats.subscribe(subjects.cancel) { exports.cancel($0) }
+        logger.info("NATS bridge up", metadata: [
+            "host": "\(settings.host)", "prefix": "\(settings.prefix)",
+            "exports": "\(settings.exports)", "imports": "\(settings.imports)",
+        ])
+
+        // Until the daemon shuts down (or this task is cancelled).
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                await self.refresh(client: client, nats: nats, exports: exports, calls: calls)
+                try await Task.sleep(for: self.settings.announceInterval)
+            }
+        }
+
+        // Leaving: the others drop this host's targets now, not after three intervals.
+        try? nats.publish(subjects.hosts, payload: BridgeMessages.Announcement(
+            host: settings.host, targets: [], intervalMs: RemoteCalls.milliseconds(settings.announceInterval), leaving: true
+        ).encoded)
+        try? nats.flush(timeout: .milliseconds(500))
+        exports.cancelAll()
+        let proxies = state.withLock { state in
+            defer { state.proxies.removeAll(); state.exported.removeAll() }
+            return Array(state.proxies.values)
+        }
+        for proxy in proxies { proxy.cancel() }
+        for proxy in proxies { await proxy.value }
+        _ = (inbox, hosts, cancels)
+        await client.close()
+    }
+
+    /// The local daemon, once it listens (it starts in the same process).
+    private func connectLocal() async throws -> MediatorClient {
+        var delay: Duration = .milliseconds(20)
+        while true {
+            do {
+                return try await MediatorClient.connect(socketPath: settings.socketPath, name: "nats-bridge")
+            } catch {
+                try Task.checkCancellation()
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(1))
+            }
+        }
+    }
+
+    /// An announcement from `<prefix>.hosts` (a libnats thread).
+    private func heard(_ message: NATSMessage) {
+        guard let announcement = BridgeMessages.Announcement.decode(message.payload),
+              announcement.host != settings.host else { return }
+        state.withLock { state in
+            if announcement.leaving {
+                state.remotes[announcement.host] = nil
+            } else {
+                state.remotes[announcement.host] = Remote(announcement: announcement, lastSeen: .now)
+            }
+        }
+    }
+
+    /// One round: what is local and exported, what is remote and imported.
+    private func refresh(client: MediatorClient, nats: NATSConnection, exports: ExportedCalls, calls: RemoteCalls) async {
+        let proxied = state.withLock { Set($0.proxies.keys) }
+        // Local targets, without the ones this bridge registered itself.
+        var local: [String: JSONValue] = [:]
+        do {
+            for entry in try await client.list()["targets"]?.arrayValue ?? [] {
+                if let name = entry["target"]?.stringValue, !proxied.contains(name) { local[name] = entry }
+            }
+        } catch {
+            logger.warning("NATS bridge cannot list the local targets: \(error)")
+            return
+        }
+        await export(local, client: client, nats: nats, exports: exports)
+        reconcileImports(local: Set(local.keys), nats: nats, calls: calls)
+    }
+
+    private func export(_ local: [String: JSONValue], client: MediatorClient, nats: NATSConnection, exports: ExportedCalls) async {
+        let wanted = local.keys.filter { TargetPattern.any(settings.exports, match: $0) }.sorted()
+        var announced: [BridgeMessages.Announcement.Target] = []
+        for name in wanted {
+            let known = state.withLock { $0.exportedSpecs[name] }
+            if let known {
+                announced.append(known)
+            } else if let described = try? await client.describe(name) {
+                let target = BridgeMessages.Announcement.Target(
+                    name: name, description: described["description"]?.stringValue,
+                    actions: (described["actions"]?.arrayValue ?? []).compactMap { try? ActionSpec(json: $0) })
+                state.withLock { $0.exportedSpecs[name] = target }
+                announced.append(target)
+            }
+            if state.withLock({ $0.exported[name] }) == nil {
+                do {
+                    let subscription = try nats.subscribe(subjects.call(name), queue: subjects.call(name)) { message in
+                        exports.received(message, target: name)
+                    }
+                    state.withLock { $0.exported[name] = subscription }
+                    logger.info("exporting \(name) over NATS")
+                } catch {
+                    logger.warning("cannot export \(name) over NATS: \(error)")
+                }
+            }
+        }
+        // Targets gone locally are no longer served from here.
+        let gone = state.withLock { state -> [NATSSubscription] in
+            let names = state.exported.keys.filter { !wanted.contains($0) }
+            defer { for name in names { state.exported[name] = nil; state.exportedSpecs[name] = nil } }
+            return names.compactMap { state.exported[$0] }
+        }
+        for subscription in gone { subscription.unsubscribe() }
+        let announcement = BridgeMessages.Announcement(
+            host: settings.host, targets: announced, intervalMs: RemoteCalls.milliseconds(settings.announceInterval))
+        try? nats.publish(subjects.hosts, payload: announcement.encoded)
+    }
+
+    /// Registers a proxy for each remote target to import that is not served
+    /// here; removes the proxies of targets no host announces any more.
+    private func reconcileImports(local: Set<String>, nats: NATSConnection, calls: RemoteCalls) {
+        let expiry = settings.announceInterval * 3
+        let now = ContinuousClock.now
+        let (start, stop) = state.withLock { state -> ([BridgeMessages.Announcement.Target], [Task<Void, Never>]) in
+            state.remotes = state.remotes.filter { now - $0.value.lastSeen <= expiry }
+            var remote: [String: (target: BridgeMessages.Announcement.Target, host: String)] = [:]
+            for (host, entry) in state.remotes.sorted(by: { $0.key < $1.key }) {
+                for target in entry.announcement.targets where TargetPattern.any(settings.imports, match: target.name) {
+                    if remote[target.name] == nil { remote[target.name] = (target, host) }
+                }
+            }
+            // A local instance wins: no proxy for a target served here.
+            let wanted = remote.filter { !local.contains($0.key) }
+            let stopping = state.proxies.keys.filter { wanted[$0] == nil }
+            let stopTasks = stopping.compactMap { state.proxies.removeValue(forKey: $0) }
+            let starting = wanted.filter { state.proxies[$0.key] == nil }.map(\.value.target)
+            return (starting, stopTasks)
+        }
+        for task in stop { task.cancel() }
+        for target in start {
+            let task = Task { [self] in await proxy(target, nats: nats, calls: calls) }
+            state.withLock { $0.proxies[target.name] = task }
+            logger.info("importing \(target.name) from another host over NATS")
+        }
+    }
+
+    /// Serves one imported target on the local daemon until cancelled.
+    private func proxy(_ target: BridgeMessages.Announcement.Target, nats: NATSConnection, calls: RemoteCalls) async {
+        var component = Component(
+            target: target.name, description: target.description, mode: .pool, handlerExecutor: .concurrent)
+        let name = target.name
+        let forward: @Sendable (CallContext) async throws -> JSONValue = { context in
+            try await calls.forward(name, over: nats, context)
+        }
+        for spec in target.actions where spec.name != "notFound" {
+            component.action(spec.name, description: spec.description, params: spec.params, result: spec.result, url: spec.url, forward)
+        }
+        if target.actions.contains(where: { $0.name == "notFound" }) {
+            component.notFound { action, params, context in
+                var context = context
+                context.action = action
+                context.params = params
+                return try await calls.forward(name, over: nats, context)
+            }
+        }
+        do {
+            try await component.run(socketPath: settings.socketPath, name: "nats-bridge")
+        } catch {
+            if !Task.isCancelled { logger.warning("cannot import \(name): \(error)") }
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import MediatorNATS
+
+/// What `mediatord --nats-url ...` asks of the bridge (docs/scale-out.md).
+public struct NATSBridgeSettings: Sendable {
+    /// The NATS servers and credentials.
+    public var nats: NATSOptions
+    /// Local targets served to the other hosts.
+    public var exports: [TargetPattern]
+    /// Remote targets made callable here.
+    public var imports: [TargetPattern]
+    /// The first token(s) of every subject: one Mediator domain.
+    public var prefix = "mediator"
+    /// This host's name in announcements and in the calls it forwards.
+    public var host: String
+    /// The local daemon's socket, which the bridge uses as a client and to
+    /// register the imported targets.
+    public var socketPath: String
+    /// How often this host says what it exports (and checks what it has).
+    public var announceInterval: Duration = .seconds(2)
+
+    public init(nats: NATSOptions, exports: [TargetPattern], imports: [TargetPattern], host: String, socketPath: String) {
+        self.nats = nats
+        self.exports = exports
+        self.imports = imports
+        self.host = host
+        self.socketPath = socketPath
+    }
+
+    public func validate() throws(NATSError) {
+        try nats.validate()
+        guard BridgeSubjects.isValidPrefix(prefix) else {
+            throw NATSError.invalid("--nats-prefix \(prefix): tokens of letters, digits, _ and - separated by dots", "NATS bridge")
+        }
+        guard !host.isEmpty else { throw NATSError.invalid("the host name is empty", "NATS bridge") }
+    }
+}

@@ -1,0 +1,125 @@
+import Logging
+import MediatorClient
+import MediatorNATS
+import MediatorProtocol
+import Synchronization
+
+/// The calls this host sent over NATS and waits on, keyed by the token at
+/// the end of their reply subject (`<inbox>.<token>`). One wildcard
+/// subscription on the inbox feeds them all.
+///
+/// Every call gets exactly one ending: a final reply, an error reply, no
+/// responders (`target_not_found`), the connection to NATS going away
+/// (`component_unavailable`, at once), or its own deadline.
+final class RemoteCalls: Sendable {
+    let inbox: String
+    private let subjects: BridgeSubjects
+    private let host: String
+    private let logger: Logger
+    private let waiting = Mutex<[String: AsyncStream<BridgeMessages.Reply>.Continuation]>([:])
+    private let nextToken = Atomic<Int>(1)
+
+    init(inbox: String, subjects: BridgeSubjects, host: String, logger: Logger) {
+        self.inbox = inbox
+        self.subjects = subjects
+        self.host = host
+        self.logger = logger
+    }
+
+    /// A reply arrived on the inbox (a libnats thread).
+    func deliver(_ message: NATSMessage) {
+        guard let token = message.subject.split(separator: ".").last.map(String.init) else { return }
+        let reply: BridgeMessages.Reply
+        if message.isNoResponders {
+            reply = .error(MediatorError(.targetNotFound, "no host serves this target through NATS any more"))
+        } else if let decoded = BridgeMessages.Reply.decode(message.payload) {
+            reply = decoded
+        } else {
+            reply = .error(MediatorError(.internal, "an unreadable reply from another host"))
+        }
+        let continuation = waiting.withLock { table -> AsyncStream<BridgeMessages.Reply>.Continuation? in
+            if case .result(_, continues: true) = reply { return table[token] }
+            return table.removeValue(forKey: token)
+        }
+        guard let continuation else { return }  // late, or for a call given up
+        continuation.yield(reply)
+        if case .result(_, continues: true) = reply { return }
+        continuation.finish()
+    }
+
+    /// NATS went away: every call in flight fails now, not at its timeout.
+    func failAll(_ error: MediatorError) {
+        let all = waiting.withLock { table in
+            defer { table.removeAll() }
+            return Array(table.values)
+        }
+        for continuation in all {
+            continuation.yield(.error(error))
+            continuation.finish()
+        }
+    }
+
+    /// Sends one call of a proxied target to whichever host serves it, and
+    /// answers the local caller: partials as they come, then the result.
+    func forward(_ target: String, over connection: NATSConnection, _ context: CallContext) async throws -> JSONValue {
+        guard connection.isConnected else {
+            throw MediatorError(.componentUnavailable, "\"\(target)\" is on another host and NATS is not reachable")
+        }
+        let token = String(nextToken.add(1, ordering: .relaxed).oldValue)
+        let reply = inbox + "." + token
+        let (replies, continuation) = AsyncStream.makeStream(of: BridgeMessages.Reply.self)
+        waiting.withLock { $0[token] = continuation }
+        let request = BridgeMessages.CallRequest(
+            action: context.action, params: context.params,
+            timeoutMs: context.timeout.map { Self.milliseconds($0) }, more: context.acceptsPartials)
+        var headers: [String: [String]] = [BridgeMessages.Header.host: [host]]
+        if let caller = context.caller {
+            headers[BridgeMessages.Header.callerUID] = [String(caller.uid)]
+            headers[BridgeMessages.Header.callerPID] = [String(caller.pid)]
+            if let name = caller.name { headers[BridgeMessages.Header.callerName] = [name] }
+        }
+        do {
+            try connection.publish(subjects.call(target), reply: reply, headers: headers, payload: request.encoded)
+        } catch {
+            waiting.withLock { _ = $0.removeValue(forKey: token) }
+            throw MediatorError(.componentUnavailable, "cannot send \"\(target)/\(context.action)\" over NATS: \(error)")
+        }
+        defer { waiting.withLock { _ = $0.removeValue(forKey: token) } }
+        // The daemon times the call out itself; this bound only stops a wait
+        // on a host that vanished without a word.
+        let bound = (context.timeout ?? .milliseconds(ProtocolConstants.defaultTimeoutMs)) + .seconds(1)
+        return try await withTaskCancellationHandler {
+            try await withThrowingTaskGroup(of: JSONValue?.self) { group in
+                group.addTask {
+                    for await answer in replies {
+                        switch answer {
+                        case .result(let value, continues: true): await context.send(partial: value)
+                        case .result(let value, continues: false): return value
+                        case .error(let error): throw error
+                        }
+                    }
+                    throw CancellationError()
+                }
+                group.addTask {
+                    try await Task.sleep(for: bound)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else {
+                    throw MediatorError(.timeout, "no answer from another host within \(bound)")
+                }
+                return value
+            }
+        } onCancel: {
+            // Our caller gave up (or the daemon cancelled): tell whoever serves it.
+            let pending = waiting.withLock { $0.removeValue(forKey: token) }
+            pending?.finish()
+            try? connection.publish(subjects.cancel, payload: JSONValue.object(["reply": .string(reply)]).encoded)
+        }
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return max(1, seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+    }
+}

@@ -1,0 +1,142 @@
+import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import MediatorNATS
+import MediatorNATSBridge
+import MediatorDaemon
+import MediatorProtocol
+
+/// `mediatord --nats-url ...`: the bridge to other hosts (docs/scale-out.md).
+/// Flags win over the config file's `"nats"` member, one setting at a time.
+struct NATSFlags: ParsableArguments {
+    @Option(name: .customLong("nats-url"), help: ArgumentHelp(
+        "A NATS server, nats://HOST:PORT or tls://HOST:PORT (repeatable). Turns the bridge to other hosts on.",
+        valueName: "url"))
+    var urls: [String] = []
+
+    @Option(name: .customLong("nats-export"), help: ArgumentHelp(
+        "Local targets served to other hosts: a name or a pattern with * (repeatable).", valueName: "pattern"))
+    var exports: [String] = []
+
+    @Option(name: .customLong("nats-import"), help: ArgumentHelp(
+        "Remote targets made callable here: a name or a pattern with * (repeatable).", valueName: "pattern"))
+    var imports: [String] = []
+
+    @Option(name: .customLong("nats-prefix"), help: "The first token(s) of the bridge's NATS subjects (default mediator).")
+    var prefix: String?
+
+    @Option(name: .customLong("nats-host"), help: "This host's name towards the others (default: the host name).")
+    var host: String?
+
+    @Option(name: .customLong("nats-user"), help: "NATS user name; the password comes from --nats-password-file.")
+    var user: String?
+
+    @Option(name: .customLong("nats-password-file"), help: ArgumentHelp("A file holding the NATS password.", valueName: "file"))
+    var passwordFile: String?
+
+    @Option(name: .customLong("nats-token-file"), help: ArgumentHelp("A file holding a NATS token.", valueName: "file"))
+    var tokenFile: String?
+
+    @Option(name: .customLong("nats-creds"), help: ArgumentHelp("A NATS .creds file (user JWT and NKey seed).", valueName: "file"))
+    var credentialsFile: String?
+
+    @Option(name: .customLong("nats-nkey-seed"), help: ArgumentHelp("A file holding an NKey seed.", valueName: "file"))
+    var nkeySeedFile: String?
+
+    @Option(name: .customLong("nats-tls-ca"), help: ArgumentHelp("PEM file of the CAs to trust for NATS TLS.", valueName: "file"))
+    var tlsCA: String?
+
+    @Option(name: .customLong("nats-tls-cert"), help: ArgumentHelp("PEM certificate for NATS TLS client authentication.", valueName: "file"))
+    var tlsCertificate: String?
+
+    @Option(name: .customLong("nats-tls-key"), help: ArgumentHelp("PEM key of --nats-tls-cert.", valueName: "file"))
+    var tlsKey: String?
+
+    /// The bridge's settings, or nil when no NATS server is given anywhere.
+    /// `config` is the config file's `"nats"` member, if any.
+    func bridgeSettings(config: JSONValue?, socketPath: String) throws -> NATSBridgeSettings? {
+        func strings(_ key: String) -> [String] { config?[key]?.arrayValue?.compactMap(\.stringValue) ?? [] }
+        func string(_ key: String) -> String? { config?[key]?.stringValue }
+        let servers = urls.isEmpty ? strings("urls") : urls
+        guard !servers.isEmpty else { return nil }
+
+        var options = NATSOptions(servers: servers)
+        let hostName = host ?? string("host") ?? Self.hostName()
+        options.name = "mediatord@\(hostName)"
+        options.user = user ?? string("user")
+        if let file = passwordFile ?? string("password_file") {
+            options.password = try Self.secret(file, "password")
+        } else {
+            options.password = string("password")
+        }
+        if let file = tokenFile ?? string("token_file") {
+            options.token = try Self.secret(file, "token")
+        } else {
+            options.token = string("token")
+        }
+        options.credentialsFile = credentialsFile ?? string("creds")
+        options.nkeySeedFile = nkeySeedFile ?? string("nkey_seed")
+        let tlsConfig = config?["tls"]
+        let ca = tlsCA ?? tlsConfig?["ca"]?.stringValue
+        let certificate = tlsCertificate ?? tlsConfig?["cert"]?.stringValue
+        let key = tlsKey ?? tlsConfig?["key"]?.stringValue
+        if ca != nil || certificate != nil || key != nil {
+            options.tls = NATSOptions.TLS(caFile: ca, certificateFile: certificate, keyFile: key)
+        }
+
+        var settings = NATSBridgeSettings(
+            nats: options,
+            exports: (exports.isEmpty ? strings("export") : exports).map(TargetPattern.init),
+            imports: (imports.isEmpty ? strings("import") : imports).map(TargetPattern.init),
+            host: hostName, socketPath: socketPath)
+        settings.prefix = prefix ?? string("prefix") ?? "mediator"
+        if let milliseconds = config?["announce_interval_ms"]?.intValue, milliseconds > 0 {
+            settings.announceInterval = .milliseconds(milliseconds)
+        }
+        try settings.validate()
+        return settings
+    }
+
+    /// A secret from a file, without its trailing newline: never on the
+    /// command line, where every user can read it.
+    static func secret(_ path: String, _ what: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("cannot read the NATS \(what) file \(path)")
+        }
+        var text = String(decoding: data, as: UTF8.self)
+        while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+        return text
+    }
+
+    static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+extension MediatorServer.Listener {
+    /// The socket's path, for the daemon's own clients (the NATS bridge):
+    /// the one given, or the bound address of a socket-activated fd.
+    var socketPath: String? {
+        switch self {
+        case .path(let path): return path
+        case .adopted(let handle, _):
+            var address = sockaddr_un()
+            var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+            let status = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(handle, $0, &length) }
+            }
+            guard status == 0, address.sun_family == sa_family_t(AF_UNIX) else { return nil }
+            return withUnsafeBytes(of: address.sun_path) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import MediatorProtocol
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Integration {
+    /// Two mediatord "hosts" on one machine, bridged by a real nats-server
+    /// on a random loopback port (issue 14, docs/scale-out.md).
+    @Suite("Other hosts through NATS", .enabled(if: NATSServer.executable != nil, "nats-server is not installed"))
+    struct NATSBridge {
+        /// Host A imports everything, host B exports everything; both
+        /// announce every 200 ms so that the tests wait little.
+        static func hosts(_ world: World, _ nats: NATSServer) throws -> (a: DaemonProcess, b: DaemonProcess) {
+            let config = world.directory.file("nats.json")
+            try Data(#"{"nats": {"announce_interval_ms": 200}}"#.utf8).write(to: URL(fileURLWithPath: config))
+            let common = ["--config", config, "--nats-url", nats.url]
+            let a = try world.daemon(common + ["--nats-import", "*", "--nats-host", "hostA"], socketPath: world.directory.socket("a"))
+            let b = try world.daemon(common + ["--nats-export", "*", "--nats-host", "hostB"], socketPath: world.directory.socket("b"))
+            return (a, b)
+        }
+
+        @Test("A component on host B is called from host A by mediatorctl: results, errors, timeouts, describe")
+        func callsAcrossHosts() throws {
+            let world = try World()
+            defer { world.close() }
+            let nats = try NATSServer(world)
+            defer { nats.stop() }
+            let (a, b) = try Self.hosts(world, nats)
+            let notes = try world.notes(b)
+            try a.waitForTarget("Notes")
+
+            let cli = CLI(a)
+            let added = try cli.json("call", ["Notes", "add", "text=from A"])
+            #expect(added["id"] != nil, "\(added)")
+            let got = try cli.json("call", ["Notes", "get", "id=\(added["id"]?.intValue ?? 0)"])
+            #expect(got["text"] == "from A", "\(got)")
+            // The component's own error, code unchanged.
+            let missing = try cli.run("call", ["Notes", "get", "id=404"])
+            #expect(missing.status == 1 && missing.stderr.hasPrefix("mediatorctl: not_found: "), "\(missing)")
+            // The timeout is the caller's, carried to host B.
+            let late = try cli.run("call", ["Notes", "sleep", "ms=30000", "--timeout", "0.5"])
+            #expect(late.status == 1 && late.stderr.hasPrefix("mediatorctl: timeout: "), "\(late)")
+            // describe on A shows B's specs.
+            let described = try cli.json("describe", ["Notes"])
+            let actions = described["actions"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
+            #expect(actions.contains("add") && actions.contains("sleep"), "\(described)")
+            // The process that answered is the component on B.
+            let whoami = try cli.json("call", ["Notes", "whoami"])
+            #expect(whoami["pid"]?.intValue == Int64(notes.pid), "\(whoami)")
+        }
+
+        @Test("NATS going away fails imported calls at once with component_unavailable; they work again after it is back")
+        func natsRestart() throws {
+            let world = try World()
+            defer { world.close() }
+            let nats = try NATSServer(world)
+            defer { nats.stop() }
+            let (a, b) = try Self.hosts(world, nats)
+            _ = try world.notes(b)
+            try a.waitForTarget("Notes")
+            let cli = CLI(a)
+            _ = try cli.json("call", ["Notes", "echo", "x=1"])
+
+            nats.stop()
+            let started = ContinuousClock.now
+            let failed = try cli.run("call", ["Notes", "echo", "x=2", "--timeout", "10"])
+            let took = ContinuousClock.now - started
+            #expect(failed.status == 1, "\(failed)")
+            #expect(failed.stderr.hasPrefix("mediatorctl: component_unavailable: ")
+                    || failed.stderr.hasPrefix("mediatorctl: target_not_found: "), "\(failed)")
+            #expect(took < .seconds(5), "failed in \(took), not at once")
+
+            try nats.start()
+            try waitUntil("calls from A to work again", within: .seconds(20)) {
+                try cli.run("call", ["Notes", "echo", "x=3"]).status == 0
+            }
+        }
+
+        @Test("A local instance wins: host A serves its own Notes and imports none")
+        func localInstanceWins() throws {
+            let world = try World()
+            defer { world.close() }
+            let nats = try NATSServer(world)
+            defer { nats.stop() }
+            let (a, b) = try Self.hosts(world, nats)
+            let local = try world.notes(a)
+            _ = try world.notes(b)
+            // No event tells that an import did not happen: five announce
+            // intervals of B are long enough for one to have happened.
+            Thread.sleep(forTimeInterval: 1.0)
+            let instances = try a.listing("Notes")?["instances"]?.arrayValue ?? []
+            #expect(instances.count == 1, "\(instances)")
+            #expect(instances.first?["pid"]?.intValue == Int64(local.pid), "\(instances)")
+        }
+    }
+}
+
+/// Debian's nats-server on a random loopback port; `stop()` and `start()`
+/// keep the port, for restarts.
+final class NATSServer: @unchecked Sendable {
+    static let executable = ["/usr/sbin/nats-server", "/usr/bin/nats-server"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    private let world: World
+    private var process: ChildProcess?
+    private(set) var port = 0
+    var url: String { "nats://127.0.0.1:\(port)" }
+
+    init(_ world: World) throws {
+        self.world = world
+        try start()
+    }
+
+    func start() throws {
+        guard let executable = Self.executable else { throw HarnessError("nats-server is not installed") }
+        let directory = world.directory.file("nats-ports-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let process = try world.spawn(
+            executable, ["-a", "127.0.0.1", "-p", port == 0 ? "-1" : String(port), "--ports_file_dir", directory],
+            label: "nats-server")
+        self.process = process
+        let file = "\(directory)/nats-server_\(process.pid).ports"
+        try waitUntil("nats-server's ports file\(process.logTail())") {
+            guard let data = FileManager.default.contents(atPath: file),
+                  let json = try? JSONValue.parse(String(decoding: data, as: UTF8.self)),
+                  let first = json["nats"]?.arrayValue?.first?.stringValue,
+                  let port = first.split(separator: ":").last.flatMap({ Int($0) })
+            else { return false }
+            self.port = port
+            return true
+        }
+    }
+
+    func stop() {
+        process?.kill()
+        process = nil
+    }
+}
