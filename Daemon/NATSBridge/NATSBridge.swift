@@ -36,6 +36,9 @@ public final class NATSBridge: Service, Sendable {
     }
 
     private let state = Mutex(State())
+    /// Set when another host announces targets not seen before: the next
+    /// round then runs within 50 ms instead of at the end of the interval.
+    private let news = Atomic<Bool>(false)
 
     public init(settings: NATSBridgeSettings, logger: Logger) {
         self.settings = settings
@@ -72,7 +75,11 @@ public final class NATSBridge: Service, Sendable {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 await self.refresh(client: client, nats: nats, exports: exports, calls: calls)
-                try await Task.sleep(for: self.settings.announceInterval)
+                // The interval, or less when news arrives.
+                let end = ContinuousClock.now + self.settings.announceInterval
+                while ContinuousClock.now < end && !self.news.exchange(false, ordering: .relaxed) {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
             }
         }
 
@@ -110,13 +117,16 @@ public final class NATSBridge: Service, Sendable {
     private func heard(_ message: NATSMessage) {
         guard let announcement = BridgeMessages.Announcement.decode(message.payload),
               announcement.host != settings.host else { return }
-        state.withLock { state in
+        let changed = state.withLock { state -> Bool in
+            let before = Set(state.remotes[announcement.host]?.announcement.targets.map(\.name) ?? [])
             if announcement.leaving {
                 state.remotes[announcement.host] = nil
-            } else {
-                state.remotes[announcement.host] = Remote(announcement: announcement, lastSeen: .now)
+                return !before.isEmpty
             }
+            state.remotes[announcement.host] = Remote(announcement: announcement, lastSeen: .now)
+            return Set(announcement.targets.map(\.name)) != before
         }
+        if changed { news.store(true, ordering: .relaxed) }
     }
 
     /// One round: what is local and exported, what is remote and imported.
