@@ -54,6 +54,11 @@ public struct Component: Sendable {
     public var tracer: (any Tracer)?
     /// Where handlers run.
     public var handlerExecutor: HandlerExecutor
+    /// Registers this component as a stand-in for the target served on
+    /// another host (`"remote": {"host": ...}` in `register`, docs/protocol.md):
+    /// it gets calls only when no local instance is registered. The daemon
+    /// accepts it from its own NATS bridge only.
+    @_spi(NATSBridge) public var remoteHost: String?
 
     /// In the order declared; a later declaration of a name replaces the earlier one.
     private var specs: [ActionSpec] = []
@@ -143,6 +148,7 @@ public struct Component: Sendable {
             "mode": .string(mode.rawValue),
         ]
         if let description { params["description"] = .string(description) }
+        if let remoteHost { params["remote"] = ["host": .string(remoteHost)] }
         return .object(params)
     }
 

@@ -169,6 +169,19 @@ extension Broker {
             }
             description = text
         }
+        // `"remote": {"host": H}`: a stand-in for a target served on host H,
+        // which gets calls only when no local instance is registered. Only
+        // the daemon's own NATS bridge (this very process) registers those.
+        var remoteHost: String?
+        if let remote = params["remote"] {
+            guard peer.credentials.pid == ownProcessID else {
+                return .failure(MediatorError(.forbidden, "only mediatord's own NATS bridge registers stand-ins for other hosts"))
+            }
+            guard let host = remote["host"]?.stringValue, !host.isEmpty, host.utf8.count <= 256 else {
+                return .failure(MediatorError(.badRequest, "\"remote\" must be {\"host\": NAME}"))
+            }
+            remoteHost = host
+        }
         // A process the daemon started for this target from a manifest (which
         // the administrator wrote) may register it whatever the policy says;
         // so may whoever registers a unit-launched target while the daemon
@@ -176,7 +189,7 @@ extension Broker {
         let component = components[target]
         var startedForTarget = component?.processes.contains { $0.pid == peer.credentials.pid } ?? false
         if case .unit? = component?.manifest.launch, component?.state == .starting { startedForTarget = true }
-        if !startedForTarget, let denial = checkPolicy(.register(target: target), peer.credentials) {
+        if !startedForTarget, remoteHost == nil, let denial = checkPolicy(.register(target: target), peer.credentials) {
             return .failure(denial)
         }
         if let refusal = quotaExceeded(.registrations, credentials: peer.credentials)
@@ -188,7 +201,7 @@ extension Broker {
         do {
             instance = try registry.register(
                 target: target, actions: actions, mode: mode, description: description, connection: connection,
-                credentials: peer.credentials, peerName: peer.name)
+                credentials: peer.credentials, peerName: peer.name, remoteHost: remoteHost)
         } catch {
             return .failure(error)
         }
@@ -197,7 +210,7 @@ extension Broker {
         statistics.daemon.registrations += 1
         logger.info(
             "target registered",
-            metadata: ["target": "\(target)", "instance": "\(instance)", "mode": "\(mode.rawValue)", "pid": "\(peer.credentials.pid)", "uid": "\(peer.credentials.uid)"])
+            metadata: ["target": "\(target)", "instance": "\(instance)", "mode": "\(mode.rawValue)", "pid": "\(peer.credentials.pid)", "uid": "\(peer.credentials.uid)", "remote": "\(remoteHost ?? "-")"])
         publishDaemonEvent("mediator.registered", [
             "target": .string(target), "instance": .int(Int64(instance)), "pid": .int(Int64(peer.credentials.pid)),
         ])

@@ -12,6 +12,7 @@ extension Broker {
                 "in_flight": .int(Int64(instance.inFlight)),
             ]
             if let name = instance.name { members["name"] = .string(name) }
+            if let host = instance.remoteHost { members["remote_host"] = .string(host) }
             if let executable = instance.credentials.executable { members["exe"] = .string(executable) }
             if !instance.credentials.groups.isEmpty {
                 members["groups"] = .array(instance.credentials.groups.map { .int(Int64($0)) })

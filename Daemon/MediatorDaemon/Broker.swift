@@ -77,6 +77,10 @@ public final class Broker {
     var startWaiters: [String: [StartWaiter]] = [:]
     /// Set by `register`, handled right after its answer is queued.
     var pendingRegistration: (target: String, pid: Int32)?
+    /// This process: a connection from it is the daemon's own NATS bridge,
+    /// the only peer that may register stand-ins for other hosts' targets.
+    /// A var so that tests can play the bridge.
+    var ownProcessID: Int32 = getpid()
 
     public init(configuration: DaemonConfiguration, version: String = MediatorVersion.current, logger: Logger) {
         self.configuration = configuration

@@ -11,6 +11,10 @@ public struct Registry: Sendable {
         public var credentials: PeerCredentials
         public var name: String?
         public var inFlight = 0
+        /// The host this instance stands in for: registered by the daemon's
+        /// own NATS bridge for a target served elsewhere. Such an instance
+        /// gets calls only when no local one is registered.
+        public var remoteHost: String?
     }
 
     public struct Target: Sendable {
@@ -23,6 +27,8 @@ public struct Registry: Sendable {
         public var instances: [Instance]
         /// Where the round robin among equally loaded instances goes next.
         var nextTurn = 0
+        /// How many of `instances` stand in for other hosts.
+        var remoteCount = 0
         /// Each routed action's entry in the broker's statistics, found once:
         /// a lookup by action name here is cheaper than by target and action there.
         var statisticsSlots: [String: Int] = [:]
@@ -35,10 +41,18 @@ public struct Registry: Sendable {
         public mutating func pickInstance() -> Int? {
             let count = instances.count
             guard count > 0 else { return nil }
+            // Local instances first; remote stand-ins only when none is local.
+            let onlyLocal = remoteCount > 0 && remoteCount < count
             var best = nextTurn % count
+            if onlyLocal {
+                guard let firstLocal = (0..<count).map({ (nextTurn + $0) % count }).first(where: { instances[$0].remoteHost == nil })
+                else { return nil }
+                best = firstLocal
+            }
             if count > 1 {
                 for step in 1..<count {
                     let index = (nextTurn + step) % count
+                    if onlyLocal && instances[index].remoteHost != nil { continue }
                     if instances[index].inFlight < instances[best].inFlight { best = index }
                 }
             }
@@ -56,30 +70,48 @@ public struct Registry: Sendable {
 
     public mutating func register(
         target name: String, actions: [ActionSpec], mode: Mode, description: String?,
-        connection: ConnectionID, credentials: PeerCredentials, peerName: String?
+        connection: ConnectionID, credentials: PeerCredentials, peerName: String?, remoteHost: String? = nil
     ) throws(MediatorError) -> Int {
-        let instance = Instance(instance: nextInstance, connection: connection, credentials: credentials, name: peerName)
+        var instance = Instance(instance: nextInstance, connection: connection, credentials: credentials, name: peerName)
+        instance.remoteHost = remoteHost
         if let slot = targets.index(forKey: name) {
             // Joined where it is stored: a copy of the target would copy its
             // instances, making each join cost as much as the pool is large.
-            let existingMode = targets.values[slot].mode
-            guard mode == .pool, existingMode == .pool else {
-                throw MediatorError(.alreadyRegistered, "target \"\(name)\" is already registered" + (mode == .pool ? " in exclusive mode" : ""))
-            }
-            // Specs are compared as sets: the order of declaration does not matter.
-            guard targets.values[slot].specSet == Set(actions) else {
-                throw MediatorError(.alreadyRegistered, "pool \"\(name)\" has different action specs")
+            let allRemote = targets.values[slot].remoteCount == targets.values[slot].instances.count
+            if remoteHost != nil {
+                // A stand-in joins whatever is there, as a fallback.
+                targets.values[slot].remoteCount += 1
+            } else if allRemote {
+                // The first local instance defines the target; the stand-ins stay behind it.
+                targets.values[slot].mode = mode
+                targets.values[slot].description = description
+                targets.values[slot].actions = actions
+                targets.values[slot].actionsByName = Self.byName(actions)
+                targets.values[slot].statisticsSlots = [:]
+            } else {
+                let existingMode = targets.values[slot].mode
+                guard mode == .pool, existingMode == .pool else {
+                    throw MediatorError(.alreadyRegistered, "target \"\(name)\" is already registered" + (mode == .pool ? " in exclusive mode" : ""))
+                }
+                // Specs are compared as sets: the order of declaration does not matter.
+                guard targets.values[slot].specSet == Set(actions) else {
+                    throw MediatorError(.alreadyRegistered, "pool \"\(name)\" has different action specs")
+                }
             }
             targets.values[slot].instances.append(instance)
         } else {
-            var byName: [String: ActionSpec] = [:]
-            for spec in actions { byName[spec.name] = spec }
             targets[name] = Target(
-                name: name, description: description, mode: mode, actions: actions, actionsByName: byName,
-                instances: [instance])
+                name: name, description: description, mode: mode, actions: actions, actionsByName: Self.byName(actions),
+                instances: [instance], remoteCount: remoteHost == nil ? 0 : 1)
         }
         nextInstance += 1
         return instance.instance
+    }
+
+    private static func byName(_ actions: [ActionSpec]) -> [String: ActionSpec] {
+        var byName: [String: ActionSpec] = [:]
+        for spec in actions { byName[spec.name] = spec }
+        return byName
     }
 
     /// Removes the instances of `name` that `connection` registered.
@@ -93,6 +125,7 @@ public struct Registry: Sendable {
             throw MediatorError(.forbidden, "target \"\(name)\" was registered by another connection")
         }
         targets.values[slot].instances.removeAll { $0.connection == connection }
+        targets.values[slot].remoteCount -= removed.filter { $0.remoteHost != nil }.count
         if targets.values[slot].instances.isEmpty { targets.remove(at: slot) }
         return removed
     }

@@ -1,9 +1,12 @@
 import Logging
-import MediatorClient
+@_spi(NATSBridge) import MediatorClient
 import MediatorNATS
 import MediatorProtocol
 import ServiceLifecycle
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// mediatord's bridge to other hosts through NATS (issue 14,
 /// docs/scale-out.md). It is a client of its own daemon, over the daemon's
@@ -14,8 +17,9 @@ import Synchronization
 ///   on `<prefix>.call.<target>` in the queue group of that name, and
 ///   announced on `<prefix>.hosts` every interval.
 /// - Import: each remote target announced by another host and matching an
-///   import pattern, and not served here, is registered on the local daemon
-///   by a proxy component whose handlers forward over NATS.
+///   import pattern is registered on the local daemon as a stand-in (a
+///   component whose handlers forward over NATS), which the daemon calls
+///   only when no local instance of the target is registered.
 public final class NATSBridge: Service, Sendable {
     private let settings: NATSBridgeSettings
     private let subjects: BridgeSubjects
@@ -131,19 +135,21 @@ public final class NATSBridge: Service, Sendable {
 
     /// One round: what is local and exported, what is remote and imported.
     private func refresh(client: MediatorClient, nats: NATSConnection, exports: ExportedCalls, calls: RemoteCalls) async {
-        let proxied = state.withLock { Set($0.proxies.keys) }
-        // Local targets, without the ones this bridge registered itself.
+        // Local targets: those with an instance that is not a stand-in.
         var local: [String: JSONValue] = [:]
         do {
             for entry in try await client.list()["targets"]?.arrayValue ?? [] {
-                if let name = entry["target"]?.stringValue, !proxied.contains(name) { local[name] = entry }
+                guard let name = entry["target"]?.stringValue else { continue }
+                let instances = entry["instances"]?.arrayValue ?? []
+                // A target known from a manifest but not running has no instance: it starts on a call.
+                if instances.isEmpty || instances.contains(where: { $0["remote_host"] == nil }) { local[name] = entry }
             }
         } catch {
             logger.warning("NATS bridge cannot list the local targets: \(error)")
             return
         }
         await export(local, client: client, nats: nats, exports: exports)
-        reconcileImports(local: Set(local.keys), nats: nats, calls: calls)
+        reconcileImports(nats: nats, calls: calls)
     }
 
     private func export(_ local: [String: JSONValue], client: MediatorClient, nats: NATSConnection, exports: ExportedCalls) async {
@@ -184,47 +190,59 @@ public final class NATSBridge: Service, Sendable {
         try? nats.publish(subjects.hosts, payload: announcement.encoded)
     }
 
-    /// Registers a proxy for each remote target to import that is not served
-    /// here; removes the proxies of targets no host announces any more.
-    private func reconcileImports(local: Set<String>, nats: NATSConnection, calls: RemoteCalls) {
+    /// Registers a stand-in for each remote target to import (behind any
+    /// local instance: the daemon calls a stand-in only when no local
+    /// instance is registered); removes those no host announces any more.
+    private func reconcileImports(nats: NATSConnection, calls: RemoteCalls) {
         let expiry = settings.announceInterval * 3
         let now = ContinuousClock.now
-        let (start, stop) = state.withLock { state -> ([BridgeMessages.Announcement.Target], [Task<Void, Never>]) in
+        let (start, stop) = state.withLock { state -> ([(target: BridgeMessages.Announcement.Target, host: String)], [Task<Void, Never>]) in
             state.remotes = state.remotes.filter { now - $0.value.lastSeen <= expiry }
-            var remote: [String: (target: BridgeMessages.Announcement.Target, host: String)] = [:]
+            var wanted: [String: (target: BridgeMessages.Announcement.Target, host: String)] = [:]
             for (host, entry) in state.remotes.sorted(by: { $0.key < $1.key }) {
                 for target in entry.announcement.targets where TargetPattern.any(settings.imports, match: target.name) {
-                    if remote[target.name] == nil { remote[target.name] = (target, host) }
+                    if wanted[target.name] == nil { wanted[target.name] = (target, host) }
                 }
             }
-            // A local instance wins: no proxy for a target served here.
-            let wanted = remote.filter { !local.contains($0.key) }
             let stopping = state.proxies.keys.filter { wanted[$0] == nil }
             let stopTasks = stopping.compactMap { state.proxies.removeValue(forKey: $0) }
-            let starting = wanted.filter { state.proxies[$0.key] == nil }.map(\.value.target)
+            let starting = wanted.filter { state.proxies[$0.key] == nil }.map(\.value)
             return (starting, stopTasks)
         }
         for task in stop { task.cancel() }
-        for target in start {
-            let task = Task { [self] in await proxy(target, nats: nats, calls: calls) }
+        for (target, host) in start {
+            let task = Task { [self] in await proxy(target, host: host, nats: nats, calls: calls) }
             state.withLock { $0.proxies[target.name] = task }
             logger.info("importing \(target.name) from another host over NATS")
         }
     }
 
     /// Serves one imported target on the local daemon until cancelled.
-    private func proxy(_ target: BridgeMessages.Announcement.Target, nats: NATSConnection, calls: RemoteCalls) async {
+    private func proxy(
+        _ target: BridgeMessages.Announcement.Target, host: String, nats: NATSConnection, calls: RemoteCalls
+    ) async {
         var component = Component(
             target: target.name, description: target.description, mode: .pool, handlerExecutor: .concurrent)
+        component.remoteHost = host
         let name = target.name
+        let ownPID = getpid()
         let forward: @Sendable (CallContext) async throws -> JSONValue = { context in
-            try await calls.forward(name, over: nats, context)
+            // A call from this process is one this host's exporter took from
+            // NATS while no local instance was left: sending it back to NATS
+            // could bring it here again.
+            if context.caller?.pid == ownPID {
+                throw MediatorError(.targetNotFound, "\"\(name)\" has no instance on this host")
+            }
+            return try await calls.forward(name, over: nats, context)
         }
         for spec in target.actions where spec.name != "notFound" {
             component.action(spec.name, description: spec.description, params: spec.params, result: spec.result, url: spec.url, forward)
         }
         if target.actions.contains(where: { $0.name == "notFound" }) {
             component.notFound { action, params, context in
+                if context.caller?.pid == ownPID {
+                    throw MediatorError(.targetNotFound, "\"\(name)\" has no instance on this host")
+                }
                 var context = context
                 context.action = action
                 context.params = params

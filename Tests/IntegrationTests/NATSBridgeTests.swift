@@ -31,6 +31,9 @@ extension Integration {
             let (a, b) = try Self.hosts(world, nats)
             let notes = try world.notes(b)
             try a.waitForTarget("Notes")
+            // Listed on A as served on B.
+            let listed = try a.listing("Notes")?["instances"]?.arrayValue ?? []
+            #expect(listed.map { $0["remote_host"] } == ["hostB"], "\(listed)")
 
             let cli = CLI(a)
             let added = try cli.json("call", ["Notes", "add", "text=from A"])
@@ -79,7 +82,7 @@ extension Integration {
             }
         }
 
-        @Test("A local instance wins: host A serves its own Notes and imports none")
+        @Test("A local instance wins; the stand-in for host B's takes the calls when it is gone")
         func localInstanceWins() throws {
             let world = try World()
             defer { world.close() }
@@ -87,13 +90,20 @@ extension Integration {
             defer { nats.stop() }
             let (a, b) = try Self.hosts(world, nats)
             let local = try world.notes(a)
-            _ = try world.notes(b)
-            // No event tells that an import did not happen: five announce
-            // intervals of B are long enough for one to have happened.
-            Thread.sleep(forTimeInterval: 1.0)
+            let remote = try world.notes(b)
+            // Host A: its own instance, and the stand-in for B's.
+            try a.waitForTarget("Notes", instances: 2)
             let instances = try a.listing("Notes")?["instances"]?.arrayValue ?? []
-            #expect(instances.count == 1, "\(instances)")
-            #expect(instances.first?["pid"]?.intValue == Int64(local.pid), "\(instances)")
+            #expect(instances.compactMap { $0["remote_host"]?.stringValue } == ["hostB"], "\(instances)")
+            let cli = CLI(a)
+            for _ in 0..<3 {
+                #expect(try cli.json("call", ["Notes", "whoami"])["pid"]?.intValue == Int64(local.pid))
+            }
+            local.kill()
+            try a.waitForTarget("Notes", instances: 1)
+            try waitUntil("host A's calls to reach host B") {
+                try cli.json("call", ["Notes", "whoami"])["pid"]?.intValue == Int64(remote.pid)
+            }
         }
     }
 }
