@@ -49,6 +49,10 @@ public struct NATSOptions: Sendable, Equatable {
     /// Also keep trying when the first connection fails: the daemon starts
     /// whether or not NATS is up yet.
     public var retryFirstConnect = true
+    /// Write each publish at once instead of letting libnats's flusher
+    /// batch them: without it, every hop of a request waits for the flusher
+    /// (about 1 ms), which is what an RPC cannot afford.
+    public var sendImmediately = true
 
     public init(servers: [String]) {
         self.servers = servers
@@ -114,6 +118,7 @@ public struct NATSOptions: Sendable, Equatable {
             if tls.skipServerVerification { try check(natsOptions_SkipServerVerification(options, true), "NATS TLS verification") }
         }
         try check(natsOptions_SetTimeout(options, Self.milliseconds(timeout)), "NATS timeout")
+        try check(natsOptions_SetSendAsap(options, sendImmediately), "NATS send at once")
         try check(natsOptions_SetAllowReconnect(options, true), "NATS reconnect")
         try check(natsOptions_SetMaxReconnect(options, Int32(clamping: maxReconnects ?? -1)), "NATS max reconnects")
         try check(natsOptions_SetReconnectWait(options, Self.milliseconds(reconnectWait)), "NATS reconnect wait")

@@ -79,6 +79,7 @@ public final class NATSBridge: Service, Sendable {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 await self.refresh(client: client, nats: nats, exports: exports, calls: calls)
+                calls.sweep()
                 // The interval, or less when news arrives.
                 let end = ContinuousClock.now + self.settings.announceInterval
                 while ContinuousClock.now < end && !self.news.exchange(false, ordering: .relaxed) {

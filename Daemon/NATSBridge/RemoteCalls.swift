@@ -16,7 +16,13 @@ final class RemoteCalls: Sendable {
     private let subjects: BridgeSubjects
     private let host: String
     private let logger: Logger
-    private let waiting = Mutex<[String: AsyncStream<BridgeMessages.Reply>.Continuation]>([:])
+    private struct Waiting {
+        var continuation: AsyncStream<BridgeMessages.Reply>.Continuation
+        /// When to stop waiting on a host that vanished without a word.
+        var deadline: ContinuousClock.Instant
+    }
+
+    private let waiting = Mutex<[String: Waiting]>([:])
     private let nextToken = Atomic<Int>(1)
 
     init(inbox: String, subjects: BridgeSubjects, host: String, logger: Logger) {
@@ -38,8 +44,8 @@ final class RemoteCalls: Sendable {
             reply = .error(MediatorError(.internal, "an unreadable reply from another host"))
         }
         let continuation = waiting.withLock { table -> AsyncStream<BridgeMessages.Reply>.Continuation? in
-            if case .result(_, continues: true) = reply { return table[token] }
-            return table.removeValue(forKey: token)
+            if case .result(_, continues: true) = reply { return table[token]?.continuation }
+            return table.removeValue(forKey: token)?.continuation
         }
         guard let continuation else { return }  // late, or for a call given up
         continuation.yield(reply)
@@ -51,10 +57,23 @@ final class RemoteCalls: Sendable {
     func failAll(_ error: MediatorError) {
         let all = waiting.withLock { table in
             defer { table.removeAll() }
-            return Array(table.values)
+            return table.values.map(\.continuation)
         }
         for continuation in all {
             continuation.yield(.error(error))
+            continuation.finish()
+        }
+    }
+
+    /// Ends the waits whose deadline passed (run every few hundred ms): the
+    /// daemon has timed those calls out already; this frees their entries.
+    func sweep(now: ContinuousClock.Instant = .now) {
+        let expired = waiting.withLock { table -> [AsyncStream<BridgeMessages.Reply>.Continuation] in
+            let keys = table.filter { $0.value.deadline <= now }.map(\.key)
+            return keys.compactMap { table.removeValue(forKey: $0)?.continuation }
+        }
+        for continuation in expired {
+            continuation.yield(.error(MediatorError(.timeout, "no answer from another host in time")))
             continuation.finish()
         }
     }
@@ -68,7 +87,10 @@ final class RemoteCalls: Sendable {
         let token = String(nextToken.add(1, ordering: .relaxed).oldValue)
         let reply = inbox + "." + token
         let (replies, continuation) = AsyncStream.makeStream(of: BridgeMessages.Reply.self)
-        waiting.withLock { $0[token] = continuation }
+        // The daemon times the call out itself; this bound only ends a wait
+        // on a host that vanished without a word (see sweep()).
+        let bound = (context.timeout ?? .milliseconds(ProtocolConstants.defaultTimeoutMs)) + .seconds(1)
+        waiting.withLock { $0[token] = Waiting(continuation: continuation, deadline: .now + bound) }
         let request = BridgeMessages.CallRequest(
             action: context.action, params: context.params,
             timeoutMs: context.timeout.map { Self.milliseconds($0) }, more: context.acceptsPartials)
@@ -85,35 +107,20 @@ final class RemoteCalls: Sendable {
             throw MediatorError(.componentUnavailable, "cannot send \"\(target)/\(context.action)\" over NATS: \(error)")
         }
         defer { waiting.withLock { _ = $0.removeValue(forKey: token) } }
-        // The daemon times the call out itself; this bound only stops a wait
-        // on a host that vanished without a word.
-        let bound = (context.timeout ?? .milliseconds(ProtocolConstants.defaultTimeoutMs)) + .seconds(1)
         return try await withTaskCancellationHandler {
-            try await withThrowingTaskGroup(of: JSONValue?.self) { group in
-                group.addTask {
-                    for await answer in replies {
-                        switch answer {
-                        case .result(let value, continues: true): await context.send(partial: value)
-                        case .result(let value, continues: false): return value
-                        case .error(let error): throw error
-                        }
-                    }
-                    throw CancellationError()
+            for await answer in replies {
+                switch answer {
+                case .result(let value, continues: true): await context.send(partial: value)
+                case .result(let value, continues: false): return value
+                case .error(let error): throw error
                 }
-                group.addTask {
-                    try await Task.sleep(for: bound)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let value = first else {
-                    throw MediatorError(.timeout, "no answer from another host within \(bound)")
-                }
-                return value
             }
+            // Finished without an answer: the caller gave up (onCancel below).
+            throw MediatorError(.cancelled, "the call was cancelled")
         } onCancel: {
             // Our caller gave up (or the daemon cancelled): tell whoever serves it.
             let pending = waiting.withLock { $0.removeValue(forKey: token) }
-            pending?.finish()
+            pending?.continuation.finish()
             try? connection.publish(subjects.cancel, payload: JSONValue.object(["reply": .string(reply)]).encoded)
         }
     }
