@@ -81,8 +81,19 @@ extension Connection {
         switch pending.deliver(id, continues: envelope.continues && error == nil) {
         case .unknown:
             logger.debug("response to an id not in flight", metadata: ["id": "\(id)"])
-        case .partial(let continuation):
+        case .partial(.stream(let continuation)):
             continuation.yield(value())
+        case .partial(.markedStream(let continuation)):
+            continuation.yield(StreamItem(value: value(), isFinal: false))
+        case .partial(.call), .partial(.encodedCall):
+            break  // PendingCalls hands back only streams as partial
+        case .final(.markedStream(let continuation)):
+            if let error {
+                continuation.finish(throwing: error)
+            } else {
+                continuation.yield(StreamItem(value: value(), isFinal: true))
+                continuation.finish()
+            }
         case .final(.call(let continuation)):
             continuation.resume(returning: error.map { .failure($0) } ?? .success(value()))
         case .final(.encodedCall(let continuation)):

@@ -301,9 +301,30 @@ final class Connection: Sendable {
         _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
         trace: TraceMembers? = nil, ended: (@Sendable (AsyncThrowingStream<JSONValue, any Error>.Continuation.Termination) -> Void)? = nil
     ) -> AsyncThrowingStream<JSONValue, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: JSONValue.self)
+        stream(
+            of: JSONValue.self, waiter: Waiter.stream, target, action, params: params, timeoutMs: timeoutMs,
+            keepAlive: keepAlive, trace: trace, ended: ended)
+    }
+
+    /// ``stream(_:_:params:timeoutMs:keepAlive:trace:ended:)`` whose items
+    /// say which response is the final one (the NATS bridge passes each on
+    /// at once, marked).
+    func markedStream(
+        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?
+    ) -> AsyncThrowingStream<StreamItem, any Error> {
+        stream(
+            of: StreamItem.self, waiter: Waiter.markedStream, target, action, params: params, timeoutMs: timeoutMs,
+            keepAlive: keepAlive, trace: nil, ended: nil)
+    }
+
+    private func stream<Item: Sendable>(
+        of: Item.Type, waiter: (AsyncThrowingStream<Item, any Error>.Continuation) -> Waiter,
+        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
+        trace: TraceMembers?, ended: (@Sendable (AsyncThrowingStream<Item, any Error>.Continuation.Termination) -> Void)?
+    ) -> AsyncThrowingStream<Item, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Item.self)
         let id: Int64
-        switch pending.insert(.stream(continuation), bound: Self.localBound(timeoutMs)) {
+        switch pending.insert(waiter(continuation), bound: Self.localBound(timeoutMs)) {
         case .success(let inserted): id = inserted
         case .failure(let error):
             ended?(.finished(error))

@@ -156,6 +156,15 @@ public final class MediatorClient: Sendable {
         }
     }
 
+    /// ``stream(_:_:params:timeout:)`` with each response marked final or
+    /// not, for a relay that must pass each on as it comes (the NATS bridge).
+    @_spi(NATSBridge) public func markedStream(
+        _ target: String, _ action: String, params: JSONValue, timeout: Duration? = nil
+    ) -> AsyncThrowingStream<StreamItem, any Error> {
+        connection.markedStream(
+            target, action, params: params, timeoutMs: timeout.map(Connection.milliseconds), keepAlive: self)
+    }
+
     /// Sends a oneway request: no id, and no response, not even an error.
     /// Returns once the request is queued.
     public func send(_ target: String, _ action: String, params: JSONValue = .object([:])) async throws(MediatorError) {

@@ -2,6 +2,12 @@ import NIOConcurrencyHelpers
 import MediatorProtocol
 import NIOCore
 
+/// One response of a `more` call, and whether it is the final one.
+public struct StreamItem: Sendable {
+    public var value: JSONValue
+    public var isFinal: Bool
+}
+
 /// Who waits for the responses to one request.
 ///
 /// Calls wait on unsafe continuations: a checked one costs an allocation
@@ -16,6 +22,15 @@ enum Waiter: Sendable {
     /// A `more` call: each `continues` result is yielded, the final response
     /// ends the stream.
     case stream(AsyncThrowingStream<JSONValue, any Error>.Continuation)
+    /// The same, each response marked final or not (``StreamItem``).
+    case markedStream(AsyncThrowingStream<StreamItem, any Error>.Continuation)
+
+    var isStream: Bool {
+        switch self {
+        case .stream, .markedStream: return true
+        case .call, .encodedCall: return false
+        }
+    }
 
     /// Ends the wait with an error.
     func fail(_ error: MediatorError) {
@@ -23,6 +38,7 @@ enum Waiter: Sendable {
         case .call(let continuation): continuation.resume(returning: .failure(error))
         case .encodedCall(let continuation): continuation.resume(returning: .failure(error))
         case .stream(let continuation): continuation.finish(throwing: error)
+        case .markedStream(let continuation): continuation.finish(throwing: error)
         }
     }
 }
@@ -76,7 +92,7 @@ final class PendingCalls: Sendable {
         /// A final answer: resume or finish this waiter.
         case final(Waiter)
         /// A `continues` result for a stream: yield it, the entry stays.
-        case partial(AsyncThrowingStream<JSONValue, any Error>.Continuation)
+        case partial(Waiter)
     }
 
     var count: Int { state.withLockedValue { $0.entries.count } }
@@ -158,9 +174,9 @@ final class PendingCalls: Sendable {
             guard let index = state.entries.index(forKey: id),
                 case .waiting(let waiter) = state.entries.values[index].phase
             else { return .unknown }
-            if continues, case .stream(let continuation) = waiter {
+            if continues, waiter.isStream {
                 state.entries.values[index].deadline = .now() + state.entries.values[index].bound
-                return .partial(continuation)
+                return .partial(waiter)
             }
             state.entries.remove(at: index)
             return .final(waiter)

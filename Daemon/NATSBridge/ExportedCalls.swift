@@ -1,5 +1,5 @@
 import Logging
-import MediatorClient
+@_spi(NATSBridge) import MediatorClient
 import MediatorNATS
 import MediatorProtocol
 import Synchronization
@@ -55,13 +55,10 @@ final class ExportedCalls: Sendable {
         let timeout = request.timeoutMs.map { Duration.milliseconds($0) }
         do {
             if request.more {
-                var last: JSONValue?
-                for try await value in client.stream(target, request.action, params: request.params, timeout: timeout) {
-                    if let previous = last { answer(reply, .result(previous, continues: true)) }
-                    last = value
+                // Each response passed on as it comes, marked as the daemon marked it.
+                for try await item in client.markedStream(target, request.action, params: request.params, timeout: timeout) {
+                    answer(reply, .result(item.value, continues: !item.isFinal))
                 }
-                // The stream's last value is the final result.
-                answer(reply, .result(last ?? .null, continues: false))
             } else {
                 let value = try await client.call(target, request.action, params: request.params, timeout: timeout)
                 answer(reply, .result(value, continues: false))

@@ -82,6 +82,102 @@ extension Integration {
             }
         }
 
+        @Test("Streams: each partial result crosses as it comes; a crash mid-call and a cancel reach the caller and host B")
+        func streamsCrashesAndCancels() throws {
+            let world = try World()
+            defer { world.close() }
+            let nats = try NATSServer(world)
+            defer { nats.stop() }
+            let (a, b) = try Self.hosts(world, nats)
+            _ = try world.swiftExample(b)
+            try a.waitForTarget("Weather")
+
+            // A countdown 3, 2, 1 with 400 ms between: the first partial is not held back.
+            let peer = try world.peer(a)
+            let started = ContinuousClock.now
+            let id = try peer.request("Weather", "countdown", params: ["from": 3, "interval_ms": 400], more: true)
+            let first = try peer.response(to: id, within: .seconds(10))
+            let firstAfter = ContinuousClock.now - started
+            #expect(first["result"] == 3 && first["continues"] == true, "\(first)")
+            var partials = [first["result"]]
+            var final: JSONValue = .null
+            while true {
+                let next = try peer.response(to: id, within: .seconds(10))
+                if next["continues"] == true { partials.append(next["result"]) } else { final = next; break }
+            }
+            let total = ContinuousClock.now - started
+            #expect(partials == [3, 2, 1], "\(partials)")
+            #expect(final["result"] == ["done": true], "\(final)")
+            #expect(total - firstAfter >= .milliseconds(700), "the first partial came \(firstAfter) in, the end \(total)")
+
+            // The component dies mid-call on host B: the caller on A gets B's daemon's answer.
+            let crash = try CLI(a).run("call", ["Weather", "crash"])
+            #expect(crash.status == 1 && crash.stderr.hasPrefix("mediatorctl: component_unavailable: "), "\(crash)")
+
+            // A call given up on A is cancelled on B too: not left running for 30 s.
+            _ = try world.swiftExample(b)
+            try b.waitForTarget("Weather")
+            try a.waitForTarget("Weather")
+            let late = try CLI(a).run("call", ["Weather", "slow", "ms=30000", "--timeout", "0.5"])
+            #expect(late.status == 1 && late.stderr.hasPrefix("mediatorctl: timeout: "), "\(late)")
+            try waitUntil("the call on B to end", within: .seconds(5)) {
+                try b.listing("Weather")?["instances"]?.arrayValue?.first?["in_flight"] == 0
+            }
+        }
+
+        @Test("A pool across hosts: calls from host C reach the instances on A and B")
+        func poolAcrossHosts() throws {
+            let world = try World()
+            defer { world.close() }
+            let nats = try NATSServer(world)
+            defer { nats.stop() }
+            let config = world.directory.file("nats.json")
+            try Data(#"{"nats": {"announce_interval_ms": 200}}"#.utf8).write(to: URL(fileURLWithPath: config))
+            let common = ["--config", config, "--nats-url", nats.url]
+            let a = try world.daemon(common + ["--nats-export", "Notes", "--nats-host", "hostA"], socketPath: world.directory.socket("a"))
+            let b = try world.daemon(common + ["--nats-export", "Notes", "--nats-host", "hostB"], socketPath: world.directory.socket("b"))
+            let c = try world.daemon(common + ["--nats-import", "Notes", "--nats-host", "hostC"], socketPath: world.directory.socket("c"))
+            let onA = try world.notes(a)
+            let onB = try world.notes(b)
+            try c.waitForTarget("Notes")
+            let peer = try world.peer(c)
+            var pids: Set<Int64> = []
+            for _ in 0..<40 {
+                if let pid = try peer.result("Notes", "whoami")["pid"]?.intValue { pids.insert(pid) }
+                if pids.count == 2 { break }
+            }
+            #expect(pids == [Int64(onA.pid), Int64(onB.pid)], "\(pids)")
+        }
+
+        @Test("nats-server stopped and started under load: every call gets exactly one answer")
+        func natsRestartUnderLoad() throws {
+            let world = try World()
+            defer { world.close() }
+            let nats = try NATSServer(world)
+            defer { nats.stop() }
+            let (a, b) = try Self.hosts(world, nats)
+            _ = try world.notes(b)
+            try a.waitForTarget("Notes")
+            let peer = try world.peer(a)
+            var ids: [JSONValue] = []
+            for round in 0..<3 {
+                for index in 0..<100 {
+                    ids.append(try peer.request("Notes", "sleep", params: ["ms": .int(Int64(index % 20))], timeoutMs: 5000))
+                }
+                if round == 0 { nats.stop() }
+                if round == 1 { try nats.start() }
+            }
+            var answers: [JSONValue: Int] = [:]
+            for _ in ids {
+                let message = try peer.receive(within: .seconds(20)) { $0.isResponse }
+                answers[message["id"] ?? .null, default: 0] += 1
+            }
+            #expect(Set(answers.keys) == Set(ids))
+            #expect(answers.values.allSatisfy { $0 == 1 }, "\(answers.filter { $0.value != 1 })")
+            // Nothing more arrives late.
+            #expect(throws: (any Error).self) { _ = try peer.receive(within: .milliseconds(500)) { $0.isResponse } }
+        }
+
         @Test("A local instance wins; the stand-in for host B's takes the calls when it is gone")
         func localInstanceWins() throws {
             let world = try World()
