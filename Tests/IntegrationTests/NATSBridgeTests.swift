@@ -82,7 +82,7 @@ extension Integration {
             }
         }
 
-        @Test("Streams: each partial result crosses as it comes; a crash mid-call and a cancel reach the caller and host B")
+        @Test("Streams: each partial result crosses as it comes; the Swift library's typed client; a crash mid-call and a cancel reach the caller and host B")
         func streamsCrashesAndCancels() throws {
             let world = try World()
             defer { world.close() }
@@ -109,6 +109,11 @@ extension Integration {
             #expect(partials == [3, 2, 1], "\(partials)")
             #expect(final["result"] == ["done": true], "\(final)")
             #expect(total - firstAfter >= .milliseconds(700), "the first partial came \(firstAfter) in, the end \(total)")
+
+            // The Swift library from host A: the generated typed client calls forecast and streams countdown.
+            let typed = try ChildProcess.run(Paths.typedClient, ["--socket", a.socketPath, "--from", "2"], within: .seconds(30))
+            #expect(typed.status == 0, "\(typed)")
+            #expect(typed.stdout.contains("Oslo"), "\(typed)")
 
             // The component dies mid-call on host B: the caller on A gets B's daemon's answer.
             let crash = try CLI(a).run("call", ["Weather", "crash"])
@@ -139,10 +144,14 @@ extension Integration {
             let c = try world.daemon(common + ["--nats-import", "Notes", "--nats-host", "hostC"], socketPath: world.directory.socket("c"))
             let onA = try world.notes(a)
             let onB = try world.notes(b)
+            // Both hosts serve it on NATS (each says so in its log), and C stands in for it.
+            for host in [a, b] {
+                try waitUntil("Notes exported\(host.process.logTail())") { host.process.stderr.contains("exporting Notes over NATS") }
+            }
             try c.waitForTarget("Notes")
             let peer = try world.peer(c)
             var pids: Set<Int64> = []
-            for _ in 0..<40 {
+            for _ in 0..<200 {
                 if let pid = try peer.result("Notes", "whoami")["pid"]?.intValue { pids.insert(pid) }
                 if pids.count == 2 { break }
             }
