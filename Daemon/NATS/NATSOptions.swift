@@ -53,6 +53,9 @@ public struct NATSOptions: Sendable, Equatable {
     /// batch them: without it, every hop of a request waits for the flusher
     /// (about 1 ms), which is what an RPC cannot afford.
     public var sendImmediately = true
+    /// Do not deliver this connection's own publishes back to its own
+    /// subscriptions (NATS's `no_echo`).
+    public var noEcho = false
 
     public init(servers: [String]) {
         self.servers = servers
@@ -119,6 +122,7 @@ public struct NATSOptions: Sendable, Equatable {
         }
         try check(natsOptions_SetTimeout(options, Self.milliseconds(timeout)), "NATS timeout")
         try check(natsOptions_SetSendAsap(options, sendImmediately), "NATS send at once")
+        try check(natsOptions_SetNoEcho(options, noEcho), "NATS no echo")
         try check(natsOptions_SetAllowReconnect(options, true), "NATS reconnect")
         try check(natsOptions_SetMaxReconnect(options, Int32(clamping: maxReconnects ?? -1)), "NATS max reconnects")
         try check(natsOptions_SetReconnectWait(options, Self.milliseconds(reconnectWait)), "NATS reconnect wait")

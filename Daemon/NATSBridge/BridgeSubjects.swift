@@ -15,6 +15,19 @@ public struct BridgeSubjects: Sendable, Equatable {
     /// Where each host announces the targets it exports.
     public var hosts: String { "\(prefix).hosts" }
 
+    /// Where an event named `name` crosses hosts.
+    public func event(_ name: String) -> String { "\(prefix).event.\(name)" }
+
+    /// Every event subject.
+    public var events: String { "\(prefix).event.>" }
+
+    /// The event name in an event subject; nil for another subject.
+    public func eventName(_ subject: String) -> String? {
+        let head = "\(prefix).event."
+        guard subject.hasPrefix(head), subject.count > head.count else { return nil }
+        return String(subject.dropFirst(head.count))
+    }
+
     /// Where an importer says it gave up on a call (the payload names the
     /// call's reply subject).
     public var cancel: String { "\(prefix).cancel" }

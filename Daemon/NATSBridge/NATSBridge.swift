@@ -53,7 +53,10 @@ public final class NATSBridge: Service, Sendable {
     public func run() async throws {
         try settings.validate()
         let calls = RemoteCalls(inbox: NATSConnection.newInbox(), subjects: subjects, host: settings.host, logger: logger)
-        let nats = try NATSConnection.connect(settings.nats) { [logger] event in
+        var natsOptions = settings.nats
+        // Its own calls and events never come back to it through NATS.
+        natsOptions.noEcho = true
+        let nats = try NATSConnection.connect(natsOptions) { [logger] event in
             switch event {
             case .disconnected:
                 logger.warning("NATS disconnected; calls to other hosts fail until it is back")
@@ -70,9 +73,17 @@ public final class NATSBridge: Service, Sendable {
         let inbox = try nats.subscribe(calls.inbox + ".*") { calls.deliver($0) }
         let hosts = try nats.subscribe(subjects.hosts) { [self] message in heard(message) }
         let cancels = try nats.subscribe(subjects.cancel) { exports.cancel($0) }
+        var eventSubscription: NATSSubscription?
+        var localEvents: Task<Void, Never>?
+        if !settings.events.isEmpty {
+            let events = BridgedEvents(patterns: settings.events, subjects: subjects, host: settings.host, logger: logger)
+            let stream = try await client.subscribe(settings.events)
+            localEvents = Task { await events.forwardLocal(stream, to: nats) }
+            eventSubscription = try nats.subscribe(subjects.events) { events.received($0, client: client) }
+        }
         logger.info("NATS bridge up", metadata: [
             "host": "\(settings.host)", "prefix": "\(settings.prefix)",
-            "exports": "\(settings.exports)", "imports": "\(settings.imports)",
+            "exports": "\(settings.exports)", "imports": "\(settings.imports)", "events": "\(settings.events)",
         ])
 
         // Until the daemon shuts down (or this task is cancelled).
@@ -100,7 +111,8 @@ public final class NATSBridge: Service, Sendable {
         }
         for proxy in proxies { proxy.cancel() }
         for proxy in proxies { await proxy.value }
-        _ = (inbox, hosts, cancels)
+        localEvents?.cancel()
+        _ = (inbox, hosts, cancels, eventSubscription)
         await client.close()
     }
 

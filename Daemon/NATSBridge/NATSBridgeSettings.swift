@@ -1,4 +1,5 @@
 import MediatorNATS
+import MediatorProtocol
 
 /// What `mediatord --nats-url ...` asks of the bridge (docs/scale-out.md).
 public struct NATSBridgeSettings: Sendable {
@@ -8,6 +9,9 @@ public struct NATSBridgeSettings: Sendable {
     public var exports: [TargetPattern]
     /// Remote targets made callable here.
     public var imports: [TargetPattern]
+    /// Event patterns forwarded between hosts, both ways (`mediator.*`
+    /// events never are).
+    public var events: [String] = []
     /// The first token(s) of every subject: one Mediator domain.
     public var prefix = "mediator"
     /// This host's name in announcements and in the calls it forwards.
@@ -32,5 +36,8 @@ public struct NATSBridgeSettings: Sendable {
             throw NATSError.invalid("--nats-prefix \(prefix): tokens of letters, digits, _ and - separated by dots", "NATS bridge")
         }
         guard !host.isEmpty else { throw NATSError.invalid("the host name is empty", "NATS bridge") }
+        for pattern in events where !NameRules.isValidEventPattern(pattern) {
+            throw NATSError.invalid("--nats-events \(pattern): an event name, PREFIX.* or *", "NATS bridge")
+        }
     }
 }

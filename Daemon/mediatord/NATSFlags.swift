@@ -28,6 +28,10 @@ struct NATSFlags: ParsableArguments {
         "Remote targets made callable here: a name or a pattern with * (repeatable).", valueName: "pattern"))
     var imports: [String] = []
 
+    @Option(name: .customLong("nats-events"), help: ArgumentHelp(
+        "Events forwarded between hosts, both ways: a name, PREFIX.* or * (repeatable; mediator.* never).", valueName: "pattern"))
+    var events: [String] = []
+
     @Option(name: .customLong("nats-prefix"), help: "The first token(s) of the bridge's NATS subjects (default mediator).")
     var prefix: String?
 
@@ -96,6 +100,7 @@ struct NATSFlags: ParsableArguments {
             imports: (imports.isEmpty ? strings("import") : imports).map(TargetPattern.init),
             host: hostName, socketPath: socketPath)
         settings.prefix = prefix ?? string("prefix") ?? "mediator"
+        settings.events = events.isEmpty ? strings("events") : events
         if let milliseconds = config?["announce_interval_ms"]?.intValue, milliseconds > 0 {
             settings.announceInterval = .milliseconds(milliseconds)
         }

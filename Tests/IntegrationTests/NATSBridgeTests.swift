@@ -187,6 +187,48 @@ extension Integration {
             #expect(throws: (any Error).self) { _ = try peer.receive(within: .milliseconds(500)) { $0.isResponse } }
         }
 
+        @Test("Events: chosen patterns cross hosts both ways, once each, without looping; others and mediator.* stay")
+        func eventsAcrossHosts() throws {
+            let world = try World()
+            defer { world.close() }
+            let nats = try NATSServer(world)
+            defer { nats.stop() }
+            let config = world.directory.file("nats.json")
+            try Data(#"{"nats": {"announce_interval_ms": 200, "events": ["user.*"]}}"#.utf8).write(to: URL(fileURLWithPath: config))
+            let common = ["--config", config, "--nats-url", nats.url]
+            let a = try world.daemon(common + ["--nats-host", "hostA"], socketPath: world.directory.socket("a"))
+            let b = try world.daemon(common + ["--nats-host", "hostB"], socketPath: world.directory.socket("b"))
+            // Both bridges are up once each has subscribed to its daemon's events.
+            for host in [a, b] {
+                try waitUntil("the bridge up\(host.process.logTail())") { host.process.stderr.contains("NATS bridge up") }
+            }
+            let onA = try world.peer(a), onB = try world.peer(b)
+            for peer in [onA, onB] { _ = try peer.result("mediator", "subscribe", params: ["events": ["*"]]) }
+            // The bridge subscribes to NATS just after it says it is up: retry the first event until it crosses.
+            let publisher = try world.peer(b)
+            try waitUntil("a first event to cross") {
+                _ = try publisher.result("mediator", "publish", params: ["event": "user.ping"])
+                return (try? onA.event("user.ping", within: .milliseconds(200))) != nil
+            }
+            while (try? onB.event("user.ping", within: .milliseconds(100))) != nil {}
+            while (try? onA.event("user.ping", within: .milliseconds(100))) != nil {}
+
+            _ = try publisher.result("mediator", "publish", params: ["event": "user.login", "data": ["who": "ann"]])
+            _ = try publisher.result("mediator", "publish", params: ["event": "other.thing"])
+            let seenOnA = try onA.event("user.login")
+            #expect(seenOnA["data"] == ["who": "ann"], "\(seenOnA)")
+            #expect(try onB.event("user.login")["data"] == ["who": "ann"])
+            // And back from A to B, once.
+            _ = try world.peer(a).result("mediator", "publish", params: ["event": "user.logout"])
+            #expect(try onB.event("user.logout")["event"] == "user.logout")
+            #expect(try onA.event("user.logout")["event"] == "user.logout")
+            // Nothing twice, nothing not chosen.
+            let extraOnA = (try? onA.receive(within: .milliseconds(600)) { $0["event"] != nil && !($0["event"]?.stringValue?.hasPrefix("mediator.") ?? false) })
+            let extraOnB = (try? onB.receive(within: .milliseconds(300)) { $0["event"] != nil && $0["event"] != "other.thing" && !($0["event"]?.stringValue?.hasPrefix("mediator.") ?? false) })
+            #expect(extraOnA == nil, "\(String(describing: extraOnA))")
+            #expect(extraOnB == nil, "\(String(describing: extraOnB))")
+        }
+
         @Test("A local instance wins; the stand-in for host B's takes the calls when it is gone")
         func localInstanceWins() throws {
             let world = try World()
