@@ -20,6 +20,8 @@ public struct Envelope: Sendable, Equatable {
     public var timeoutMs: Int64?
     public var more: Bool = false
     public var callerRange: Range<Int>?
+    /// `remote_caller` (a request from mediatord's own NATS bridge).
+    public var remoteCallerRange: Range<Int>?
     /// W3C trace context, each the whole JSON string; set only when
     /// `traceparent` is well formed (``TraceContext``), `tracestate` only with it.
     public var traceparentRange: Range<Int>? {

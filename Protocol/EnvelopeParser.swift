@@ -12,6 +12,9 @@ public enum EnvelopeParser {
     enum Member: CaseIterable {
         case id, target, action, params, timeoutMs, more, caller, result, error, continues, event, data
         case traceparent, tracestate
+        /// Our extension (docs/protocol.md): who called on another host,
+        /// honoured only from mediatord's own NATS bridge.
+        case remoteCaller
 
         var name: String {
             switch self {
@@ -29,6 +32,7 @@ public enum EnvelopeParser {
             case .data: return "data"
             case .traceparent: return "traceparent"
             case .tracestate: return "tracestate"
+            case .remoteCaller: return "remote_caller"
             }
         }
 
@@ -55,6 +59,7 @@ public enum EnvelopeParser {
             case 10 where equals("timeout_ms"): self = .timeoutMs
             case 10 where equals("tracestate"): self = .tracestate
             case 11 where equals("traceparent"): self = .traceparent
+            case 13 where equals("remote_caller"): self = .remoteCaller
             default: return nil
             }
         }
@@ -69,7 +74,7 @@ public enum EnvelopeParser {
     /// Where each known member's value is in the frame; the last of a repeated name.
     struct Ranges {
         var id, target, action, params, timeoutMs, more, caller, result, error, continues, event, data: Range<Int>?
-        var traceparent, tracestate: Range<Int>?
+        var traceparent, tracestate, remoteCaller: Range<Int>?
 
         subscript(member: Member) -> Range<Int>? {
             get {
@@ -88,6 +93,7 @@ public enum EnvelopeParser {
                 case .data: return data
                 case .traceparent: return traceparent
                 case .tracestate: return tracestate
+                case .remoteCaller: return remoteCaller
                 }
             }
             set {
@@ -106,6 +112,7 @@ public enum EnvelopeParser {
                 case .data: data = newValue
                 case .traceparent: traceparent = newValue
                 case .tracestate: tracestate = newValue
+                case .remoteCaller: remoteCaller = newValue
                 }
             }
         }
@@ -294,6 +301,7 @@ public enum EnvelopeParser {
                 envelope.more = flag
             }
             envelope.callerRange = ranges.caller
+            envelope.remoteCallerRange = ranges.remoteCaller
             // Trace context is optional and never fails a request: a malformed one is dropped.
             if let range = ranges.traceparent { traceContext(frame, traceparent: range, tracestate: ranges.tracestate, into: &envelope) }
             return nil

@@ -6,9 +6,10 @@ public enum OutboundMessage {
 
     public static func request(
         id: MessageID?, target: String, action: String, params: JSONValue = .object([:]),
-        timeoutMs: Int64? = nil, more: Bool = false, traceparent: String? = nil, tracestate: String? = nil
+        timeoutMs: Int64? = nil, more: Bool = false, traceparent: String? = nil, tracestate: String? = nil,
+        remoteCaller: JSONValue? = nil
     ) -> [UInt8] {
-        request(id, target, action, timeoutMs, more, traceparent, tracestate) { params.encode(into: &$0) }
+        request(id, target, action, timeoutMs, more, traceparent, tracestate, remoteCaller) { params.encode(into: &$0) }
     }
 
     /// A request whose params are given as JSON text: one object, compact
@@ -17,18 +18,21 @@ public enum OutboundMessage {
         id: MessageID?, target: String, action: String, encodedParams: [UInt8],
         timeoutMs: Int64? = nil, more: Bool = false, traceparent: String? = nil, tracestate: String? = nil
     ) -> [UInt8] {
-        request(id, target, action, timeoutMs, more, traceparent, tracestate) { $0.append(contentsOf: encodedParams) }
+        request(id, target, action, timeoutMs, more, traceparent, tracestate, nil) { $0.append(contentsOf: encodedParams) }
     }
 
     private static func request(
         _ id: MessageID?, _ target: String, _ action: String, _ timeoutMs: Int64?, _ more: Bool,
-        _ traceparent: String?, _ tracestate: String?, params writeParams: (inout [UInt8]) -> Void
+        _ traceparent: String?, _ tracestate: String?, _ remoteCaller: JSONValue?,
+        params writeParams: (inout [UInt8]) -> Void
     ) -> [UInt8] {
         var writer = MemberWriter()
         writer.member("action") { JSONValue.encodeString(action, into: &$0) }
         if let id { writer.member("id") { id.json.encode(into: &$0) } }
         if more { writer.member("more") { $0.append(contentsOf: "true".utf8) } }
         writer.member("params", writeParams)
+        // Our extension: who called on another host (mediatord's own NATS bridge only).
+        if let remoteCaller { writer.member("remote_caller") { remoteCaller.encode(into: &$0) } }
         writer.member("target") { JSONValue.encodeString(target, into: &$0) }
         if let timeoutMs { writer.member("timeout_ms") { JSONValue.int(timeoutMs).encode(into: &$0) } }
         if let traceparent { writer.member("traceparent") { JSONValue.encodeString(traceparent, into: &$0) } }

@@ -8,12 +8,47 @@ public struct Caller: Sendable, Hashable, Codable {
     public var gid: UInt32
     /// The name the caller gave in `hello`; nil without one.
     public var name: String?
+    /// Set when the call came from another host through the NATS bridge:
+    /// then `pid`, `uid` and `gid` are the bridge's (mediatord's), and this
+    /// says who called there, as that host reported it: information, not a
+    /// credential (docs/scale-out.md).
+    public var remote: Remote?
 
-    public init(pid: Int32, uid: UInt32, gid: UInt32, name: String? = nil) {
+    /// Who called on another host.
+    public struct Remote: Sendable, Hashable, Codable {
+        public var host: String
+        public var uid: UInt32
+        public var pid: Int32
+        public var name: String?
+
+        public init(host: String, uid: UInt32, pid: Int32, name: String? = nil) {
+            self.host = host
+            self.uid = uid
+            self.pid = pid
+            self.name = name
+        }
+
+        init?(json: JSONValue?) {
+            guard let json, let host = json["host"]?.stringValue,
+                  let uid = json["uid"]?.intValue.flatMap({ UInt32(exactly: $0) }),
+                  let pid = json["pid"]?.intValue.flatMap({ Int32(exactly: $0) })
+            else { return nil }
+            self.init(host: host, uid: uid, pid: pid, name: json["name"]?.stringValue)
+        }
+
+        var json: JSONValue {
+            var members: [String: JSONValue] = ["host": .string(host), "uid": .int(Int64(uid)), "pid": .int(Int64(pid))]
+            if let name { members["name"] = .string(name) }
+            return .object(members)
+        }
+    }
+
+    public init(pid: Int32, uid: UInt32, gid: UInt32, name: String? = nil, remote: Remote? = nil) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
         self.name = name
+        self.remote = remote
     }
 
     /// Reads a request's `caller` member; nil when it is not an object with
@@ -23,14 +58,14 @@ public struct Caller: Sendable, Hashable, Codable {
             let uid = json["uid"]?.intValue, let uid32 = UInt32(exactly: uid),
             let gid = json["gid"]?.intValue, let gid32 = UInt32(exactly: gid)
         else { return nil }
-        self.init(pid: pid32, uid: uid32, gid: gid32, name: json["name"]?.stringValue)
+        self.init(pid: pid32, uid: uid32, gid: gid32, name: json["name"]?.stringValue, remote: Remote(json: json["remote"]))
     }
 
     /// Reads a `caller` member from its JSON bytes, member by member (a
     /// request carries one; a dictionary for it costs more than the call's
     /// routing). Same outcome as ``init(json:)`` on the parsed value.
     init?(jsonBytes: UnsafeRawBufferPointer) {
-        var pid: Int64?, uid: Int64?, gid: Int64?, name: String?
+        var pid: Int64?, uid: Int64?, gid: Int64?, name: String?, remote: Remote?
         do {
             try JSONParser.forEachMember(jsonBytes) { key, value in
                 switch key {
@@ -38,6 +73,7 @@ public struct Caller: Sendable, Hashable, Codable {
                 case "uid": uid = value.intValue
                 case "gid": gid = value.intValue
                 case "name": name = value.stringValue
+                case "remote": remote = Remote(json: value)
                 default: break
                 }
             }
@@ -47,13 +83,14 @@ public struct Caller: Sendable, Hashable, Codable {
         guard let pid, let pid32 = Int32(exactly: pid), let uid, let uid32 = UInt32(exactly: uid),
             let gid, let gid32 = UInt32(exactly: gid)
         else { return nil }
-        self.init(pid: pid32, uid: uid32, gid: gid32, name: name)
+        self.init(pid: pid32, uid: uid32, gid: gid32, name: name, remote: remote)
     }
 
     /// The `caller` member's value.
     public var json: JSONValue {
         var members: [String: JSONValue] = ["pid": .int(Int64(pid)), "uid": .int(Int64(uid)), "gid": .int(Int64(gid))]
         if let name { members["name"] = .string(name) }
+        if let remote { members["remote"] = remote.json }
         return .object(members)
     }
 }

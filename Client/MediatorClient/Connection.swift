@@ -239,13 +239,14 @@ final class Connection: Sendable {
     // MARK: - Calls
 
     /// A call and its single response.
-    func call(_ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, trace: TraceMembers? = nil)
-        async throws(MediatorError) -> JSONValue
-    {
+    func call(
+        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, trace: TraceMembers? = nil,
+        remoteCaller: JSONValue? = nil
+    ) async throws(MediatorError) -> JSONValue {
         try await call(timeoutMs: timeoutMs, waiter: Waiter.call) { id in
             OutboundMessage.request(
                 id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs,
-                traceparent: trace?.traceparent, tracestate: trace?.tracestate)
+                traceparent: trace?.traceparent, tracestate: trace?.tracestate, remoteCaller: remoteCaller)
         }
     }
 
@@ -303,24 +304,26 @@ final class Connection: Sendable {
     ) -> AsyncThrowingStream<JSONValue, any Error> {
         stream(
             of: JSONValue.self, waiter: Waiter.stream, target, action, params: params, timeoutMs: timeoutMs,
-            keepAlive: keepAlive, trace: trace, ended: ended)
+            keepAlive: keepAlive, trace: trace, remoteCaller: nil, ended: ended)
     }
 
     /// ``stream(_:_:params:timeoutMs:keepAlive:trace:ended:)`` whose items
     /// say which response is the final one (the NATS bridge passes each on
     /// at once, marked).
     func markedStream(
-        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?
+        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
+        remoteCaller: JSONValue? = nil
     ) -> AsyncThrowingStream<StreamItem, any Error> {
         stream(
             of: StreamItem.self, waiter: Waiter.markedStream, target, action, params: params, timeoutMs: timeoutMs,
-            keepAlive: keepAlive, trace: nil, ended: nil)
+            keepAlive: keepAlive, trace: nil, remoteCaller: remoteCaller, ended: nil)
     }
 
     private func stream<Item: Sendable>(
         of: Item.Type, waiter: (AsyncThrowingStream<Item, any Error>.Continuation) -> Waiter,
         _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
-        trace: TraceMembers?, ended: (@Sendable (AsyncThrowingStream<Item, any Error>.Continuation.Termination) -> Void)?
+        trace: TraceMembers?, remoteCaller: JSONValue?,
+        ended: (@Sendable (AsyncThrowingStream<Item, any Error>.Continuation.Termination) -> Void)?
     ) -> AsyncThrowingStream<Item, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Item.self)
         let id: Int64
@@ -333,7 +336,7 @@ final class Connection: Sendable {
         }
         let frame = OutboundMessage.request(
             id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs, more: true,
-            traceparent: trace?.traceparent, tracestate: trace?.tracestate)
+            traceparent: trace?.traceparent, tracestate: trace?.tracestate, remoteCaller: remoteCaller)
         do {
             try checkSize(frame)
         } catch {

@@ -159,10 +159,21 @@ public final class MediatorClient: Sendable {
     /// ``stream(_:_:params:timeout:)`` with each response marked final or
     /// not, for a relay that must pass each on as it comes (the NATS bridge).
     @_spi(NATSBridge) public func markedStream(
-        _ target: String, _ action: String, params: JSONValue, timeout: Duration? = nil
+        _ target: String, _ action: String, params: JSONValue, timeout: Duration? = nil, remoteCaller: JSONValue? = nil
     ) -> AsyncThrowingStream<StreamItem, any Error> {
         connection.markedStream(
-            target, action, params: params, timeoutMs: timeout.map(Connection.milliseconds), keepAlive: self)
+            target, action, params: params, timeoutMs: timeout.map(Connection.milliseconds), keepAlive: self,
+            remoteCaller: remoteCaller)
+    }
+
+    /// ``call(_:_:params:timeout:)`` on behalf of a caller on another host
+    /// (`remote_caller`, docs/protocol.md): the daemon honours it from its
+    /// own NATS bridge only.
+    @_spi(NATSBridge) public func call(
+        _ target: String, _ action: String, params: JSONValue, timeout: Duration?, remoteCaller: JSONValue
+    ) async throws(MediatorError) -> JSONValue {
+        try await connection.call(
+            target, action, params: params, timeoutMs: timeout.map(Connection.milliseconds), remoteCaller: remoteCaller)
     }
 
     /// Sends a oneway request: no id, and no response, not even an error.

@@ -1,4 +1,5 @@
 import Logging
+import NIOCore
 import MediatorProtocol
 
 #if canImport(Glibc)
@@ -31,5 +32,27 @@ extension Broker {
                 "exe": "\(credentials.executable ?? "unknown")",
             ])
         return MediatorError(.forbidden, denial)
+    }
+
+    /// The policy's verdict on a caller on another host (its remote rules).
+    func checkPolicy(_ request: PolicyRequest, remote: RemoteCaller) -> MediatorError? {
+        guard let denial = policy.check(request, by: remote.policySubject) else { return nil }
+        logger.notice(
+            "access denied",
+            metadata: ["denied": "\(request)", "host": "\(remote.host)", "uid": "\(remote.uid)", "pid": "\(remote.pid)"])
+        return MediatorError(.forbidden, denial)
+    }
+
+    /// The `remote_caller` of a request: honoured from this daemon's own
+    /// process (its NATS bridge) only; anyone else sending it gets `forbidden`.
+    func remoteCaller(_ range: Range<Int>, in frame: ByteBuffer, from connection: ConnectionID) -> Result<RemoteCaller, MediatorError> {
+        guard credentials(of: connection)?.pid == ownProcessID else {
+            return .failure(MediatorError(.forbidden, "only mediatord's own NATS bridge may say who called on another host"))
+        }
+        let bytes = slice(frame, range)
+        guard let value = try? JSONParser.parse(bytes.readableBytesView) else {
+            return .failure(MediatorError(.badRequest, "\"remote_caller\" is not JSON"))
+        }
+        do { return .success(try RemoteCaller(json: value)) } catch { return .failure(error) }
     }
 }

@@ -231,10 +231,19 @@ public final class Broker {
             handleDaemonAction(envelope, params: params, idBytes: idBytes, from: connection, now: now, trace: trace)
             return
         }
+        var remote: RemoteCaller?
+        if let range = envelope.remoteCallerRange {
+            switch remoteCaller(range, in: frame, from: connection) {
+            case .success(let caller): remote = caller
+            case .failure(let error):
+                if let idBytes { send(connection, writer.error(callerID: idBytes, error)) }
+                return
+            }
+        }
         route(
             RouteRequest(
                 target: envelope.target, action: envelope.action, params: params, id: envelope.id, idBytes: idBytes,
-                timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false, trace: trace),
+                timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false, trace: trace, remote: remote),
             from: connection, now: now)
     }
 
@@ -249,6 +258,8 @@ public final class Broker {
         var viaURL: Bool
         /// `traceparent`/`tracestate` as they arrived, passed on unchanged.
         var trace: ForwardedTrace? = nil
+        /// Who called on another host (from this daemon's own NATS bridge only).
+        var remote: RemoteCaller? = nil
     }
 
     /// What routing decided while looking at the target.
@@ -279,9 +290,17 @@ public final class Broker {
             if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error)) }
         }
         let notFound = { MediatorError(.targetNotFound, "no component serves target \"\(request.target)\"") }
-        guard let (uid, callerMember) = caller(connection) else { return fail(notFound()) }
-        // uid 0 may do anything (Policy.allows): its credentials are not even read.
-        if uid != 0, let credentials = credentials(of: connection),
+        guard let (uid, connectionCaller) = caller(connection) else { return fail(notFound()) }
+        var callerMember = connectionCaller
+        if let remote = request.remote {
+            // A caller on another host: the policy's remote rules decide, and
+            // the component learns who it was, beside the bridge's own caller.
+            if let denial = checkPolicy(.call(target: request.target, action: request.action), remote: remote) {
+                return fail(denial)
+            }
+            callerMember = writer.callerMember(callerMember, remote: remote)
+        } else if uid != 0, let credentials = credentials(of: connection),
+            // uid 0 may do anything (Policy.allows): its credentials are not even read.
             let denial = checkPolicy(.call(target: request.target, action: request.action), credentials)
         {
             return fail(denial)

@@ -170,6 +170,20 @@ public struct FrameWriter: Sendable {
         return out
     }
 
+    /// A connection's `caller` member with `"remote"` added: who called on
+    /// the other host, as the bridge on this connection reported it.
+    public func callerMember(_ base: ByteBuffer, remote: RemoteCaller) -> ByteBuffer {
+        var out = allocator.buffer(capacity: base.readableBytes + 96)
+        var head = base
+        // `base` is a JSON object: everything but its closing brace, then the member.
+        head.moveWriterIndex(to: head.writerIndex - 1)
+        out.writeBuffer(&head)
+        out.writeStaticString(",\"remote\":")
+        out.writeBytes(remote.json.encoded)
+        out.writeStaticString("}")
+        return out
+    }
+
     /// Whether `text` can be written between quotes as it is: printable
     /// ASCII without quotes or backslashes, as every valid name is.
     static func isPlain(_ text: String) -> Bool {

@@ -37,12 +37,22 @@ public struct PolicySubject: Sendable, Equatable, CustomStringConvertible {
     /// The user's name, looked up once when the connection was accepted;
     /// only used in denial messages.
     public var userName: String?
+    /// Set for a caller on another host (through the NATS bridge): then
+    /// `uid` is that host's, information only, and only rules about remote
+    /// callers match.
+    public var remoteHost: String?
 
-    public init(uid: UInt32, gid: UInt32, groups: [UInt32], userName: String? = nil) {
+    public init(uid: UInt32, gid: UInt32, groups: [UInt32], userName: String? = nil, remoteHost: String? = nil) {
         self.uid = uid
         self.gid = gid
         self.groups = groups
         self.userName = userName
+        self.remoteHost = remoteHost
+    }
+
+    /// A caller on `host`, as that host's bridge reported it.
+    public static func remote(host: String, uid: UInt32) -> PolicySubject {
+        PolicySubject(uid: uid, gid: uid, groups: [], remoteHost: host)
     }
 
     /// Whether the subject holds group `gid`, as its primary or a supplementary group.
@@ -52,6 +62,7 @@ public struct PolicySubject: Sendable, Equatable, CustomStringConvertible {
 
     /// `uid 1000 (alice)`, or `uid 1000` without a name.
     public var description: String {
+        if let remoteHost { return "uid \(uid) on host \(Policy.quoted(remoteHost))" }
         if let userName { return "uid \(uid) (\(userName))" }
         return "uid \(uid)"
     }
@@ -71,15 +82,30 @@ public struct Policy: Sendable, Equatable {
         /// supplementary group (from `gid`, and `group` resolved).
         public var gids: [UInt32]
 
-        public init(uid: UInt32? = nil, gids: [UInt32] = []) {
+        /// `"remote": true`: callers on other hosts (through the NATS
+        /// bridge); `false` or absent: local callers only.
+        public var remote: Bool
+        /// `"host"`: callers on that host (implies `remote`).
+        public var host: String?
+
+        public init(uid: UInt32? = nil, gids: [UInt32] = [], remote: Bool = false, host: String? = nil) {
             self.uid = uid
             self.gids = gids
+            self.remote = remote || host != nil
+            self.host = host
         }
 
-        /// `{}`: every subject.
+        /// `{}`: every local subject.
         public static let everyone = Match()
 
         public func matches(_ subject: PolicySubject) -> Bool {
+            // A remote caller's uid and groups are not local credentials:
+            // only rules about remote callers (and their host) apply to it.
+            if let remoteHost = subject.remoteHost {
+                guard remote, uid == nil, gids.isEmpty else { return false }
+                return host.map { $0 == remoteHost } ?? true
+            }
+            if remote { return false }
             if let uid, subject.uid != uid { return false }
             for gid in gids where !subject.isMember(of: gid) { return false }
             return true
@@ -193,6 +219,8 @@ public struct Policy: Sendable, Equatable {
             rules: [
                 Rule(match: Match(uid: daemonUID), allow: .everything),
                 Rule(match: .everyone, allow: Allow(call: [.any], subscribe: [.any], publish: [.any])),
+                // What the administrator exported may be called from other hosts.
+                Rule(match: Match(remote: true), allow: Allow(call: [.any])),
             ],
             isDefault: true)
     }
@@ -210,7 +238,8 @@ public struct Policy: Sendable, Equatable {
     /// anyone call one of the ``openDaemonActions``; otherwise some rule
     /// that matches the subject must grant it.
     public func allows(_ request: PolicyRequest, by subject: PolicySubject) -> Bool {
-        if subject.uid == 0 { return true }
+        // Local root; a remote uid 0 is only information.
+        if subject.uid == 0 && subject.remoteHost == nil { return true }
         if case .call(let target, let action) = request, target == ProtocolConstants.daemonTarget,
             Self.openDaemonActions.contains(action)
         {
@@ -237,7 +266,7 @@ extension Policy {
     /// The members of a policy file, a rule, a match and an allow.
     public static let fileMembers = ["rules", "description"]
     public static let ruleMembers = ["match", "allow", "description"]
-    public static let matchMembers = ["user", "group", "uid", "gid"]
+    public static let matchMembers = ["user", "group", "uid", "gid", "remote", "host"]
     public static let allowMembers = ["register", "call", "subscribe", "publish", "monitor"]
 
     /// The largest uid or gid a rule may name; 4294967295 is `(uid_t)-1`, no one.
@@ -363,7 +392,25 @@ extension Policy {
             let uid = try id(members, "uid", at: path)
             let gid = try id(members, "gid", at: path)
 
-            var match = Match(uid: uid, gids: gid.map { [$0] } ?? [])
+            var remote = false
+            if let value = members["remote"] {
+                guard let flag = value.boolValue else { throw expected(path + ".remote", "true or false", value) }
+                remote = flag
+            }
+            var host: String?
+            if let value = members["host"] {
+                guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 256 else {
+                    throw expected(path + ".host", "a host name", value)
+                }
+                host = text
+            }
+            if (remote || host != nil) && (user != nil || group != nil || uid != nil || gid != nil) {
+                throw problem(path, "a rule about remote callers cannot match local users or groups: their ids are another host's")
+            }
+            if host != nil, members["remote"]?.boolValue == false {
+                throw problem(path, "\"host\" is about remote callers; \"remote\": false contradicts it")
+            }
+            var match = Match(uid: uid, gids: gid.map { [$0] } ?? [], remote: remote, host: host)
             if let user {
                 guard let resolved = accounts.uid(ofUser: user) else {
                     return .failure(problem(path + ".user", "no user named \(Policy.quoted(user)); the rule is skipped"))

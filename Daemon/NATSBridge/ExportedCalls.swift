@@ -34,7 +34,7 @@ final class ExportedCalls: Sendable {
             return
         }
         let task = Task { [self] in
-            await serve(request, target: target, reply: reply, from: message.header(BridgeMessages.Header.host))
+            await serve(request, target: target, reply: reply, from: message)
             _ = running.withLock { $0.removeValue(forKey: reply) }
         }
         running.withLock { $0[reply] = task }
@@ -51,16 +51,35 @@ final class ExportedCalls: Sendable {
         for task in running.withLock({ table in defer { table.removeAll() }; return Array(table.values) }) { task.cancel() }
     }
 
-    private func serve(_ request: BridgeMessages.CallRequest, target: String, reply: String, from host: String?) async {
+    /// Who called on the other host, from the call's headers: the local
+    /// daemon passes it to the component as `caller.remote` and checks its
+    /// policy's remote rules with it. Without a host header the caller is
+    /// an unnamed NATS client.
+    static func remoteCaller(_ message: NATSMessage) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "host": .string(message.header(BridgeMessages.Header.host).flatMap { $0.isEmpty ? nil : String($0.prefix(256)) } ?? "nats"),
+            "uid": .int(message.header(BridgeMessages.Header.callerUID).flatMap { Int64($0) }.flatMap { UInt32(exactly: $0) }.map(Int64.init) ?? 4_294_967_295),
+            "pid": .int(message.header(BridgeMessages.Header.callerPID).flatMap { Int64($0) }.flatMap { Int32(exactly: $0) }.map(Int64.init) ?? 0),
+        ]
+        if let name = message.header(BridgeMessages.Header.callerName), name.utf8.count <= 256 { members["name"] = .string(name) }
+        return .object(members)
+    }
+
+    private func serve(_ request: BridgeMessages.CallRequest, target: String, reply: String, from message: NATSMessage) async {
         let timeout = request.timeoutMs.map { Duration.milliseconds($0) }
+        let remote = Self.remoteCaller(message)
+        let host = message.header(BridgeMessages.Header.host)
         do {
             if request.more {
                 // Each response passed on as it comes, marked as the daemon marked it.
-                for try await item in client.markedStream(target, request.action, params: request.params, timeout: timeout) {
+                for try await item in client.markedStream(
+                    target, request.action, params: request.params, timeout: timeout, remoteCaller: remote)
+                {
                     answer(reply, .result(item.value, continues: !item.isFinal))
                 }
             } else {
-                let value = try await client.call(target, request.action, params: request.params, timeout: timeout)
+                let value = try await client.call(
+                    target, request.action, params: request.params, timeout: timeout, remoteCaller: remote)
                 answer(reply, .result(value, continues: false))
             }
         } catch let error as MediatorError {

@@ -71,6 +71,14 @@ struct WeatherServer: WeatherService {
             "pid": .int(Int64(caller.pid)), "uid": .int(Int64(caller.uid)), "gid": .int(Int64(caller.gid)),
         ]
         if let name = caller.name { members["name"] = .string(name) }
+        // A call from another host through the NATS bridge says who made it there.
+        if let remote = caller.remote {
+            var there: [String: JSONValue] = [
+                "host": .string(remote.host), "uid": .int(Int64(remote.uid)), "pid": .int(Int64(remote.pid)),
+            ]
+            if let name = remote.name { there["name"] = .string(name) }
+            members["remote"] = .object(there)
+        }
         return .object(members)
     }
 }

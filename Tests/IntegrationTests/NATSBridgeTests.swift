@@ -229,6 +229,44 @@ extension Integration {
             #expect(extraOnB == nil, "\(String(describing: extraOnB))")
         }
 
+        @Test("Identity and policy: B's component sees who called on A; B's policy grants or refuses remote callers by host")
+        func remoteCallersAndPolicy() throws {
+            let world = try World()
+            defer { world.close() }
+            let nats = try NATSServer(world)
+            defer { nats.stop() }
+            // B's policy: remote callers from hostA may call Weather/echo only.
+            let policy = world.directory.file("policy-b")
+            try FileManager.default.createDirectory(atPath: policy, withIntermediateDirectories: true)
+            try Data(#"{"rules": [{"match": {"host": "hostA"}, "allow": {"call": ["Weather/echo"]}}]}"#.utf8)
+                .write(to: URL(fileURLWithPath: policy + "/remote.json"))
+            let config = world.directory.file("nats.json")
+            try Data(#"{"nats": {"announce_interval_ms": 200}}"#.utf8).write(to: URL(fileURLWithPath: config))
+            let common = ["--config", config, "--nats-url", nats.url]
+            let a = try world.daemon(common + ["--nats-import", "*", "--nats-host", "hostA"], socketPath: world.directory.socket("a"))
+            let b = try world.daemon(
+                common + ["--nats-export", "*", "--nats-host", "hostB", "--policy", policy], socketPath: world.directory.socket("b"))
+            _ = try world.swiftExample(b)
+            try a.waitForTarget("Weather")
+
+            let peer = try world.peer(a)
+            _ = try peer.result("mediator", "hello", params: ["protocol": 1, "name": "caller-on-a"])
+            let echoed = try peer.result("Weather", "echo", params: ["text": "hi"])
+            let remote = echoed["caller"]?["remote"]
+            #expect(remote?["host"] == "hostA", "\(echoed)")
+            #expect(remote?["uid"]?.intValue == Int64(getuid()), "\(echoed)")
+            #expect(remote?["pid"]?.intValue == Int64(getpid()), "\(echoed)")
+            #expect(remote?["name"] == "caller-on-a", "\(echoed)")
+            // Not granted to remote callers on B: refused there, and the refusal arrives on A.
+            let refused = try peer.call("Weather", "forecast", params: ["city": "Oslo", "days": 1])
+            #expect(refused["error"]?["code"] == "forbidden", "\(refused)")
+            #expect(refused["error"]?["message"]?.stringValue?.contains("hostA") == true, "\(refused)")
+            // Nobody else may claim to speak for another host.
+            let liar = try world.peer(b)
+            let id = try liar.request("Weather", "echo", params: [:], extra: ["remote_caller": ["host": "hostA", "uid": 0, "pid": 1]])
+            #expect(try liar.response(to: id)["error"]?["code"] == "forbidden")
+        }
+
         @Test("A local instance wins; the stand-in for host B's takes the calls when it is gone")
         func localInstanceWins() throws {
             let world = try World()

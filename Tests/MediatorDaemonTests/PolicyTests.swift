@@ -510,7 +510,7 @@ private let badCases: [BadPolicyCase] = [
         reason: #"must be an object ({} matches everyone), got "alice""#),
     BadPolicyCase(
         json: #"{"rules": [{"match": {"username": "alice"}, "allow": {}}]}"#, member: "rules[0].match.username",
-        reason: "unknown member; known members: user, group, uid, gid"),
+        reason: "unknown member; known members: user, group, uid, gid, remote, host"),
     BadPolicyCase(
         json: #"{"rules": [{"match": {"user": ""}, "allow": {}}]}"#, member: "rules[0].match.user",
         reason: #"must be a non-empty user name, got """#),
@@ -807,6 +807,57 @@ extension PolicyTests {
             if let name = system.userName(me) {
                 #expect(system.uid(ofUser: name) == me)
             }
+        }
+    }
+}
+
+// MARK: - Remote callers (the NATS bridge)
+
+extension PolicyTests {
+    @Suite("Remote callers")
+    struct Remote {
+        let fromA = PolicySubject.remote(host: "hostA", uid: 1000)
+        let fromB = PolicySubject.remote(host: "hostB", uid: 0)
+
+        @Test func onlyRulesAboutRemoteCallersMatchThem() throws {
+            let policy = try readPolicy(#"""
+                {"rules": [
+                  {"match": {}, "allow": {"call": ["*/*"]}},
+                  {"match": {"uid": 1000}, "allow": {"call": ["Alice/*"]}},
+                  {"match": {"host": "hostA"}, "allow": {"call": ["Notes/*"]}},
+                  {"match": {"remote": true}, "allow": {"call": ["Weather/echo"]}}
+                ]}
+                """#)
+            // Everyone's rule and uid 1000's are about local callers.
+            #expect(!policy.allows(.call(target: "Alice", action: "x"), by: fromA))
+            #expect(!policy.allows(.call(target: "Other", action: "x"), by: fromA))
+            #expect(policy.allows(.call(target: "Notes", action: "add"), by: fromA))
+            #expect(!policy.allows(.call(target: "Notes", action: "add"), by: fromB))
+            #expect(policy.allows(.call(target: "Weather", action: "echo"), by: fromB))
+            // A remote uid 0 is information only: not root here.
+            #expect(!policy.allows(.call(target: "Other", action: "x"), by: fromB))
+            // Remote rules are not about local callers.
+            let local = PolicySubject(uid: 1002, gid: 1002, groups: [])
+            #expect(policy.allows(.call(target: "Other", action: "x"), by: local))
+            #expect(policy.check(.call(target: "Other", action: "x"), by: fromA) == #"uid 1000 on host "hostA" may not call "Other/x""#)
+        }
+
+        @Test func theDefaultPolicyLetsRemoteCallersCallOnly() {
+            let policy = Policy.defaultPolicy(daemonUID: 980)
+            #expect(policy.allows(.call(target: "Notes", action: "add"), by: fromA))
+            #expect(!policy.allows(.register(target: "Notes"), by: fromA))
+            #expect(!policy.allows(.publish(event: "user.x"), by: fromA))
+        }
+
+        @Test(arguments: [
+            #"{"rules": [{"match": {"host": "hostA", "uid": 1}, "allow": {}}]}"#,
+            #"{"rules": [{"match": {"remote": true, "user": "alice"}, "allow": {}}]}"#,
+            #"{"rules": [{"match": {"remote": "yes"}, "allow": {}}]}"#,
+            #"{"rules": [{"match": {"host": ""}, "allow": {}}]}"#,
+            #"{"rules": [{"match": {"host": "h", "remote": false}, "allow": {}}]}"#,
+        ])
+        func badRemoteMatchesAreRefused(json: String) {
+            #expect(throws: (any Error).self) { _ = try readPolicy(json) }
         }
     }
 }

@@ -70,4 +70,27 @@ struct StandInTests {
         let instance = listed?["result"]?["targets"]?.arrayValue?.first?["instances"]?.arrayValue?.first
         #expect(instance?["remote_host"] == "hostB", "\(String(describing: listed))")
     }
+
+    @Test func aRemoteCallerIsHonouredFromTheDaemonsOwnProcessOnly() {
+        let d = BrokerDriver()
+        d.connect(1)
+        d.connect(2)
+        d.register("Notes", actions: #"["add"]"#, from: 2)
+        d.broker.loadPolicy(Policy(rules: [
+            Policy.Rule(match: .everyone, allow: .everything), Policy.Rule(match: Policy.Match(remote: true), allow: .everything),
+        ]))
+        let remote = #""remote_caller":{"host":"hostA","uid":1000,"pid":77,"name":"cli"}"#
+        // Anyone else: forbidden.
+        d.send(#"{"id":1,"target":"Notes","action":"add",\#(remote)}"#, from: 1)
+        #expect(d.take(1).first.flatMap { try? JSONParser.parse($0) }?["error"]?["code"] == "forbidden")
+        // The bridge (this process): forwarded with caller.remote.
+        d.broker.ownProcessID = BrokerDriver.credentials(1).pid
+        d.send(#"{"id":2,"target":"Notes","action":"add",\#(remote)}"#, from: 1)
+        let forwarded = d.take(2).first.flatMap { try? JSONParser.parse($0) }
+        #expect(forwarded?["caller"]?["remote"] == ["host": "hostA", "uid": 1000, "pid": 77, "name": "cli"], "\(String(describing: forwarded))")
+        #expect(forwarded?["caller"]?["pid"]?.intValue == Int64(BrokerDriver.credentials(1).pid))
+        // Malformed: bad_request.
+        d.send(#"{"id":3,"target":"Notes","action":"add","remote_caller":{"host":""}}"#, from: 1)
+        #expect(d.take(1).first.flatMap { try? JSONParser.parse($0) }?["error"]?["code"] == "bad_request")
+    }
 }

@@ -1,0 +1,46 @@
+import MediatorProtocol
+
+/// Who made a call on another host, as that host's NATS bridge reports it
+/// (`remote_caller` in a request from this daemon's own bridge). Information
+/// for the component and for the policy's remote rules; never a local
+/// credential.
+public struct RemoteCaller: Sendable, Equatable {
+    public var host: String
+    public var uid: UInt32
+    public var pid: Int32
+    public var name: String?
+
+    public init(host: String, uid: UInt32, pid: Int32, name: String? = nil) {
+        self.host = host
+        self.uid = uid
+        self.pid = pid
+        self.name = name
+    }
+
+    /// Reads the member; the error is the `bad_request` to answer.
+    public init(json: JSONValue) throws(MediatorError) {
+        guard case .object(let members) = json,
+              let host = members["host"]?.stringValue, !host.isEmpty, host.utf8.count <= 256,
+              let uid = members["uid"]?.intValue.flatMap({ UInt32(exactly: $0) }),
+              let pid = members["pid"]?.intValue.flatMap({ Int32(exactly: $0) })
+        else {
+            throw MediatorError(.badRequest, "\"remote_caller\" must be {\"host\", \"uid\", \"pid\", \"name\"?}")
+        }
+        var name: String?
+        if let value = members["name"], value != .null {
+            guard let text = value.stringValue, text.utf8.count <= 256 else {
+                throw MediatorError(.badRequest, "\"remote_caller.name\" must be a string of at most 256 bytes")
+            }
+            name = text
+        }
+        self.init(host: host, uid: uid, pid: pid, name: name)
+    }
+
+    public var json: JSONValue {
+        var members: [String: JSONValue] = ["host": .string(host), "uid": .int(Int64(uid)), "pid": .int(Int64(pid))]
+        if let name { members["name"] = .string(name) }
+        return .object(members)
+    }
+
+    var policySubject: PolicySubject { .remote(host: host, uid: uid) }
+}
