@@ -2,7 +2,7 @@ import MediatorNATS
 import MediatorProtocol
 
 /// What `mediatord --nats-url ...` asks of the bridge (docs/scale-out.md).
-public struct NATSBridgeSettings: Sendable {
+public struct NATSBridgeSettings: Sendable, Equatable {
     /// The NATS servers and credentials.
     public var nats: NATSOptions
     /// Local targets served to the other hosts.

@@ -197,10 +197,15 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         // Latencies are recorded per call only when something exports them.
         let exposition = metricsAddress.map { _ in PrometheusExposition() }
 
-        let bridge: NATSBridge?
+        // The NATS bridge's settings, now and at each SIGHUP (flags, then the config file's "nats").
+        let natsFlags = nats
+        let bridgeSocket = listener.socketPath ?? ""
+        let natsSettings: @Sendable (JSONValue?) throws -> NATSBridgeSettings? = { config in
+            try natsFlags.bridgeSettings(config: config, socketPath: bridgeSocket)
+        }
+        let bridge: NATSBridge
         do {
-            bridge = try nats.bridgeSettings(config: loaded.natsFromConfig, socketPath: listener.socketPath ?? "")
-                .map { NATSBridge(settings: $0, logger: Logger(label: "mediatord.nats")) }
+            bridge = NATSBridge(settings: try natsSettings(loaded.natsFromConfig), logger: Logger(label: "mediatord.nats"))
         } catch {
             throw ValidationError("NATS: \(error)")
         }
@@ -225,7 +230,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         await server.loadPolicy(settings.loadPolicy(logger: logger))
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
-            .init(service: ReloadService(settings: settings, server: server, notifier: notifier, logger: logger),
+            .init(service: ReloadService(
+                    settings: settings, server: server, bridge: bridge, natsSettings: natsSettings, notifier: notifier,
+                    logger: logger),
                   successTerminationBehavior: .ignore),
             .init(service: StatusReporter(server: server, notifier: notifier), successTerminationBehavior: .ignore),
         ]
@@ -236,10 +243,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             // A metrics endpoint that cannot bind stops the daemon: asked for, it must work.
             services.append(.init(service: endpoint, successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup))
         }
-        if let bridge {
-            // The bridge failing (bad credentials, say) is logged; local routing goes on.
-            services.append(.init(service: bridge, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
-        }
+        // Always there, idle without settings: a SIGHUP may turn it on. Its
+        // failures are logged; local routing goes on.
+        services.append(.init(service: bridge, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
         let group = ServiceGroup(
             configuration: .init(
                 services: services,

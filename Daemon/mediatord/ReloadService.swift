@@ -1,16 +1,22 @@
 import Logging
 import MediatorDaemon
+import MediatorNATSBridge
+import MediatorProtocol
 import MediatorSystemd
 import ServiceLifecycle
 import UnixSignals
 
 /// Re-reads the settings on SIGHUP and applies them without dropping any
-/// connection, telling systemd RELOADING=1 then READY=1. A bad config file
-/// is logged and the running settings stay.
+/// connection (the NATS bridge restarts if its own changed), telling
+/// systemd RELOADING=1 then READY=1. A bad config file is logged and the
+/// running settings stay.
 struct ReloadService: Service, CustomStringConvertible {
     var description: String { "ReloadService" }
     let settings: DaemonSettings
     let server: MediatorServer
+    let bridge: NATSBridge
+    /// The bridge's settings from the flags and the config file's `"nats"`.
+    let natsSettings: @Sendable (JSONValue?) throws -> NATSBridgeSettings?
     let notifier: SystemdNotifier
     let logger: Logger
 
@@ -19,7 +25,11 @@ struct ReloadService: Service, CustomStringConvertible {
         for await _ in hangups.cancelOnGracefulShutdown() {
             notifier.reloading()
             do {
-                await server.reload(try settings.load().configuration)
+                let loaded = try settings.load()
+                // Checked before anything is applied: a bad "nats" member keeps every running setting.
+                let bridgeSettings = try natsSettings(loaded.natsFromConfig)
+                await server.reload(loaded.configuration)
+                bridge.reload(bridgeSettings)
                 await server.reloadManifests(settings.loadManifests(logger: logger))
                 await server.loadPolicy(settings.loadPolicy(logger: logger))
                 notifier.ready(status: await StatusReporter.summary(server))

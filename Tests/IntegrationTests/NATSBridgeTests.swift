@@ -267,6 +267,37 @@ extension Integration {
             #expect(try liar.response(to: id)["error"]?["code"] == "forbidden")
         }
 
+        @Test("SIGHUP: NATS settings in the config file turn the bridge on, change it and turn it off")
+        func reloadTurnsTheBridgeOnAndOff() throws {
+            let world = try World()
+            defer { world.close() }
+            let nats = try NATSServer(world)
+            defer { nats.stop() }
+            let (_, b) = try Self.hosts(world, nats)
+            _ = try world.notes(b)
+            let config = world.directory.file("a.json")
+            func write(_ text: String) throws { try Data(text.utf8).write(to: URL(fileURLWithPath: config)) }
+            try write("{}")
+            let a = try world.daemon(["--config", config, "--nats-host", "hostA"], socketPath: world.directory.socket("a2"))
+            #expect(try a.listing("Notes") == nil)
+
+            try write(#"{"nats": {"urls": ["\#(nats.url)"], "import": ["Notes"], "announce_interval_ms": 200}}"#)
+            a.process.signal(SIGHUP)
+            try a.waitForTarget("Notes")
+            #expect(try CLI(a).json("call", ["Notes", "echo", "x=1"])["x"] == 1)
+
+            // Importing something else: the stand-in for Notes goes.
+            try write(#"{"nats": {"urls": ["\#(nats.url)"], "import": ["Other"], "announce_interval_ms": 200}}"#)
+            a.process.signal(SIGHUP)
+            try a.waitForTargetGone("Notes")
+
+            // A bad "nats" member: logged, and the running settings stay.
+            try write(#"{"nats": {"urls": ["http://nope"]}}"#)
+            a.process.signal(SIGHUP)
+            try waitUntil("the reload to be refused\(a.process.logTail())") { a.process.stderr.contains("reload failed") }
+            try a.waitUntilReady()
+        }
+
         @Test("A local instance wins; the stand-in for host B's takes the calls when it is gone")
         func localInstanceWins() throws {
             let world = try World()

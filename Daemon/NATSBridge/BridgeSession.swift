@@ -1,0 +1,270 @@
+import Logging
+@_spi(NATSBridge) import MediatorClient
+import MediatorNATS
+import MediatorProtocol
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One run of the bridge with one set of settings (``NATSBridge`` starts a
+/// new one when SIGHUP changes them). It is a client of its own daemon,
+/// over the daemon's socket, like any component: the broker core knows
+/// nothing of NATS, and a slow or absent NATS never delays local routing.
+///
+/// - Export: each local target matching an export pattern is subscribed to
+///   on `<prefix>.call.<target>` in the queue group of that name, and
+///   announced on `<prefix>.hosts` every interval.
+/// - Import: each remote target announced by another host and matching an
+///   import pattern is registered on the local daemon as a stand-in (a
+///   component whose handlers forward over NATS), which the daemon calls
+///   only when no local instance of the target is registered.
+final class BridgeSession: Sendable {
+    private let settings: NATSBridgeSettings
+    private let subjects: BridgeSubjects
+    private let logger: Logger
+
+    /// What other hosts announced, by host.
+    private struct Remote: Sendable {
+        var announcement: BridgeMessages.Announcement
+        var lastSeen: ContinuousClock.Instant
+    }
+
+    private struct State: Sendable {
+        var remotes: [String: Remote] = [:]
+        var exported: [String: NATSSubscription] = [:]
+        var proxies: [String: Task<Void, Never>] = [:]
+        /// The specs of each exported target, read once with `describe`.
+        var exportedSpecs: [String: BridgeMessages.Announcement.Target] = [:]
+    }
+
+    private let state = Mutex(State())
+    /// Set when another host announces targets not seen before: the next
+    /// round then runs within 50 ms instead of at the end of the interval.
+    private let news = Atomic<Bool>(false)
+
+    init(settings: NATSBridgeSettings, logger: Logger) {
+        self.settings = settings
+        self.subjects = BridgeSubjects(prefix: settings.prefix)
+        self.logger = logger
+    }
+
+    /// Runs until `active` turns false or the task is cancelled, then leaves
+    /// cleanly: announces it, cancels what runs, closes the connections.
+    func run(while active: @escaping @Sendable () -> Bool) async throws {
+        try settings.validate()
+        let calls = RemoteCalls(inbox: NATSConnection.newInbox(), subjects: subjects, host: settings.host, logger: logger)
+        var natsOptions = settings.nats
+        // Its own calls and events never come back to it through NATS.
+        natsOptions.noEcho = true
+        let nats = try NATSConnection.connect(natsOptions) { [logger] event in
+            switch event {
+            case .disconnected:
+                logger.warning("NATS disconnected; calls to other hosts fail until it is back")
+                calls.failAll(MediatorError(.componentUnavailable, "the connection to NATS was lost"))
+            case .reconnected: logger.notice("NATS reconnected")
+            case .connected: logger.notice("NATS connected")
+            case .closed: logger.debug("NATS connection closed")
+            case .error(let text): logger.warning("NATS: \(text)")
+            }
+        }
+        defer { nats.close() }
+        let client = try await connectLocal()
+        let exports = ExportedCalls(client: client, connection: nats, logger: logger)
+        let inbox = try nats.subscribe(calls.inbox + ".*") { calls.deliver($0) }
+        let hosts = try nats.subscribe(subjects.hosts) { [self] message in heard(message) }
+        let cancels = try nats.subscribe(subjects.cancel) { exports.cancel($0) }
+        var eventSubscription: NATSSubscription?
+        var localEvents: Task<Void, Never>?
+        if !settings.events.isEmpty {
+            let events = BridgedEvents(patterns: settings.events, subjects: subjects, host: settings.host, logger: logger)
+            let stream = try await client.subscribe(settings.events)
+            localEvents = Task { await events.forwardLocal(stream, to: nats) }
+            eventSubscription = try nats.subscribe(subjects.events) { events.received($0, client: client) }
+        }
+        logger.info("NATS bridge up", metadata: [
+            "host": "\(settings.host)", "prefix": "\(settings.prefix)",
+            "exports": "\(settings.exports)", "imports": "\(settings.imports)", "events": "\(settings.events)",
+        ])
+
+        // Until the daemon shuts down or the settings change.
+        while !Task.isCancelled && active() {
+            await refresh(client: client, nats: nats, exports: exports, calls: calls)
+            calls.sweep()
+            // The interval, or less when news arrives.
+            let end = ContinuousClock.now + settings.announceInterval
+            while ContinuousClock.now < end && active() && !news.exchange(false, ordering: .relaxed) {
+                guard (try? await Task.sleep(for: .milliseconds(50))) != nil else { break }
+            }
+        }
+
+        // Leaving: the others drop this host's targets now, not after three intervals.
+        try? nats.publish(subjects.hosts, payload: BridgeMessages.Announcement(
+            host: settings.host, targets: [], intervalMs: RemoteCalls.milliseconds(settings.announceInterval), leaving: true
+        ).encoded)
+        try? nats.flush(timeout: .milliseconds(500))
+        exports.cancelAll()
+        let proxies = state.withLock { state in
+            defer { state.proxies.removeAll(); state.exported.removeAll() }
+            return Array(state.proxies.values)
+        }
+        for proxy in proxies { proxy.cancel() }
+        for proxy in proxies { await proxy.value }
+        localEvents?.cancel()
+        _ = (inbox, hosts, cancels, eventSubscription)
+        await client.close()
+    }
+
+    /// The local daemon, once it listens (it starts in the same process).
+    private func connectLocal() async throws -> MediatorClient {
+        var delay: Duration = .milliseconds(20)
+        while true {
+            do {
+                return try await MediatorClient.connect(socketPath: settings.socketPath, name: "nats-bridge")
+            } catch {
+                try Task.checkCancellation()
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(1))
+            }
+        }
+    }
+
+    /// An announcement from `<prefix>.hosts` (a libnats thread).
+    private func heard(_ message: NATSMessage) {
+        guard let announcement = BridgeMessages.Announcement.decode(message.payload),
+              announcement.host != settings.host else { return }
+        let changed = state.withLock { state -> Bool in
+            let before = Set(state.remotes[announcement.host]?.announcement.targets.map(\.name) ?? [])
+            if announcement.leaving {
+                state.remotes[announcement.host] = nil
+                return !before.isEmpty
+            }
+            state.remotes[announcement.host] = Remote(announcement: announcement, lastSeen: .now)
+            return Set(announcement.targets.map(\.name)) != before
+        }
+        if changed { news.store(true, ordering: .relaxed) }
+    }
+
+    /// One round: what is local and exported, what is remote and imported.
+    private func refresh(client: MediatorClient, nats: NATSConnection, exports: ExportedCalls, calls: RemoteCalls) async {
+        // Local targets: those with an instance that is not a stand-in.
+        var local: [String: JSONValue] = [:]
+        do {
+            for entry in try await client.list()["targets"]?.arrayValue ?? [] {
+                guard let name = entry["target"]?.stringValue else { continue }
+                let instances = entry["instances"]?.arrayValue ?? []
+                // A target known from a manifest but not running has no instance: it starts on a call.
+                if instances.isEmpty || instances.contains(where: { $0["remote_host"] == nil }) { local[name] = entry }
+            }
+        } catch {
+            logger.warning("NATS bridge cannot list the local targets: \(error)")
+            return
+        }
+        await export(local, client: client, nats: nats, exports: exports)
+        reconcileImports(nats: nats, calls: calls)
+    }
+
+    private func export(_ local: [String: JSONValue], client: MediatorClient, nats: NATSConnection, exports: ExportedCalls) async {
+        let wanted = local.keys.filter { TargetPattern.any(settings.exports, match: $0) }.sorted()
+        var announced: [BridgeMessages.Announcement.Target] = []
+        for name in wanted {
+            let known = state.withLock { $0.exportedSpecs[name] }
+            if let known {
+                announced.append(known)
+            } else if let described = try? await client.describe(name) {
+                let target = BridgeMessages.Announcement.Target(
+                    name: name, description: described["description"]?.stringValue,
+                    actions: (described["actions"]?.arrayValue ?? []).compactMap { try? ActionSpec(json: $0) })
+                state.withLock { $0.exportedSpecs[name] = target }
+                announced.append(target)
+            }
+            if state.withLock({ $0.exported[name] }) == nil {
+                do {
+                    let subscription = try nats.subscribe(subjects.call(name), queue: subjects.call(name)) { message in
+                        exports.received(message, target: name)
+                    }
+                    state.withLock { $0.exported[name] = subscription }
+                    logger.info("exporting \(name) over NATS")
+                } catch {
+                    logger.warning("cannot export \(name) over NATS: \(error)")
+                }
+            }
+        }
+        // Targets gone locally are no longer served from here.
+        let gone = state.withLock { state -> [NATSSubscription] in
+            let names = state.exported.keys.filter { !wanted.contains($0) }
+            defer { for name in names { state.exported[name] = nil; state.exportedSpecs[name] = nil } }
+            return names.compactMap { state.exported[$0] }
+        }
+        for subscription in gone { subscription.unsubscribe() }
+        let announcement = BridgeMessages.Announcement(
+            host: settings.host, targets: announced, intervalMs: RemoteCalls.milliseconds(settings.announceInterval))
+        try? nats.publish(subjects.hosts, payload: announcement.encoded)
+    }
+
+    /// Registers a stand-in for each remote target to import (behind any
+    /// local instance: the daemon calls a stand-in only when no local
+    /// instance is registered); removes those no host announces any more.
+    private func reconcileImports(nats: NATSConnection, calls: RemoteCalls) {
+        let expiry = settings.announceInterval * 3
+        let now = ContinuousClock.now
+        let (start, stop) = state.withLock { state -> ([(target: BridgeMessages.Announcement.Target, host: String)], [Task<Void, Never>]) in
+            state.remotes = state.remotes.filter { now - $0.value.lastSeen <= expiry }
+            var wanted: [String: (target: BridgeMessages.Announcement.Target, host: String)] = [:]
+            for (host, entry) in state.remotes.sorted(by: { $0.key < $1.key }) {
+                for target in entry.announcement.targets where TargetPattern.any(settings.imports, match: target.name) {
+                    if wanted[target.name] == nil { wanted[target.name] = (target, host) }
+                }
+            }
+            let stopping = state.proxies.keys.filter { wanted[$0] == nil }
+            let stopTasks = stopping.compactMap { state.proxies.removeValue(forKey: $0) }
+            let starting = wanted.filter { state.proxies[$0.key] == nil }.map(\.value)
+            return (starting, stopTasks)
+        }
+        for task in stop { task.cancel() }
+        for (target, host) in start {
+            let task = Task { [self] in await proxy(target, host: host, nats: nats, calls: calls) }
+            state.withLock { $0.proxies[target.name] = task }
+            logger.info("importing \(target.name) from another host over NATS")
+        }
+    }
+
+    /// Serves one imported target on the local daemon until cancelled.
+    private func proxy(
+        _ target: BridgeMessages.Announcement.Target, host: String, nats: NATSConnection, calls: RemoteCalls
+    ) async {
+        var component = Component(
+            target: target.name, description: target.description, mode: .pool, handlerExecutor: .concurrent)
+        component.remoteHost = host
+        let name = target.name
+        let ownPID = getpid()
+        let forward: @Sendable (CallContext) async throws -> JSONValue = { context in
+            // A call from this process is one this host's exporter took from
+            // NATS while no local instance was left: sending it back to NATS
+            // could bring it here again.
+            if context.caller?.pid == ownPID {
+                throw MediatorError(.targetNotFound, "\"\(name)\" has no instance on this host")
+            }
+            return try await calls.forward(name, over: nats, context)
+        }
+        for spec in target.actions where spec.name != "notFound" {
+            component.action(spec.name, description: spec.description, params: spec.params, result: spec.result, url: spec.url, forward)
+        }
+        if target.actions.contains(where: { $0.name == "notFound" }) {
+            component.notFound { action, params, context in
+                if context.caller?.pid == ownPID {
+                    throw MediatorError(.targetNotFound, "\"\(name)\" has no instance on this host")
+                }
+                var context = context
+                context.action = action
+                context.params = params
+                return try await calls.forward(name, over: nats, context)
+            }
+        }
+        do {
+            try await component.run(socketPath: settings.socketPath, name: "nats-bridge")
+        } catch {
+            if !Task.isCancelled { logger.warning("cannot import \(name): \(error)") }
+        }
+    }
+}
