@@ -15,33 +15,7 @@ public struct Caller: Sendable, Hashable, Codable {
     public var remote: Remote?
 
     /// Who called on another host.
-    public struct Remote: Sendable, Hashable, Codable {
-        public var host: String
-        public var uid: UInt32
-        public var pid: Int32
-        public var name: String?
-
-        public init(host: String, uid: UInt32, pid: Int32, name: String? = nil) {
-            self.host = host
-            self.uid = uid
-            self.pid = pid
-            self.name = name
-        }
-
-        init?(json: JSONValue?) {
-            guard let json, let host = json["host"]?.stringValue,
-                  let uid = json["uid"]?.intValue.flatMap({ UInt32(exactly: $0) }),
-                  let pid = json["pid"]?.intValue.flatMap({ Int32(exactly: $0) })
-            else { return nil }
-            self.init(host: host, uid: uid, pid: pid, name: json["name"]?.stringValue)
-        }
-
-        var json: JSONValue {
-            var members: [String: JSONValue] = ["host": .string(host), "uid": .int(Int64(uid)), "pid": .int(Int64(pid))]
-            if let name { members["name"] = .string(name) }
-            return .object(members)
-        }
-    }
+    public typealias Remote = RemoteCaller
 
     public init(pid: Int32, uid: UInt32, gid: UInt32, name: String? = nil, remote: Remote? = nil) {
         self.pid = pid
@@ -58,7 +32,7 @@ public struct Caller: Sendable, Hashable, Codable {
             let uid = json["uid"]?.intValue, let uid32 = UInt32(exactly: uid),
             let gid = json["gid"]?.intValue, let gid32 = UInt32(exactly: gid)
         else { return nil }
-        self.init(pid: pid32, uid: uid32, gid: gid32, name: json["name"]?.stringValue, remote: Remote(json: json["remote"]))
+        self.init(pid: pid32, uid: uid32, gid: gid32, name: json["name"]?.stringValue, remote: json["remote"].flatMap { try? RemoteCaller(json: $0) })
     }
 
     /// Reads a `caller` member from its JSON bytes, member by member (a
@@ -73,7 +47,7 @@ public struct Caller: Sendable, Hashable, Codable {
                 case "uid": uid = value.intValue
                 case "gid": gid = value.intValue
                 case "name": name = value.stringValue
-                case "remote": remote = Remote(json: value)
+                case "remote": remote = try? RemoteCaller(json: value)
                 default: break
                 }
             }

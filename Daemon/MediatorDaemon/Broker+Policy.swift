@@ -36,7 +36,7 @@ extension Broker {
 
     /// The policy's verdict on a caller on another host (its remote rules).
     func checkPolicy(_ request: PolicyRequest, remote: RemoteCaller) -> MediatorError? {
-        guard let denial = policy.check(request, by: remote.policySubject) else { return nil }
+        guard let denial = policy.check(request, by: .remote(host: remote.host, uid: remote.uid)) else { return nil }
         logger.notice(
             "access denied",
             metadata: ["denied": "\(request)", "host": "\(remote.host)", "uid": "\(remote.uid)", "pid": "\(remote.pid)"])

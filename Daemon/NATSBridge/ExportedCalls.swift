@@ -56,13 +56,14 @@ final class ExportedCalls: Sendable {
     /// policy's remote rules with it. Without a host header the caller is
     /// an unnamed NATS client.
     static func remoteCaller(_ message: NATSMessage) -> JSONValue {
-        var members: [String: JSONValue] = [
-            "host": .string(message.header(BridgeMessages.Header.host).flatMap { $0.isEmpty ? nil : String($0.prefix(256)) } ?? "nats"),
-            "uid": .int(message.header(BridgeMessages.Header.callerUID).flatMap { Int64($0) }.flatMap { UInt32(exactly: $0) }.map(Int64.init) ?? 4_294_967_295),
-            "pid": .int(message.header(BridgeMessages.Header.callerPID).flatMap { Int64($0) }.flatMap { Int32(exactly: $0) }.map(Int64.init) ?? 0),
-        ]
-        if let name = message.header(BridgeMessages.Header.callerName), name.utf8.count <= 256 { members["name"] = .string(name) }
-        return .object(members)
+        let host = message.header(BridgeMessages.Header.host).map { String($0.prefix(256)) }
+        let name = message.header(BridgeMessages.Header.callerName).flatMap { $0.utf8.count <= 256 ? $0 : nil }
+        return RemoteCaller(
+            host: host.flatMap { $0.isEmpty ? nil : $0 } ?? "nats",
+            uid: message.header(BridgeMessages.Header.callerUID).flatMap { UInt32($0) } ?? UInt32.max,
+            pid: message.header(BridgeMessages.Header.callerPID).flatMap { Int32($0) } ?? 0,
+            name: name
+        ).json
     }
 
     private func serve(_ request: BridgeMessages.CallRequest, target: String, reply: String, from message: NATSMessage) async {

@@ -11,15 +11,28 @@ extension Integration {
     /// on a random loopback port (issue 14, docs/scale-out.md).
     @Suite("Other hosts through NATS", .enabled(if: NATSServer.executable != nil, "nats-server is not installed"))
     struct NATSBridge {
-        /// Host A imports everything, host B exports everything; both
-        /// announce every 200 ms so that the tests wait little.
+        /// A config file whose `"nats"` member has `members` and a 200 ms
+        /// announce interval, so that the tests wait little.
+        static func config(_ world: World, _ name: String = "nats.json", members: String = "") throws -> String {
+            let path = world.directory.file(name)
+            let extra = members.isEmpty ? "" : ", " + members
+            try Data(#"{"nats": {"announce_interval_ms": 200\#(extra)}}"#.utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+
+        /// A daemon named `host` bridged to `nats`, on its own socket.
+        static func host(
+            _ world: World, _ nats: NATSServer, _ host: String, _ flags: [String], config: String? = nil
+        ) throws -> DaemonProcess {
+            let config = try config ?? Self.config(world)
+            return try world.daemon(
+                ["--config", config, "--nats-url", nats.url, "--nats-host", host] + flags,
+                socketPath: world.directory.socket(host))
+        }
+
+        /// Host A imports everything, host B exports everything.
         static func hosts(_ world: World, _ nats: NATSServer) throws -> (a: DaemonProcess, b: DaemonProcess) {
-            let config = world.directory.file("nats.json")
-            try Data(#"{"nats": {"announce_interval_ms": 200}}"#.utf8).write(to: URL(fileURLWithPath: config))
-            let common = ["--config", config, "--nats-url", nats.url]
-            let a = try world.daemon(common + ["--nats-import", "*", "--nats-host", "hostA"], socketPath: world.directory.socket("a"))
-            let b = try world.daemon(common + ["--nats-export", "*", "--nats-host", "hostB"], socketPath: world.directory.socket("b"))
-            return (a, b)
+            (try host(world, nats, "hostA", ["--nats-import", "*"]), try host(world, nats, "hostB", ["--nats-export", "*"]))
         }
 
         @Test("A component on host B is called from host A by mediatorctl: results, errors, timeouts, describe")
@@ -121,8 +134,9 @@ extension Integration {
 
             // A call given up on A is cancelled on B too: not left running for 30 s.
             _ = try world.swiftExample(b)
-            try b.waitForTarget("Weather")
-            try a.waitForTarget("Weather")
+            try waitUntil("host A's calls to reach the new Weather on B") {
+                try CLI(a).run("call", ["Weather", "slow", "ms=1"]).status == 0
+            }
             let late = try CLI(a).run("call", ["Weather", "slow", "ms=30000", "--timeout", "0.5"])
             #expect(late.status == 1 && late.stderr.hasPrefix("mediatorctl: timeout: "), "\(late)")
             try waitUntil("the call on B to end", within: .seconds(5)) {
@@ -136,12 +150,9 @@ extension Integration {
             defer { world.close() }
             let nats = try NATSServer(world)
             defer { nats.stop() }
-            let config = world.directory.file("nats.json")
-            try Data(#"{"nats": {"announce_interval_ms": 200}}"#.utf8).write(to: URL(fileURLWithPath: config))
-            let common = ["--config", config, "--nats-url", nats.url]
-            let a = try world.daemon(common + ["--nats-export", "Notes", "--nats-host", "hostA"], socketPath: world.directory.socket("a"))
-            let b = try world.daemon(common + ["--nats-export", "Notes", "--nats-host", "hostB"], socketPath: world.directory.socket("b"))
-            let c = try world.daemon(common + ["--nats-import", "Notes", "--nats-host", "hostC"], socketPath: world.directory.socket("c"))
+            let a = try Self.host(world, nats, "hostA", ["--nats-export", "Notes"])
+            let b = try Self.host(world, nats, "hostB", ["--nats-export", "Notes"])
+            let c = try Self.host(world, nats, "hostC", ["--nats-import", "Notes"])
             let onA = try world.notes(a)
             let onB = try world.notes(b)
             // Both hosts serve it on NATS (each says so in its log), and C stands in for it.
@@ -193,11 +204,9 @@ extension Integration {
             defer { world.close() }
             let nats = try NATSServer(world)
             defer { nats.stop() }
-            let config = world.directory.file("nats.json")
-            try Data(#"{"nats": {"announce_interval_ms": 200, "events": ["user.*"]}}"#.utf8).write(to: URL(fileURLWithPath: config))
-            let common = ["--config", config, "--nats-url", nats.url]
-            let a = try world.daemon(common + ["--nats-host", "hostA"], socketPath: world.directory.socket("a"))
-            let b = try world.daemon(common + ["--nats-host", "hostB"], socketPath: world.directory.socket("b"))
+            let config = try Self.config(world, members: #""events": ["user.*"]"#)
+            let a = try Self.host(world, nats, "hostA", [], config: config)
+            let b = try Self.host(world, nats, "hostB", [], config: config)
             // Both bridges are up once each has subscribed to its daemon's events.
             for host in [a, b] {
                 try waitUntil("the bridge up\(host.process.logTail())") { host.process.stderr.contains("NATS bridge up") }
@@ -240,12 +249,8 @@ extension Integration {
             try FileManager.default.createDirectory(atPath: policy, withIntermediateDirectories: true)
             try Data(#"{"rules": [{"match": {"host": "hostA"}, "allow": {"call": ["Weather/echo"]}}]}"#.utf8)
                 .write(to: URL(fileURLWithPath: policy + "/remote.json"))
-            let config = world.directory.file("nats.json")
-            try Data(#"{"nats": {"announce_interval_ms": 200}}"#.utf8).write(to: URL(fileURLWithPath: config))
-            let common = ["--config", config, "--nats-url", nats.url]
-            let a = try world.daemon(common + ["--nats-import", "*", "--nats-host", "hostA"], socketPath: world.directory.socket("a"))
-            let b = try world.daemon(
-                common + ["--nats-export", "*", "--nats-host", "hostB", "--policy", policy], socketPath: world.directory.socket("b"))
+            let a = try Self.host(world, nats, "hostA", ["--nats-import", "*"])
+            let b = try Self.host(world, nats, "hostB", ["--nats-export", "*", "--policy", policy])
             _ = try world.swiftExample(b)
             try a.waitForTarget("Weather")
 
@@ -273,7 +278,7 @@ extension Integration {
             defer { world.close() }
             let nats = try NATSServer(world)
             defer { nats.stop() }
-            let (_, b) = try Self.hosts(world, nats)
+            let b = try Self.host(world, nats, "hostB", ["--nats-export", "*"])
             _ = try world.notes(b)
             let config = world.directory.file("a.json")
             func write(_ text: String) throws { try Data(text.utf8).write(to: URL(fileURLWithPath: config)) }

@@ -1,10 +1,8 @@
-import MediatorProtocol
-
-/// Who made a call on another host, as that host's NATS bridge reports it
-/// (`remote_caller` in a request from this daemon's own bridge). Information
-/// for the component and for the policy's remote rules; never a local
-/// credential.
-public struct RemoteCaller: Sendable, Equatable {
+/// Who made a call on another host, as that host's NATS bridge reports it:
+/// `remote_caller` in a request from a daemon's own bridge, `caller.remote`
+/// in the request a component gets. Information for the component and for
+/// the policy's remote rules; never a local credential.
+public struct RemoteCaller: Sendable, Hashable, Codable {
     public var host: String
     public var uid: UInt32
     public var pid: Int32
@@ -41,6 +39,4 @@ public struct RemoteCaller: Sendable, Equatable {
         if let name { members["name"] = .string(name) }
         return .object(members)
     }
-
-    var policySubject: PolicySubject { .remote(host: host, uid: uid) }
 }
