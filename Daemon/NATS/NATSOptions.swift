@@ -36,7 +36,10 @@ public struct NATSOptions: Sendable, Equatable {
     public var token: String?
     /// A `.creds` file (user JWT and NKey seed), as `nsc` writes them.
     public var credentialsFile: String?
-    /// A file holding an NKey seed (`SU...`), for NKey authentication.
+    /// NKey authentication: the user's public key (`U...`), which goes in
+    /// the CONNECT, and the file holding its seed (`SU...`), which signs the
+    /// server's nonce. Both or neither.
+    public var nkeyPublicKey: String?
     public var nkeySeedFile: String?
     public var tls: TLS?
     /// Connect, and wait for the server's answer to a flush, within this.
@@ -71,6 +74,9 @@ public struct NATSOptions: Sendable, Equatable {
         if (user == nil) != (password == nil) { throw .invalid("a user needs a password and a password a user", operation) }
         let methods = [user != nil, token != nil, credentialsFile != nil, nkeySeedFile != nil].filter { $0 }.count
         if methods > 1 { throw .invalid("choose one of user/password, token, credentials file, NKey seed", operation) }
+        if (nkeyPublicKey == nil) != (nkeySeedFile == nil) {
+            throw .invalid("an NKey needs its public key and its seed file", operation)
+        }
         if let tls, (tls.certificateFile == nil) != (tls.keyFile == nil) {
             throw .invalid("a TLS certificate needs its key and a key its certificate", operation)
         }
@@ -109,8 +115,8 @@ public struct NATSOptions: Sendable, Equatable {
         if let credentialsFile {
             try check(natsOptions_SetUserCredentialsFromFiles(options, credentialsFile, nil), "NATS credentials \(credentialsFile)")
         }
-        if let nkeySeedFile {
-            try check(natsOptions_SetNKeyFromSeed(options, nil, nkeySeedFile), "NATS NKey seed \(nkeySeedFile)")
+        if let nkeyPublicKey, let nkeySeedFile {
+            try check(natsOptions_SetNKeyFromSeed(options, nkeyPublicKey, nkeySeedFile), "NATS NKey seed \(nkeySeedFile)")
         }
         if let tls {
             try check(natsOptions_SetSecure(options, true), "NATS TLS")

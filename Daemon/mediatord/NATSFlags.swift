@@ -50,7 +50,10 @@ struct NATSFlags: ParsableArguments {
     @Option(name: .customLong("nats-creds"), help: ArgumentHelp("A NATS .creds file (user JWT and NKey seed).", valueName: "file"))
     var credentialsFile: String?
 
-    @Option(name: .customLong("nats-nkey-seed"), help: ArgumentHelp("A file holding an NKey seed.", valueName: "file"))
+    @Option(name: .customLong("nats-nkey"), help: ArgumentHelp("An NKey user's public key (U...); its seed from --nats-nkey-seed.", valueName: "key"))
+    var nkeyPublicKey: String?
+
+    @Option(name: .customLong("nats-nkey-seed"), help: ArgumentHelp("A file holding the NKey's seed.", valueName: "file"))
     var nkeySeedFile: String?
 
     @Option(name: .customLong("nats-tls-ca"), help: ArgumentHelp("PEM file of the CAs to trust for NATS TLS.", valueName: "file"))
@@ -85,6 +88,7 @@ struct NATSFlags: ParsableArguments {
             options.token = string("token")
         }
         options.credentialsFile = credentialsFile ?? string("creds")
+        options.nkeyPublicKey = nkeyPublicKey ?? string("nkey")
         options.nkeySeedFile = nkeySeedFile ?? string("nkey_seed")
         let tlsConfig = config?["tls"]
         let ca = tlsCA ?? tlsConfig?["ca"]?.stringValue

@@ -145,3 +145,85 @@ struct NATSConnectionTests {
         #expect(connection.isConnected)
     }
 }
+
+/// TLS and NKey authentication against a real nats-server: a CA and a
+/// server certificate made with openssl for the test; the NKey pair is the
+/// example pair of the NATS documentation (a test key, public on purpose).
+@Suite("NATS connection: TLS and NKeys", .enabled(if: NATSServerProcess.isInstalled && FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "nats-server or openssl is not installed"))
+struct NATSSecureConnectionTests {
+    static let nkeySeed = "SUACSSL3UAHUDXKFSNVUZRF5UHPMWZ6BFDTJ7M6USDXIEDNPPQYYYCU3VY"
+    static let nkeyPublic = "UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4"
+
+    /// `openssl` with `arguments`, in `directory`; throws on failure.
+    static func openssl(_ arguments: [String], in directory: URL) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw NATSTestError("openssl \(arguments.first ?? "") failed") }
+    }
+
+    /// A CA and a certificate for 127.0.0.1 signed by it.
+    static func certificates() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nats-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
+                     "-subj", "/CN=mediator-test-ca"], in: directory)
+        try openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+                     "-subj", "/CN=127.0.0.1"], in: directory)
+        try Data("subjectAltName=IP:127.0.0.1\n".utf8).write(to: directory.appendingPathComponent("san.ext"))
+        try openssl(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                     "-out", "server.pem", "-days", "1", "-extfile", "san.ext"], in: directory)
+        return directory
+    }
+
+    @Test func tlsWithTheServersCAAndNotWithout() async throws {
+        let certs = try Self.certificates()
+        defer { try? FileManager.default.removeItem(at: certs) }
+        let server = try NATSServerProcess(arguments: [
+            "--tls", "--tlscert", certs.appendingPathComponent("server.pem").path,
+            "--tlskey", certs.appendingPathComponent("server.key").path,
+        ])
+        defer { server.stop() }
+        var options = NATSOptions(servers: ["tls://127.0.0.1:\(server.port)"])
+        options.retryFirstConnect = false
+        options.tls = NATSOptions.TLS(caFile: certs.appendingPathComponent("ca.pem").path)
+        let connection = try NATSConnection.connect(options) { _ in }
+        #expect(connection.isConnected)
+        let received = Inbox<NATSMessage>()
+        let subscription = try connection.subscribe("over.tls") { received.post($0) }
+        try connection.flush()
+        try connection.publish("over.tls", payload: [1, 2, 3])
+        #expect(try await received.wait("the message over TLS").first?.payload == [1, 2, 3])
+        _ = subscription
+        // Without the CA the server's certificate is not trusted.
+        options.tls = NATSOptions.TLS()
+        #expect(throws: NATSError.self) { try NATSConnection.connect(options) { _ in } }
+    }
+
+    @Test func nkeyWithItsSeedAndNotWithout() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nats-nkey-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("server.conf")
+        try Data("authorization { users = [ { nkey: \(Self.nkeyPublic) } ] }\n".utf8).write(to: config)
+        let seed = directory.appendingPathComponent("user.nk")
+        try Data((Self.nkeySeed + "\n").utf8).write(to: seed)
+        let server = try NATSServerProcess(arguments: ["-c", config.path])
+        defer { server.stop() }
+        var options = NATSOptions(servers: [server.url])
+        options.retryFirstConnect = false
+        options.nkeyPublicKey = Self.nkeyPublic
+        options.nkeySeedFile = seed.path
+        #expect(try NATSConnection.connect(options) { _ in }.isConnected)
+        // Half an NKey is refused before connecting; none at all by the server.
+        options.nkeyPublicKey = nil
+        #expect(throws: NATSError.self) { try options.validate() }
+        options.nkeySeedFile = nil
+        #expect(throws: NATSError.self) { try NATSConnection.connect(options) { _ in } }
+    }
+}
