@@ -39,7 +39,7 @@ SED ?= sed
 PROGRAMS = mediatord mediatorctl
 SYSTEM_UNITS = mediatord.socket mediatord.service mediator-component@.service
 USER_UNITS = mediatord.socket mediatord.service
-DOCS = systemd.md daemon.md
+DOCS = systemd.md daemon.md policy.md scale-out.md
 
 RENDER = $(SED) -e 's|@bindir@|$(BINDIR)|g' -e 's|@libexecdir@|$(LIBEXECDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
 

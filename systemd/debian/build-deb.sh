@@ -49,7 +49,7 @@ sed -e "s|@VERSION@|$version|" -e "s|@DATE@|$(date -u -R -d "$date")|" "$here/ch
 chmod 0644 "$doc/changelog.gz"
 # Debian keeps docs compressed above 4 KiB, but the units' Documentation=
 # lines name systemd.md and daemon.md as they are.
-gzip -9n "$doc/README.md"
+gzip -9n "$doc/README.md" "$doc/policy.md" "$doc/scale-out.md"
 
 # The shared libraries the binaries need, as Depends (dpkg-shlibdeps wants a debian/control).
 mkdir -p "$work/shlibs/debian" && printf 'Source: mediator\n\nPackage: mediator\nArchitecture: any\n' > "$work/shlibs/debian/control"
