@@ -179,10 +179,10 @@ if out=$(make -s --no-print-directory install DESTDIR="$dest" BIN_PATH="$tmp/bui
   n=$(find "$dest" -type f | wc -l)
   out2=$(make -s --no-print-directory uninstall DESTDIR="$dest" 2>&1)
   left=$(find "$dest" -type f)
-  if [ "$n" -eq 11 ] && [ -z "$left" ]; then
-    pass "make install puts 11 files, make uninstall removes them"
+  if [ "$n" -eq 13 ] && [ -z "$left" ]; then
+    pass "make install puts 13 files, make uninstall removes them"
   else
-    fail "make install/uninstall ($n files installed, 11 expected)" "$out2${left:+left: $left}"
+    fail "make install/uninstall ($n files installed, 13 expected)" "$out2${left:+left: $left}"
   fi
 else
   fail "make install" "$out"
