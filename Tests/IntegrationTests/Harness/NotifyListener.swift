@@ -11,17 +11,18 @@ final class NotifyListener {
     private let fd: Int32
 
     init(path: String) throws {
-        self.path = path
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        // Stored only once bound: `deinit` runs when an initializer throws
+        // after every property is set, and would close the number twice.
+        let address = try UnixAddress(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw HarnessError("socket: \(String(cString: strerror(errno)))") }
-        let bound: Int32
-        do {
-            bound = try UnixAddress(path).bind(fd)
-        } catch {
+        guard address.bind(fd) == 0 else {
+            let reason = String(cString: strerror(errno))
             close(fd)
-            throw error
+            throw HarnessError("bind \(path): \(reason)")
         }
-        guard bound == 0 else { throw HarnessError("bind \(path): \(String(cString: strerror(errno)))") }
+        self.path = path
+        self.fd = fd
     }
 
     deinit { close(fd) }

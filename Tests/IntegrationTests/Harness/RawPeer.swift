@@ -22,23 +22,21 @@ final class RawPeer: @unchecked Sendable {
 
     /// One connection attempt; throws when nobody accepts.
     init(path: String) throws {
-        self.path = path
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        // The socket is stored only once connected: when an initializer
+        // throws after every property is set, `deinit` still runs, and
+        // would close the number a second time, by then perhaps another
+        // thread's descriptor (an event loop's socket, which then fails EBADF).
+        let address = try UnixAddress(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw HarnessError("socket: \(String(cString: strerror(errno)))") }
-        let address: UnixAddress
-        do {
-            address = try UnixAddress(path)
-        } catch {
-            Glibc.close(fd)
-            throw error
-        }
-        let result = address.connect(fd)
-        guard result == 0 else {
+        guard address.connect(fd) == 0 else {
             let reason = String(cString: strerror(errno))
             Glibc.close(fd)
             throw HarnessError("connect \(path): \(reason)")
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        self.path = path
+        self.fd = fd
     }
 
     /// Takes over a connected socket that another process opened (one made
