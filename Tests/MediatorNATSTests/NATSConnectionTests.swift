@@ -94,6 +94,10 @@ struct NATSConnectionTests {
     @Test(arguments: [
         (NATSOptions(servers: []), "no server URL"),
         (NATSOptions(servers: ["http://x:1"]), "expected nats://"),
+        ({ var options = NATSOptions(servers: ["nats://127.0.0.1:1"]); options.reconnectBufferSize = 0; return options }(),
+         "reconnect buffer"),
+        ({ var options = NATSOptions(servers: ["nats://127.0.0.1:1"]); options.timeout = .zero; return options }(),
+         "timeout must be more than zero"),
     ])
     func badOptionsAreRefusedBeforeConnecting(options: NATSOptions, message: String) {
         let error = #expect(throws: NATSError.self) { try options.validate() }
