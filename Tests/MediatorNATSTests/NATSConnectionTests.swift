@@ -57,15 +57,18 @@ struct NATSConnectionTests {
         let server = try NATSServerProcess()
         defer { server.stop() }
         let connection = try NATSConnection.connect(Self.options(server)) { _ in }
-        let inbox = NATSConnection.newInbox()
-        #expect(inbox.hasPrefix("_INBOX."))
+        let inbox = NATSInbox()
+        #expect(inbox.prefix.hasPrefix("_INBOX."))
         let answers = Inbox<NATSMessage>()
-        let subscription = try connection.subscribe(inbox + ".*") { answers.post($0) }
+        let subscription = try connection.subscribe(inbox.wildcard) { answers.post($0) }
         try connection.flush()
-        try connection.publish("nobody.here", reply: inbox + ".1", payload: Array("{}".utf8))
+        try connection.publish("nobody.here", reply: inbox.replySubject("1"), payload: Array("{}".utf8))
         let answer = try #require(try await answers.wait("the no-responders status").first)
         #expect(answer.isNoResponders)
-        #expect(answer.subject == inbox + ".1")
+        #expect(answer.payload.isEmpty)
+        #expect(answer.subject == inbox.replySubject("1"))
+        #expect(inbox.token(of: answer.subject) == "1")
+        #expect(inbox.token(of: "_INBOX.other.1") == nil)
         _ = subscription
     }
 
