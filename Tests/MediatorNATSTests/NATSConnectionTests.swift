@@ -91,7 +91,8 @@ struct NATSConnectionTests {
         token.token = "t0ken"
         #expect(try NATSConnection.connect(token) { _ in }.isConnected)
         token.token = "other"
-        #expect(throws: NATSError.self) { try NATSConnection.connect(token) { _ in } }
+        let wrongToken = #expect(throws: NATSError.self) { try NATSConnection.connect(token) { _ in } }
+        #expect(wrongToken?.isAuthorizationFailure == true, "\(String(describing: wrongToken))")
     }
 
     @Test(arguments: [
