@@ -14,17 +14,21 @@ public enum NATSConnectionEvent: Sendable, Equatable {
     case reconnected
     /// For good: after ``NATSConnection/close()``, or when reconnecting gave up.
     case closed
-    /// An asynchronous error (a slow consumer, a permission refused).
-    case error(String)
+    /// An asynchronous error: a slow consumer (messages dropped), a
+    /// publish or subscribe the server's permissions refused. The
+    /// connection goes on.
+    case error(NATSError)
 }
 
 /// One connection to NATS through libnats, the official C client.
 ///
 /// Threads: libnats calls the `events` closure and every subscription's
-/// handler on threads of its own. Both must return quickly and must not
-/// call back into this connection synchronously: an owner with an event
-/// loop hands them over to it (the mediatord bridge does). Messages are
-/// copied out of libnats before a handler sees them.
+/// handler on threads of its own. Both must return quickly, never block
+/// and not call back into this connection synchronously: the owner hands
+/// the value over to its own event loop (e.g. `eventLoop.execute`) and
+/// does the work there. Messages are copied out of libnats (and its
+/// `natsMsg` destroyed) before a handler sees them. ``connect(_:events:)``
+/// and ``close()`` block, so they are called off any event loop.
 ///
 /// Ownership: the C objects are freed exactly once, when this object goes
 /// (after ``close()``, which `deinit` calls too). The `events` closure lives
@@ -77,8 +81,8 @@ public final class NATSConnection: @unchecked Sendable {
                 EventBox.deliver(.closed, context)
                 if let context { Unmanaged<EventBox>.fromOpaque(context).release() }
             }, context), "NATS closed callback")
-            try check(natsOptions_SetErrorHandler(options, { _, _, status, context in
-                EventBox.deliver(.error(String(cString: natsStatus_GetText(status))), context)
+            try check(natsOptions_SetErrorHandler(options, { connection, subscription, status, context in
+                EventBox.deliver(.error(NATSError(asynchronous: status, connection, subscription)), context)
             }, context), "NATS error callback")
             if settings.retryFirstConnect {
                 try check(natsOptions_SetRetryOnFailedConnect(options, true, { _, context in
@@ -117,6 +121,9 @@ public final class NATSConnection: @unchecked Sendable {
     }
 
     /// Closes the connection: no more messages or events but ``NATSConnectionEvent/closed``.
+    /// Idempotent. Blocks: libnats flushes what is buffered (up to 0.5 s)
+    /// and joins its threads, so call it off any event loop (and `deinit`,
+    /// which calls it, runs wherever the last reference goes).
     public func close() {
         natsConnection_Close(connection)
     }
@@ -129,10 +136,14 @@ public final class NATSConnection: @unchecked Sendable {
     public func publish(
         _ subject: String, reply: String? = nil, headers: [String: [String]] = [:], payload: [UInt8]
     ) throws(NATSError) {
+        // libnats takes the length as an int (and servers refuse far less: 1 MiB by default).
+        guard let length = Int32(exactly: payload.count) else {
+            throw .invalid("a payload of \(payload.count) bytes is too large", "publish on \(subject)")
+        }
         var created: OpaquePointer?
         let status = payload.withUnsafeBufferPointer { bytes in
             bytes.withMemoryRebound(to: CChar.self) {
-                natsMsg_Create(&created, subject, reply, $0.baseAddress, Int32($0.count))
+                natsMsg_Create(&created, subject, reply, $0.baseAddress, length)
             }
         }
         try check(status, "NATS message for \(subject)")

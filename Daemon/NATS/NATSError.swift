@@ -2,7 +2,7 @@ import CNats
 
 /// A libnats call that failed: its `natsStatus`, the library's text for it,
 /// and what we were doing.
-public struct NATSError: Error, Sendable, CustomStringConvertible {
+public struct NATSError: Error, Sendable, Equatable, CustomStringConvertible {
     /// libnats's `natsStatus` value (`NATS_OK` is 0 and never an error).
     public let status: Int32
     /// `natsStatus_GetText`, or libnats's last error text when it says more.
@@ -46,4 +46,24 @@ public struct NATSError: Error, Sendable, CustomStringConvertible {
 @inline(__always)
 func check(_ status: natsStatus, _ operation: @autoclosure () -> String) throws(NATSError) {
     if status != NATS_OK { throw NATSError(status, operation()) }
+}
+
+extension NATSError {
+    /// An error libnats reports to the error handler, on its own thread:
+    /// the thread-local last error means nothing there, the connection's
+    /// does (it holds the server's words, e.g. "Permissions Violation for
+    /// Publish to ..."), when it is about the same status.
+    init(asynchronous status: natsStatus, _ connection: OpaquePointer?, _ subscription: OpaquePointer?) {
+        var text = String(cString: natsStatus_GetText(status))
+        if let connection {
+            var detail: UnsafePointer<CChar>?
+            // The text lives in the connection and changes with its next error: copied at once.
+            if natsConnection_GetLastError(connection, &detail) == status, let detail {
+                let more = String(cString: detail)
+                if !more.isEmpty && more != text { text += ": " + more }
+            }
+        }
+        let operation = subscription.flatMap { natsSubscription_GetSubject($0) }.map { "NATS subscription \(String(cString: $0))" }
+        self.init(status: Int32(status.rawValue), text: text, operation: operation ?? "NATS connection")
+    }
 }

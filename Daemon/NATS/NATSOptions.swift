@@ -49,6 +49,10 @@ public struct NATSOptions: Sendable, Equatable {
     /// Attempts per server before giving up; nil never gives up (a daemon's
     /// bridge must come back by itself).
     public var maxReconnects: Int?
+    /// Bytes of publishes kept while reconnecting; past it a publish fails
+    /// (`NATS_INSUFFICIENT_BUFFER`) instead of growing memory without
+    /// bound. nil: libnats's default, 8 MiB.
+    public var reconnectBufferSize: Int?
     /// Also keep trying when the first connection fails: the daemon starts
     /// whether or not NATS is up yet.
     public var retryFirstConnect = true
@@ -81,6 +85,13 @@ public struct NATSOptions: Sendable, Equatable {
             throw .invalid("a TLS certificate needs its key and a key its certificate", operation)
         }
         if let maxReconnects, maxReconnects < 0 { throw .invalid("max reconnects must be 0 or more", operation) }
+        // libnats takes an int; 0 would mean its default, not "no buffer".
+        if let reconnectBufferSize, !(1...Int(Int32.max)).contains(reconnectBufferSize) {
+            throw .invalid("the reconnect buffer takes 1 to \(Int32.max) bytes", operation)
+        }
+        for (duration, what) in [(timeout, "timeout"), (reconnectWait, "reconnect wait")] where duration <= .zero {
+            throw .invalid("the \(what) must be more than zero", operation)
+        }
     }
 
     /// A new `natsOptions` with these settings; the caller destroys it.
@@ -132,6 +143,9 @@ public struct NATSOptions: Sendable, Equatable {
         try check(natsOptions_SetAllowReconnect(options, true), "NATS reconnect")
         try check(natsOptions_SetMaxReconnect(options, Int32(clamping: maxReconnects ?? -1)), "NATS max reconnects")
         try check(natsOptions_SetReconnectWait(options, Self.milliseconds(reconnectWait)), "NATS reconnect wait")
+        if let reconnectBufferSize {
+            try check(natsOptions_SetReconnectBufSize(options, Int32(clamping: reconnectBufferSize)), "NATS reconnect buffer")
+        }
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {

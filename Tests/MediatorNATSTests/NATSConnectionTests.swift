@@ -57,15 +57,18 @@ struct NATSConnectionTests {
         let server = try NATSServerProcess()
         defer { server.stop() }
         let connection = try NATSConnection.connect(Self.options(server)) { _ in }
-        let inbox = NATSConnection.newInbox()
-        #expect(inbox.hasPrefix("_INBOX."))
+        let inbox = NATSInbox()
+        #expect(inbox.prefix.hasPrefix("_INBOX."))
         let answers = Inbox<NATSMessage>()
-        let subscription = try connection.subscribe(inbox + ".*") { answers.post($0) }
+        let subscription = try connection.subscribe(inbox.wildcard) { answers.post($0) }
         try connection.flush()
-        try connection.publish("nobody.here", reply: inbox + ".1", payload: Array("{}".utf8))
+        try connection.publish("nobody.here", reply: inbox.replySubject("1"), payload: Array("{}".utf8))
         let answer = try #require(try await answers.wait("the no-responders status").first)
         #expect(answer.isNoResponders)
-        #expect(answer.subject == inbox + ".1")
+        #expect(answer.payload.isEmpty)
+        #expect(answer.subject == inbox.replySubject("1"))
+        #expect(inbox.token(of: answer.subject) == "1")
+        #expect(inbox.token(of: "_INBOX.other.1") == nil)
         _ = subscription
     }
 
@@ -88,12 +91,17 @@ struct NATSConnectionTests {
         token.token = "t0ken"
         #expect(try NATSConnection.connect(token) { _ in }.isConnected)
         token.token = "other"
-        #expect(throws: NATSError.self) { try NATSConnection.connect(token) { _ in } }
+        let wrongToken = #expect(throws: NATSError.self) { try NATSConnection.connect(token) { _ in } }
+        #expect(wrongToken?.isAuthorizationFailure == true, "\(String(describing: wrongToken))")
     }
 
     @Test(arguments: [
         (NATSOptions(servers: []), "no server URL"),
         (NATSOptions(servers: ["http://x:1"]), "expected nats://"),
+        ({ var options = NATSOptions(servers: ["nats://127.0.0.1:1"]); options.reconnectBufferSize = 0; return options }(),
+         "reconnect buffer"),
+        ({ var options = NATSOptions(servers: ["nats://127.0.0.1:1"]); options.timeout = .zero; return options }(),
+         "timeout must be more than zero"),
     ])
     func badOptionsAreRefusedBeforeConnecting(options: NATSOptions, message: String) {
         let error = #expect(throws: NATSError.self) { try options.validate() }
