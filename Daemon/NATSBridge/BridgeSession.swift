@@ -65,7 +65,8 @@ final class BridgeSession: Sendable {
             case .reconnected: logger.notice("NATS reconnected")
             case .connected: logger.notice("NATS connected")
             case .closed: logger.debug("NATS connection closed")
-            case .error(let text): logger.warning("NATS: \(text)")
+            case .error(let error):
+                logger.warning("NATS reported an error", metadata: ["error": "\(error.text)", "during": "\(error.operation)", "status": "\(error.status)"])
             }
         }
         defer { nats.close() }
