@@ -1,0 +1,186 @@
+import NIOConcurrencyHelpers
+import Logging
+import MediatorProtocol
+import Tracing
+
+/// Serves one connection of a running ``Component``: a task per incoming
+/// call, kept by the daemon's id so that `mediator.cancel` can cancel it.
+final class ComponentServer: Sendable {
+    private enum Key: Hashable, Sendable {
+        case daemon(MessageID)
+        case oneway(Int)
+    }
+
+    private struct Call: Sendable {
+        var serial: Int
+        /// Nil while the handler runs inline, before its first suspension
+        /// (``HandlerExecutor/connection``): see ``dispatch(_:_:)``.
+        var task: Task<Void, Never>?
+        var responder: Responder
+        /// Cancelled before `task` was known: cancel it once it is.
+        var cancelled = false
+    }
+
+    private struct State: Sendable {
+        var client: MediatorClient?
+        var calls: [Key: Call] = [:]
+        var nextSerial = 0
+        var stopped = false
+        /// The daemon sent `mediator.stop`: run() returns instead of reconnecting.
+        var leaving = false
+    }
+
+    var isLeaving: Bool { state.withLockedValue { $0.leaving } }
+
+    private let component: Component
+    private let logger: Logger
+    private let state = NIOLockedValueBox(State())
+
+    init(component: Component, logger: Logger) {
+        self.component = component
+        self.logger = logger
+    }
+
+    var hooks: InboundHooks {
+        InboundHooks(
+            request: { [self] request, connection in dispatch(request, connection) },
+            cancel: { [self] id in cancel(id) },
+            closed: { [self] in stop() },
+            stopRequested: { [self] in
+                state.withLockedValue { $0.leaving = true }
+                state.withLockedValue { $0.client }?.connection.close()
+            })
+    }
+
+    func attach(_ client: MediatorClient) {
+        state.withLockedValue { $0.client = client }
+    }
+
+    /// Starts a task for one call. On the event loop.
+    private func dispatch(_ request: IncomingRequest, _ connection: Connection) {
+        let responder = Responder(id: request.id, more: request.more, connection: connection)
+        // The call is entered before its task starts, and the task is started
+        // outside the lock: with `.connection` the handler runs inline, on
+        // this thread, up to its first suspension (an echo never suspends:
+        // no job is scheduled at all), and may finish before the task value
+        // is known.
+        let reserved = state.withLockedValue { locked -> (key: Key, serial: Int, client: MediatorClient)? in
+            guard !locked.stopped, let client = locked.client else { return nil }
+            let serial = locked.nextSerial
+            locked.nextSerial += 1
+            let key: Key = request.id.map(Key.daemon) ?? .oneway(serial)
+            if locked.calls[key] != nil {
+                // The daemon keeps its ids unique among calls in flight.
+                return nil
+            }
+            locked.calls[key] = Call(serial: serial, task: nil, responder: responder)
+            return (key, serial, client)
+        }
+        guard let (key, serial, client) = reserved else {
+            responder.finish(.failure(MediatorError(.componentUnavailable, "\"\(component.target)\" is not serving")))
+            return
+        }
+        let body: @Sendable () async -> Void = { [self] in
+            await execute(request, client: client, responder: responder)
+            state.withLockedValue { state in
+                if state.calls[key]?.serial == serial { state.calls[key] = nil }
+            }
+        }
+        let task: Task<Void, Never>
+        switch component.handlerExecutor {
+        case .connection: task = Task.immediate(executorPreference: connection.executor, operation: body)
+        case .concurrent: task = Task(operation: body)
+        }
+        let cancelNow = state.withLockedValue { locked -> Bool in
+            guard locked.calls[key]?.serial == serial else { return false }  // already finished
+            locked.calls[key]?.task = task
+            return locked.calls[key]?.cancelled ?? false
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    private func execute(_ request: IncomingRequest, client: MediatorClient, responder: Responder) async {
+        let context = CallContext(request: request, client: client, responder: responder)
+        let outcome: Result<JSONValue, MediatorError>
+        switch client.tracing.mode {
+        case .off:
+            outcome = await run(context)
+        case .instrument(let instrument):
+            // No spans, but the caller's context reaches the handler's own calls.
+            var traceContext = ServiceContext.current ?? .topLevel
+            if request.trace.traceparent != nil {
+                instrument.extract(request.trace, into: &traceContext, using: TraceMembersExtractor())
+            }
+            outcome = await ServiceContext.$current.withValue(traceContext) { await run(context) }
+        case .tracer(let tracer):
+            outcome = await traced(tracer, request, context)
+        }
+        if responder.isSuppressed {
+            logger.debug("call cancelled; no response sent", metadata: ["id": "\(request.id?.description ?? "-")"])
+        }
+        responder.finish(outcome)
+    }
+
+    /// The handler's outcome, its errors made `MediatorError`s.
+    private func run(_ context: CallContext) async -> Result<JSONValue, MediatorError> {
+        do {
+            return .success(try await component.handle(context))
+        } catch let error as MediatorError {
+            return .failure(error)
+        } catch is CancellationError {
+            return .failure(MediatorError(.cancelled, "the handler was cancelled"))
+        } catch {
+            return .failure(MediatorError(.failed, String(describing: error)))
+        }
+    }
+
+    /// ``run(_:)`` in a `.server` span named `target/action`, the child of
+    /// the context the request carries (a root span when it carries none).
+    private func traced<T: Tracer>(
+        _ tracer: T, _ request: IncomingRequest, _ context: CallContext
+    ) async -> Result<JSONValue, MediatorError> {
+        var parent = ServiceContext.current ?? .topLevel
+        if request.trace.traceparent != nil {
+            tracer.extract(request.trace, into: &parent, using: TraceMembersExtractor())
+        }
+        return await tracer.withSpan("\(request.target)/\(request.action)", context: parent, ofKind: .server) { span in
+            CallTracing.setRPCAttributes(span, request.target, request.action)
+            let outcome = await run(context)
+            if case .failure(let error) = outcome { CallTracing.record(error, in: span) }
+            return outcome
+        }
+    }
+
+    /// `mediator.cancel {id}`: cancels that call's task; nothing is answered.
+    private func cancel(_ id: MessageID) {
+        let call = state.withLockedValue { locked -> Call? in
+            locked.calls[.daemon(id)]?.cancelled = true
+            return locked.calls[.daemon(id)]
+        }
+        guard let call else {
+            logger.debug("mediator.cancel for a call not running", metadata: ["id": "\(id)"])
+            return
+        }
+        call.responder.suppress()
+        call.task?.cancel()
+    }
+
+    /// The connection closed or the component stops: cancels every call
+    /// still running (nothing can be answered any more) and lets go of the
+    /// client. Idempotent.
+    func stop() {
+        let (calls, client) = state.withLockedValue { state in
+            state.stopped = true
+            for key in state.calls.keys { state.calls[key]?.cancelled = true }
+            let calls = Array(state.calls.values)
+            let client = state.client
+            state.client = nil
+            return (calls, client)
+        }
+        for call in calls {
+            call.responder.suppress()
+            call.task?.cancel()
+        }
+        client?.connection.close()
+    }
+}

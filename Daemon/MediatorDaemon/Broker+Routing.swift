@@ -1,0 +1,171 @@
+import Logging
+import MediatorProtocol
+import MediatorTransport
+import NIOCore
+
+// Requests: reading one, checking it, and routing a call to an instance.
+extension Broker {
+    func handleRequest(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {
+        let idBytes = envelope.idRange.map { slice(frame, $0) }
+        if let id = envelope.id,
+            pending.isInFlight(caller: connection, id: id) || (!heldCalls.isEmpty && heldCalls.target(caller: connection, id: id) != nil)
+        {
+            send(connection, writer.error(callerID: nil, MediatorError(.badRequest, "id \(id) is already in flight on this connection")))
+            return
+        }
+        let params = envelope.paramsRange.map { slice(frame, $0) }
+        let trace = envelope.traceparentRange == nil ? nil : forwardedTrace(envelope, frame)
+        if envelope.target == ProtocolConstants.daemonTarget {
+            handleDaemonAction(envelope, params: params, idBytes: idBytes, from: connection, now: now, trace: trace)
+            return
+        }
+        var remote: RemoteCaller?
+        if let range = envelope.remoteCallerRange {
+            switch remoteCaller(range, in: frame, from: connection) {
+            case .success(let caller): remote = caller
+            case .failure(let error):
+                if let idBytes { send(connection, writer.error(callerID: idBytes, error)) }
+                return
+            }
+        }
+        route(
+            RouteRequest(
+                target: envelope.target, action: envelope.action, params: params, id: envelope.id, idBytes: idBytes,
+                timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false, trace: trace, remote: remote),
+            from: connection, now: now)
+    }
+
+    struct RouteRequest {
+        var target: String
+        var action: String
+        var params: ByteBuffer?
+        var id: MessageID?
+        var idBytes: ByteBuffer?
+        var timeoutMs: Int64?
+        var more: Bool
+        var viaURL: Bool
+        /// `traceparent`/`tracestate` as they arrived, passed on unchanged.
+        var trace: ForwardedTrace? = nil
+        /// Who called on another host (from this daemon's own NATS bridge only).
+        var remote: RemoteCaller? = nil
+    }
+
+    /// What routing decided while looking at the target.
+    enum RouteDecision {
+        case refused(MediatorError)
+        case forward(action: String, params: ByteBuffer?, result: Schema?, callee: ConnectionID, instance: Int, statisticsSlot: Int)
+    }
+
+    /// A connection's uid and `caller` member, read where the peer is
+    /// stored: a dictionary's getter would copy the whole peer.
+    func caller(_ connection: ConnectionID) -> (uid: UInt32, callerMember: ByteBuffer)? {
+        guard let slot = peers.index(forKey: connection) else { return nil }
+        func read(_ peer: inout Peer) -> (UInt32, ByteBuffer) { (peer.credentials.uid, peer.callerMember) }
+        return read(&peers.values[slot])
+    }
+
+    /// A connection's credentials, read where the peer is stored.
+    func credentials(of connection: ConnectionID) -> PeerCredentials? {
+        guard let slot = peers.index(forKey: connection) else { return nil }
+        func read(_ peer: inout Peer) -> PeerCredentials { peer.credentials }
+        return read(&peers.values[slot])
+    }
+
+    /// Contract section 4: picks the instance and forwards the call, holds it
+    /// for a component being started, or answers why not.
+    func route(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) {
+        func fail(_ error: MediatorError) {
+            if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error)) }
+        }
+        let notFound = { MediatorError(.targetNotFound, "no component serves target \"\(request.target)\"") }
+        guard let (uid, connectionCaller) = caller(connection) else { return fail(notFound()) }
+        var callerMember = connectionCaller
+        if let remote = request.remote {
+            // A caller on another host: the policy's remote rules decide, and
+            // the component learns who it was, beside the bridge's own caller.
+            if let denial = checkPolicy(.call(target: request.target, action: request.action), remote: remote) {
+                return fail(denial)
+            }
+            callerMember = writer.callerMember(callerMember, remote: remote)
+        } else if uid != 0, let credentials = credentials(of: connection),
+            // uid 0 may do anything (Policy.allows): its credentials are not even read.
+            let denial = checkPolicy(.call(target: request.target, action: request.action), credentials)
+        {
+            return fail(denial)
+        }
+        if holdIfActivating(request, from: connection, now: now) { return }
+        // The target is looked at where it is stored (no copy of it), and the
+        // instance is picked and its call counted in the same visit.
+        let decision = registry.withTarget(request.target) { target -> RouteDecision in
+            let resolved: ResolvedAction
+            switch resolveAction(request, specs: target.actionsByName) {
+            case .failure(let error): return .refused(error)
+            case .success(let action): resolved = action
+            }
+            if let idBytes = request.idBytes,
+                let refusal = callLimitRefusal(connection, uid: uid, bytes: idBytes.readableBytes)
+            {
+                return .refused(refusal)
+            }
+            guard let index = target.pickInstance() else { return .refused(notFound()) }
+            let callee = target.instances[index].connection
+            if let refusal = queueQuotaRefusal(toward: callee, target: request.target) { return .refused(refusal) }
+            if request.id != nil, request.idBytes != nil { target.instances[index].inFlight += 1 }
+            // The one lookup statistics cost a call; the pending call keeps the slot.
+            let statisticsSlot: Int
+            if let known = target.statisticsSlots[resolved.action] {
+                statisticsSlot = known
+            } else {
+                statisticsSlot = statistics.slot(target: request.target, action: resolved.action)
+                target.statisticsSlots[resolved.action] = statisticsSlot
+            }
+            return .forward(
+                action: resolved.action, params: resolved.params, result: resolved.result, callee: callee,
+                instance: target.instances[index].instance, statisticsSlot: statisticsSlot)
+        }
+        let action: String
+        let params: ByteBuffer?
+        let resultSchema: Schema?
+        let instance: (connection: ConnectionID, instance: Int)
+        let statisticsSlot: Int
+        switch decision {
+        case nil: return fail(notFound())
+        case .refused(let error)?: return fail(error)
+        case .forward(let resolvedAction, let resolvedParams, let resolvedResult, let callee, let number, let slot)?:
+            (action, params, resultSchema, instance) = (resolvedAction, resolvedParams, resolvedResult, (callee, number))
+            statisticsSlot = slot
+        }
+        let timeoutMs = request.timeoutMs ?? configuration.defaultTimeoutMs
+        var daemonID: Int64?
+        if let id = request.id, let idBytes = request.idBytes {
+            let newID = pending.makeDaemonID()
+            let deadline = now + .milliseconds(timeoutMs)
+            pending.insert(PendingCalls.Call(
+                daemonID: newID, caller: connection, callerID: id, callerIDBytes: ownCopy(idBytes), callee: instance.connection,
+                target: request.target, action: action, instance: instance.instance, more: request.more,
+                timeoutMs: timeoutMs, deadline: deadline, startedAt: now, resultSchema: resultSchema,
+                statisticsSlot: statisticsSlot))
+            wakeUp(at: deadline)
+            daemonID = newID
+        }
+        statistics.callRouted(statisticsSlot, stream: request.more && daemonID != nil)
+        noteActivity(request.target, now: now)
+        if logsCalls, let credentials = credentials(of: connection) {
+            logger.debug(
+                "call routed",
+                metadata: [
+                    "target": "\(request.target)", "action": "\(action)", "pid": "\(credentials.pid)",
+                    "uid": "\(credentials.uid)", "instance": "\(instance.instance)",
+                ])
+        }
+        let forwarded = writer.forwardedRequest(
+            daemonID: daemonID, target: request.target, action: action, params: params, timeoutMs: timeoutMs,
+            more: request.more, caller: callerMember, trace: request.trace)
+        send(instance.connection, forwarded)
+        if !monitors.isEmpty {
+            monitorRecord(
+                "request", from: connection, to: instance.connection, target: request.target, event: nil, elapsed: nil,
+                message: forwarded, now: now)
+        }
+    }
+}
