@@ -11,18 +11,14 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
 here=systemd/debian
-# A build folder of its own: static and dynamic builds do not share objects.
-scratch=${MEDIATOR_DEB_SCRATCH:-.build-static}
 
 version=$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' Daemon/MediatorDaemon/MediatorVersion.swift)
 arch=$(dpkg --print-architecture)
 [ -n "$version" ] || { echo "build-deb: no version in MediatorVersion.swift" >&2; exit 1; }
 
-# Bound at load time (Debian's hardening: relro and now).
-flags=(-c release --static-swift-stdlib --scratch-path "$scratch" -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now)
-swift build "${flags[@]}" --product mediatord
-swift build "${flags[@]}" --product mediatorctl
-bin=$(swift build "${flags[@]}" --show-bin-path)
+# The static build, its flags in one place (scripts/build-static: relro and now, lld, hot code together).
+scripts/build-static mediatord mediatorctl
+bin=$(scripts/build-static --show-bin-path)
 swift build --product generate-manual
 generate_manual="$(swift build --show-bin-path)/generate-manual"
 
@@ -55,6 +51,11 @@ gzip -9n "$doc/README.md" "$doc/policy.md" "$doc/scale-out.md"
 mkdir -p "$work/shlibs/debian" && printf 'Source: mediator\n\nPackage: mediator\nArchitecture: any\n' > "$work/shlibs/debian/control"
 depends=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$stage/usr/bin/mediatord" "$stage/usr/bin/mediatorctl" 2>/dev/null \
     | sed -n 's/^shlibs:Depends=//p')
+# Packed relocations (scripts/build-static) need glibc 2.36, a version
+# dpkg-shlibdeps does not see: it is a version need, not a symbol.
+if readelf -V "$stage/usr/bin/mediatord" | grep -q GLIBC_ABI_DT_RELR; then
+    depends=$(printf '%s' "$depends" | sed -E 's/libc6 \(>= [0-9.]+\)/libc6 (>= 2.36)/')
+fi
 
 install -d -m 0755 "$stage/DEBIAN"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
