@@ -237,7 +237,8 @@ let package = Package(
         // that the mediatord NATS bridge uses (issue 14): the broker core
         // knows nothing of NATS.
         .systemLibrary(
-            name: "CNats", path: "Daemon/CNats", pkgConfig: "libnats",
+            // Headers only: libnats itself is loaded with dlopen when NATS is used (Daemon/CNats/shim.h).
+            name: "CNats", path: "Daemon/CNats",
             providers: [.apt(["libnats-dev"])]
         ),
         .target(

@@ -54,9 +54,9 @@ public final class NATSConnection: @unchecked Sendable {
     deinit {
         // The events box is released by the closed callback, which libnats
         // runs (on its own thread) after this close, possibly after deinit.
-        natsConnection_Close(connection)
-        natsConnection_Destroy(connection)
-        natsOptions_Destroy(options)
+        libnats.natsConnection_Close(connection)
+        libnats.natsConnection_Destroy(connection)
+        libnats.natsOptions_Destroy(options)
     }
 
     /// Connects. With ``NATSOptions/retryFirstConnect`` a server that is not
@@ -70,37 +70,37 @@ public final class NATSConnection: @unchecked Sendable {
         let box = Unmanaged.passRetained(EventBox(events))
         let context = box.toOpaque()
         do {
-            try check(natsOptions_SetDisconnectedCB(options, { _, context in
+            try check(libnats.natsOptions_SetDisconnectedCB(options, { _, context in
                 EventBox.deliver(.disconnected, context)
             }, context), "NATS disconnected callback")
-            try check(natsOptions_SetReconnectedCB(options, { _, context in
+            try check(libnats.natsOptions_SetReconnectedCB(options, { _, context in
                 EventBox.deliver(.reconnected, context)
             }, context), "NATS reconnected callback")
-            try check(natsOptions_SetClosedCB(options, { _, context in
+            try check(libnats.natsOptions_SetClosedCB(options, { _, context in
                 // The last callback libnats makes for a connection: the box goes with it.
                 EventBox.deliver(.closed, context)
                 if let context { Unmanaged<EventBox>.fromOpaque(context).release() }
             }, context), "NATS closed callback")
-            try check(natsOptions_SetErrorHandler(options, { connection, subscription, status, context in
+            try check(libnats.natsOptions_SetErrorHandler(options, { connection, subscription, status, context in
                 EventBox.deliver(.error(NATSError(asynchronous: status, connection, subscription)), context)
             }, context), "NATS error callback")
             if settings.retryFirstConnect {
-                try check(natsOptions_SetRetryOnFailedConnect(options, true, { _, context in
+                try check(libnats.natsOptions_SetRetryOnFailedConnect(options, true, { _, context in
                     EventBox.deliver(.connected, context)
                 }, context), "NATS connect retry")
             }
         } catch {
-            natsOptions_Destroy(options)
+            libnats.natsOptions_Destroy(options)
             box.release()
             throw error
         }
         var made: OpaquePointer?
-        let status = natsConnection_Connect(&made, options)
+        let status = libnats.natsConnection_Connect(&made, options)
         // NATS_NOT_YET_CONNECTED: retrying in the background, as asked.
         guard status == NATS_OK || (status == NATS_NOT_YET_CONNECTED && settings.retryFirstConnect), let made else {
             let error = NATSError(status, "connect to \(settings.servers.joined(separator: ", "))")
-            if let made { natsConnection_Destroy(made) }
-            natsOptions_Destroy(options)
+            if let made { libnats.natsConnection_Destroy(made) }
+            libnats.natsOptions_Destroy(options)
             box.release()
             throw error
         }
@@ -109,14 +109,14 @@ public final class NATSConnection: @unchecked Sendable {
 
     // MARK: - State
 
-    public var isConnected: Bool { Int(natsConnection_Status(connection).rawValue) == Int(mediator_nats_status_connected()) }
+    public var isConnected: Bool { Int(libnats.natsConnection_Status(connection).rawValue) == Int(mediator_nats_status_connected()) }
 
-    public var isClosed: Bool { natsConnection_IsClosed(connection) }
+    public var isClosed: Bool { libnats.natsConnection_IsClosed(connection) }
 
     /// The URL of the server in use, if connected.
     public var connectedURL: String? {
         var buffer = [CChar](repeating: 0, count: 512)
-        guard natsConnection_GetConnectedUrl(connection, &buffer, buffer.count) == NATS_OK, buffer[0] != 0 else { return nil }
+        guard libnats.natsConnection_GetConnectedUrl(connection, &buffer, buffer.count) == NATS_OK, buffer[0] != 0 else { return nil }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
@@ -125,7 +125,7 @@ public final class NATSConnection: @unchecked Sendable {
     /// and joins its threads, so call it off any event loop (and `deinit`,
     /// which calls it, runs wherever the last reference goes).
     public func close() {
-        natsConnection_Close(connection)
+        libnats.natsConnection_Close(connection)
     }
 
     // MARK: - Sending
@@ -143,31 +143,31 @@ public final class NATSConnection: @unchecked Sendable {
         var created: OpaquePointer?
         let status = payload.withUnsafeBufferPointer { bytes in
             bytes.withMemoryRebound(to: CChar.self) {
-                natsMsg_Create(&created, subject, reply, $0.baseAddress, length)
+                libnats.natsMsg_Create(&created, subject, reply, $0.baseAddress, length)
             }
         }
         try check(status, "NATS message for \(subject)")
         guard let message = created else { throw .invalid("natsMsg_Create returned nothing", "publish \(subject)") }
-        defer { natsMsg_Destroy(message) }
+        defer { libnats.natsMsg_Destroy(message) }
         for (name, values) in headers {
-            for value in values { try check(natsMsgHeader_Add(message, name, value), "NATS header \(name)") }
+            for value in values { try check(libnats.natsMsgHeader_Add(message, name, value), "NATS header \(name)") }
         }
-        try check(natsConnection_PublishMsg(connection, message), "publish on \(subject)")
+        try check(libnats.natsConnection_PublishMsg(connection, message), "publish on \(subject)")
     }
 
     /// Sends everything buffered and waits for the server's answer.
     public func flush(timeout: Duration = .seconds(2)) throws(NATSError) {
-        try check(natsConnection_FlushTimeout(connection, NATSOptions.milliseconds(timeout)), "flush")
+        try check(libnats.natsConnection_FlushTimeout(connection, NATSOptions.milliseconds(timeout)), "flush")
     }
 
     /// A new, unique inbox subject (`_INBOX.` and a random token).
     public static func newInbox() -> String {
         var inbox: UnsafeMutablePointer<CChar>?
-        guard natsInbox_Create(&inbox) == NATS_OK, let inbox else {
-            // libnats only fails here when out of memory; a random name does the same job.
+        // Without libnats (not loaded yet, or not installed), or out of memory: a random name does the same job.
+        guard let nats = LibNATS.ifLoaded?.pointee, nats.natsInbox_Create(&inbox) == NATS_OK, let inbox else {
             return "_INBOX." + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         }
-        defer { natsInbox_Destroy(inbox) }
+        defer { nats.natsInbox_Destroy(inbox) }
         return String(cString: inbox)
     }
 
@@ -184,21 +184,21 @@ public final class NATSConnection: @unchecked Sendable {
         let callback: natsMsgHandler = { _, _, message, context in
             guard let message else { return }
             let copy = NATSMessage(copying: message)
-            natsMsg_Destroy(message)
+            libnats.natsMsg_Destroy(message)
             if let context { Unmanaged<NATSSubscription.HandlerBox>.fromOpaque(context).takeUnretainedValue().handler(copy) }
         }
         var created: OpaquePointer?
         let status = if let queue {
-            natsConnection_QueueSubscribe(&created, connection, subject, queue, callback, context)
+            libnats.natsConnection_QueueSubscribe(&created, connection, subject, queue, callback, context)
         } else {
-            natsConnection_Subscribe(&created, connection, subject, callback, context)
+            libnats.natsConnection_Subscribe(&created, connection, subject, callback, context)
         }
         guard status == NATS_OK, let subscription = created else {
             box.release()
             throw NATSError(status, "subscribe to \(subject)")
         }
         // The handler's box goes when libnats says no callback can run any more.
-        let completion = natsSubscription_SetOnCompleteCB(subscription, { context in
+        let completion = libnats.natsSubscription_SetOnCompleteCB(subscription, { context in
             if let context { Unmanaged<NATSSubscription.HandlerBox>.fromOpaque(context).release() }
         }, context)
         if completion != NATS_OK {

@@ -19,9 +19,9 @@ public struct NATSError: Error, Sendable, Equatable, CustomStringConvertible {
     /// An error from a `natsStatus`, with libnats's thread-local last error
     /// when it has one (it names the server, the file, the field).
     init(_ status: natsStatus, _ operation: String) {
-        var text = String(cString: natsStatus_GetText(status))
+        var text = libnats.natsStatus_GetText(status).map { String(cString: $0) } ?? "NATS status \(status.rawValue)"
         var last = NATS_OK
-        if let detail = nats_GetLastError(&last), last != NATS_OK {
+        if let detail = libnats.nats_GetLastError(&last), last != NATS_OK {
             let more = String(cString: detail)
             if !more.isEmpty && more != text { text += ": " + more }
         }
@@ -54,16 +54,16 @@ extension NATSError {
     /// does (it holds the server's words, e.g. "Permissions Violation for
     /// Publish to ..."), when it is about the same status.
     init(asynchronous status: natsStatus, _ connection: OpaquePointer?, _ subscription: OpaquePointer?) {
-        var text = String(cString: natsStatus_GetText(status))
+        var text = libnats.natsStatus_GetText(status).map { String(cString: $0) } ?? "NATS status \(status.rawValue)"
         if let connection {
             var detail: UnsafePointer<CChar>?
             // The text lives in the connection and changes with its next error: copied at once.
-            if natsConnection_GetLastError(connection, &detail) == status, let detail {
+            if libnats.natsConnection_GetLastError(connection, &detail) == status, let detail {
                 let more = String(cString: detail)
                 if !more.isEmpty && more != text { text += ": " + more }
             }
         }
-        let operation = subscription.flatMap { natsSubscription_GetSubject($0) }.map { "NATS subscription \(String(cString: $0))" }
+        let operation = subscription.flatMap { libnats.natsSubscription_GetSubject($0) }.map { "NATS subscription \(String(cString: $0))" }
         self.init(status: Int32(status.rawValue), text: text, operation: operation ?? "NATS connection")
     }
 }

@@ -27,25 +27,25 @@ public struct NATSMessage: Sendable, Equatable {
 
     /// Copies `message` (not destroyed here).
     init(copying message: OpaquePointer) {
-        subject = natsMsg_GetSubject(message).map { String(cString: $0) } ?? ""
-        reply = natsMsg_GetReply(message).map { String(cString: $0) }
-        let length = Int(natsMsg_GetDataLength(message))
-        if length > 0, let data = natsMsg_GetData(message) {
+        subject = libnats.natsMsg_GetSubject(message).map { String(cString: $0) } ?? ""
+        reply = libnats.natsMsg_GetReply(message).map { String(cString: $0) }
+        let length = Int(libnats.natsMsg_GetDataLength(message))
+        if length > 0, let data = libnats.natsMsg_GetData(message) {
             payload = Array(UnsafeRawBufferPointer(start: data, count: length))
         } else {
             payload = []
         }
-        isNoResponders = natsMsg_IsNoResponders(message)
+        isNoResponders = libnats.natsMsg_IsNoResponders(message)
         headers = [:]
         var keys: UnsafeMutablePointer<UnsafePointer<CChar>?>?
         var count: Int32 = 0
-        guard natsMsgHeader_Keys(message, &keys, &count) == NATS_OK, let keys else { return }
+        guard libnats.natsMsgHeader_Keys(message, &keys, &count) == NATS_OK, let keys else { return }
         defer { free(keys) }  // the array is ours to free, not the strings
         for index in 0..<Int(count) {
             guard let key = keys[index] else { continue }
             var values: UnsafeMutablePointer<UnsafePointer<CChar>?>?
             var valueCount: Int32 = 0
-            guard natsMsgHeader_Values(message, key, &values, &valueCount) == NATS_OK, let values else { continue }
+            guard libnats.natsMsgHeader_Values(message, key, &values, &valueCount) == NATS_OK, let values else { continue }
             defer { free(values) }
             headers[String(cString: key)] = (0..<Int(valueCount)).compactMap { values[$0].map { String(cString: $0) } }
         }

@@ -98,13 +98,15 @@ public struct NATSOptions: Sendable, Equatable {
     /// Callbacks are set by ``NATSConnection``.
     func makeNativeOptions() throws(NATSError) -> OpaquePointer {
         try validate()
+        // Every libnats object starts here: libnats is loaded (once) first.
+        try LibNATS.load()
         var created: OpaquePointer?
-        try check(natsOptions_Create(&created), "create NATS options")
+        try check(libnats.natsOptions_Create(&created), "create NATS options")
         guard let options = created else { throw .invalid("natsOptions_Create returned nothing", "create NATS options") }
         do {
             try apply(to: options)
         } catch {
-            natsOptions_Destroy(options)
+            libnats.natsOptions_Destroy(options)
             throw error
         }
         return options
@@ -115,36 +117,36 @@ public struct NATSOptions: Sendable, Equatable {
         defer { pointers.forEach { free($0) } }
         let status = pointers.withUnsafeMutableBufferPointer { buffer in
             buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { servers in
-                natsOptions_SetServers(options, servers.baseAddress, Int32(servers.count))
+                libnats.natsOptions_SetServers(options, servers.baseAddress, Int32(servers.count))
             }
         }
         try check(status, "NATS servers \(servers)")
-        try check(natsOptions_SetNoRandomize(options, true), "NATS server order")
-        if let name { try check(natsOptions_SetName(options, name), "NATS connection name") }
-        if let user, let password { try check(natsOptions_SetUserInfo(options, user, password), "NATS user") }
-        if let token { try check(natsOptions_SetToken(options, token), "NATS token") }
+        try check(libnats.natsOptions_SetNoRandomize(options, true), "NATS server order")
+        if let name { try check(libnats.natsOptions_SetName(options, name), "NATS connection name") }
+        if let user, let password { try check(libnats.natsOptions_SetUserInfo(options, user, password), "NATS user") }
+        if let token { try check(libnats.natsOptions_SetToken(options, token), "NATS token") }
         if let credentialsFile {
-            try check(natsOptions_SetUserCredentialsFromFiles(options, credentialsFile, nil), "NATS credentials \(credentialsFile)")
+            try check(libnats.natsOptions_SetUserCredentialsFromFiles(options, credentialsFile, nil), "NATS credentials \(credentialsFile)")
         }
         if let nkeyPublicKey, let nkeySeedFile {
-            try check(natsOptions_SetNKeyFromSeed(options, nkeyPublicKey, nkeySeedFile), "NATS NKey seed \(nkeySeedFile)")
+            try check(libnats.natsOptions_SetNKeyFromSeed(options, nkeyPublicKey, nkeySeedFile), "NATS NKey seed \(nkeySeedFile)")
         }
         if let tls {
-            try check(natsOptions_SetSecure(options, true), "NATS TLS")
-            if let caFile = tls.caFile { try check(natsOptions_LoadCATrustedCertificates(options, caFile), "NATS CA \(caFile)") }
+            try check(libnats.natsOptions_SetSecure(options, true), "NATS TLS")
+            if let caFile = tls.caFile { try check(libnats.natsOptions_LoadCATrustedCertificates(options, caFile), "NATS CA \(caFile)") }
             if let certificate = tls.certificateFile, let key = tls.keyFile {
-                try check(natsOptions_LoadCertificatesChain(options, certificate, key), "NATS certificate \(certificate)")
+                try check(libnats.natsOptions_LoadCertificatesChain(options, certificate, key), "NATS certificate \(certificate)")
             }
-            if tls.skipServerVerification { try check(natsOptions_SkipServerVerification(options, true), "NATS TLS verification") }
+            if tls.skipServerVerification { try check(libnats.natsOptions_SkipServerVerification(options, true), "NATS TLS verification") }
         }
-        try check(natsOptions_SetTimeout(options, Self.milliseconds(timeout)), "NATS timeout")
-        try check(natsOptions_SetSendAsap(options, sendImmediately), "NATS send at once")
-        try check(natsOptions_SetNoEcho(options, noEcho), "NATS no echo")
-        try check(natsOptions_SetAllowReconnect(options, true), "NATS reconnect")
-        try check(natsOptions_SetMaxReconnect(options, Int32(clamping: maxReconnects ?? -1)), "NATS max reconnects")
-        try check(natsOptions_SetReconnectWait(options, Self.milliseconds(reconnectWait)), "NATS reconnect wait")
+        try check(libnats.natsOptions_SetTimeout(options, Self.milliseconds(timeout)), "NATS timeout")
+        try check(libnats.natsOptions_SetSendAsap(options, sendImmediately), "NATS send at once")
+        try check(libnats.natsOptions_SetNoEcho(options, noEcho), "NATS no echo")
+        try check(libnats.natsOptions_SetAllowReconnect(options, true), "NATS reconnect")
+        try check(libnats.natsOptions_SetMaxReconnect(options, Int32(clamping: maxReconnects ?? -1)), "NATS max reconnects")
+        try check(libnats.natsOptions_SetReconnectWait(options, Self.milliseconds(reconnectWait)), "NATS reconnect wait")
         if let reconnectBufferSize {
-            try check(natsOptions_SetReconnectBufSize(options, Int32(clamping: reconnectBufferSize)), "NATS reconnect buffer")
+            try check(libnats.natsOptions_SetReconnectBufSize(options, Int32(clamping: reconnectBufferSize)), "NATS reconnect buffer")
         }
     }
 

@@ -23,13 +23,13 @@ public final class NATSSubscription: @unchecked Sendable {
     }
 
     deinit {
-        natsSubscription_Destroy(subscription)
+        libnats.natsSubscription_Destroy(subscription)
     }
 
     /// Stops deliveries (those already under way finish). Idempotent.
     public func unsubscribe() {
-        _ = natsSubscription_Unsubscribe(subscription)
+        _ = libnats.natsSubscription_Unsubscribe(subscription)
     }
 
-    public var isValid: Bool { natsSubscription_IsValid(subscription) }
+    public var isValid: Bool { libnats.natsSubscription_IsValid(subscription) }
 }

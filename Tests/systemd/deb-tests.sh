@@ -14,9 +14,12 @@
 #   6 call             a component (`mediatorctl serve --exec` of a shell
 #                      script) registers through the socket-activated
 #                      daemon, and `mediatorctl call` gets its answer
-#   7 journal          mediatord logs to the journal
-#   8 man pages        mediatord(8) and mediatorctl(1) are installed
-#   9 remove           `apt-get remove` stops the socket and the daemon
+#   7 no libnats       the root has no libnats (the package recommends
+#                      it), and the daemon that served maps neither it
+#                      nor OpenSSL: NATS is loaded only when configured
+#   8 journal          mediatord logs to the journal
+#   9 man pages        mediatord(8) and mediatorctl(1) are installed
+#  10 remove           `apt-get remove` stops the socket and the daemon
 #
 # The root is cached under .build-rootfs/ (MEDIATOR_ROOTFS_CACHE), named by
 # a hash of what debootstrap is asked for, so a change of packages makes a
@@ -36,7 +39,8 @@ cd "$REPO" || exit 1
 BUDGET=${MEDIATOR_DEB_BUDGET:-240}
 SUITE=bookworm
 MIRROR=${MEDIATOR_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-PACKAGES=systemd,systemd-sysv,dbus,libsystemd0,libstdc++6,init-system-helpers,libnats3.4
+# No libnats: the package only recommends it (mediatord loads it when NATS is configured).
+PACKAGES=systemd,systemd-sysv,dbus,libsystemd0,libstdc++6,init-system-helpers
 CACHE=${MEDIATOR_ROOTFS_CACHE:-$REPO/.build-rootfs}
 ARCH=$(dpkg --print-architecture)
 DEB=${MEDIATOR_DEB:-$(ls -t "$REPO"/dist/mediator_*_"$ARCH".deb 2>/dev/null | head -n 1)}
@@ -182,6 +186,15 @@ call() {
     [ "$(cx systemctl show -p User --value mediatord.service)" = mediator ]
 }
 check "a call through the socket-activated daemon" call
+
+no_nats() {
+    local pid
+    pid=$(cx systemctl show -p MainPID --value mediatord.service) || return 1
+    [ -n "$pid" ] && [ "$pid" != 0 ] || { echo "no main pid"; return 1; }
+    ! cx dpkg -s libnats3.4 >/dev/null 2>&1 || { echo "libnats3.4 is installed in the root"; return 1; }
+    if cx grep -E 'libnats|libssl|libcrypto' "/proc/$pid/maps"; then return 1; fi
+}
+check "without libnats installed, mediatord serves and maps neither it nor OpenSSL" no_nats
 
 check "mediatord logs to the journal" wait_for 10 sh -c "nsenter -t $LEADER -m -p -- journalctl -u mediatord.service --no-pager | grep -q 'registered'"
 
