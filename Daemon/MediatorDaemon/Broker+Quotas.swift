@@ -17,6 +17,12 @@ extension Broker {
         case registeredBytes = "max_registered_bytes_per_uid"
     }
 
+    /// A uid that met one quota (``quotasWarned``).
+    struct QuotaWarning: Hashable {
+        var uid: UInt32
+        var quota: Quota
+    }
+
     func limit(_ quota: Quota) -> Int {
         switch quota {
         case .connections: return configuration.maxConnectionsPerUID
@@ -62,18 +68,27 @@ extension Broker {
     }
 
     /// The error for taking `adding` more of a quota, or nil when it fits.
+    /// Every refusal is counted (stats, top); the log says it once per
+    /// episode, so that a client hammering at its quota cannot flood the journal.
     func quotaExceeded(_ quota: Quota, credentials: PeerCredentials, adding: Int = 1) -> MediatorError? {
         guard credentials.uid != 0 else { return nil }
         let limit = self.limit(quota)
         let used = usage(quota, uid: credentials.uid)
-        guard used + adding > limit else { return nil }
+        let warning = QuotaWarning(uid: credentials.uid, quota: quota)
+        guard used + adding > limit else {
+            // Back under it: the next refusal is a new episode. One check when none is under way.
+            if !quotasWarned.isEmpty { quotasWarned.remove(warning) }
+            return nil
+        }
         statistics.quotaRefused(uid: credentials.uid, quota: quota.rawValue)
-        logger.warning(
-            "quota reached",
-            metadata: [
-                "quota": "\(quota.rawValue)", "limit": "\(limit)", "uid": "\(credentials.uid)", "pid": "\(credentials.pid)",
-                "exe": "\(credentials.executable ?? "unknown")",
-            ])
+        if quotasWarned.insert(warning).inserted {
+            logger.warning(
+                "quota reached; further refusals are counted (mediatorctl stats) and logged again after this uid fits",
+                metadata: [
+                    "quota": "\(quota.rawValue)", "limit": "\(limit)", "uid": "\(credentials.uid)", "pid": "\(credentials.pid)",
+                    "exe": "\(credentials.executable ?? "unknown")",
+                ])
+        }
         return MediatorError(
             .overloaded, "uid \(credentials.uid) reached its quota \(quota.rawValue) = \(limit)",
             data: ["quota": .string(quota.rawValue), "limit": .int(Int64(limit))])

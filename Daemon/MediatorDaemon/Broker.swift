@@ -65,6 +65,9 @@ public final class Broker {
     var queuedByUID: [UInt32: Int] = [:]
     /// The uids past their queued-bytes quota, with what it cost them (Broker+QueuedBytes.swift).
     var queueQuotaEpisodes: [UInt32: QueueQuotaEpisode] = [:]
+    /// The uids that met a quota and were told so in the log: a refusal
+    /// is logged once per episode, the next once the uid fits again.
+    var quotasWarned: Set<QuotaWarning> = []
     /// Calls waiting for a component to start (and `start`s waiting for it
     /// to register), by caller: they count against the limits and obey the
     /// duplicate-id rule and `cancel` like calls in flight.

@@ -1,3 +1,4 @@
+import Logging
 import MediatorProtocol
 import NIOCore
 import Testing
@@ -62,5 +63,25 @@ struct BrokerQuotaTests {
         #expect(d.daemon("register", #"{"target":"One","actions":[]}"#, from: 1)?["result"] != nil)
         let second = d.daemon("register", #"{"target":"Two","actions":[]}"#, from: 2)
         #expect(second?["error"]?["message"] == "uid 1000 reached its quota max_registrations_per_uid = 1")
+    }
+
+    @Test func aUIDAtItsQuotaIsLoggedOncePerEpisodeAndEveryRefusalCounted() {
+        let d = BrokerDriver { $0.maxConnectionsPerUID = 1 }
+        let captured = CapturedLogEvents()
+        d.broker.logger = Logger(label: "quota-test") { _ in CapturingLogHandler(captured: captured) }
+        func warnings() -> Int { captured.events.filter { $0.message.hasPrefix("quota reached") }.count }
+        #expect(d.broker.connect(1, credentials: Self.alice) == nil)
+        for connection in 2...50 as ClosedRange<ConnectionID> {
+            #expect(d.broker.connect(connection, credentials: Self.alice)?.code == .overloaded)
+        }
+        #expect(warnings() == 1, "one line for 49 refusals")
+        #expect(captured.events.first { $0.message.hasPrefix("quota reached") }?.metadata?["uid"] == "1000")
+        #expect(d.broker.statistics.uids[1000]?.quotaRefusals["max_connections_per_uid"] == 49, "every refusal counted")
+        #expect(d.broker.connect(60, credentials: Self.bob) == nil)
+        // Alice fits again, then meets it once more: a new episode, a new line.
+        d.disconnect(1)
+        #expect(d.broker.connect(61, credentials: Self.alice) == nil)
+        #expect(d.broker.connect(62, credentials: Self.alice)?.code == .overloaded)
+        #expect(warnings() == 2)
     }
 }
