@@ -27,6 +27,16 @@ struct DaemonSettings: Sendable {
         var metricsListenFromConfig: String?
         /// The `"nats"` member: the bridge to other hosts (docs/scale-out.md).
         var natsFromConfig: JSONValue?
+
+        /// The members read at start only (where the daemon listens), by
+        /// name, leaving out those a flag overrides: a SIGHUP that finds
+        /// them changed can only say that a restart is needed.
+        func startOnlyMembers(socketFlag: String?, metricsListenFlag: String?) -> [String: String] {
+            var members: [String: String] = [:]
+            if socketFlag == nil { members["socket"] = socketFromConfig }
+            if metricsListenFlag == nil { members["metrics_listen"] = metricsListenFromConfig }
+            return members
+        }
     }
 
     func load() throws -> Loaded {

@@ -210,6 +210,10 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             throw ValidationError("NATS: \(error)")
         }
 
+        let (socketFlag, metricsListenFlag) = (socket, metricsListen)
+        let startOnlyMembers: @Sendable (DaemonSettings.Loaded) -> [String: String] = {
+            $0.startOnlyMembers(socketFlag: socketFlag, metricsListenFlag: metricsListenFlag)
+        }
         let notifier = SystemdNotifier()
         // Beat at half the interval, from the broker's own event loop, so a
         // stuck loop is caught and not just a dead process.
@@ -232,7 +236,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: ReloadService(
                     settings: settings, server: server, bridge: bridge, natsSettings: natsSettings, notifier: notifier,
-                    logger: logger),
+                    logger: logger, startOnlyMembers: startOnlyMembers, startOnlyAtStart: startOnlyMembers(loaded)),
                   successTerminationBehavior: .ignore),
             .init(service: StatusReporter(server: server, notifier: notifier), successTerminationBehavior: .ignore),
         ]

@@ -19,6 +19,10 @@ struct ReloadService: Service, CustomStringConvertible {
     let natsSettings: @Sendable (JSONValue?) throws -> NATSBridgeSettings?
     let notifier: SystemdNotifier
     let logger: Logger
+    /// ``DaemonSettings/Loaded/startOnlyMembers(socketFlag:metricsListenFlag:)``
+    /// of the settings as loaded now, and as they were at start.
+    let startOnlyMembers: @Sendable (DaemonSettings.Loaded) -> [String: String]
+    let startOnlyAtStart: [String: String]
 
     func run() async throws {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
@@ -28,6 +32,13 @@ struct ReloadService: Service, CustomStringConvertible {
                 let loaded = try settings.load()
                 // Checked before anything is applied: a bad "nats" member keeps every running setting.
                 let bridgeSettings = try natsSettings(loaded.natsFromConfig)
+                let startOnly = startOnlyMembers(loaded)
+                for name in Set(startOnly.keys).union(startOnlyAtStart.keys).sorted()
+                where startOnly[name] != startOnlyAtStart[name] {
+                    logger.notice(
+                        "config member \(name) changed; it is read at start only: restart mediatord to apply it",
+                        metadata: ["running": "\(startOnlyAtStart[name] ?? "-")", "in the file": "\(startOnly[name] ?? "-")"])
+                }
                 await server.reload(loaded.configuration)
                 bridge.reload(bridgeSettings)
                 await server.reloadManifests(settings.loadManifests(logger: logger))

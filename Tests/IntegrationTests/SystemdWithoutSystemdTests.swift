@@ -87,6 +87,24 @@ extension Integration {
             #expect(instance == registered["instance"])
         }
 
+        @Test("SIGHUP with metrics_listen changed: a notice that it applies at the next start; the endpoint stays")
+        func reloadNamesStartOnlyMembers() throws {
+            let world = try World()
+            defer { world.close() }
+            let config = world.directory.file("mediatord.json")
+            let first = world.directory.socket("metrics-1")
+            try #"{"metrics_listen": "\#(first)"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            let (daemon, notify, _) = try notifiedDaemon(world, arguments: ["--config", config])
+            _ = try notify.await("READY=1") { $0.contains("READY=1") }
+            try #"{"metrics_listen": "\#(world.directory.socket("metrics-2"))"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            daemon.signal(SIGHUP)
+            _ = try notify.await("READY=1 after the reload") { $0.contains("READY=1") }
+            try waitUntil("the notice\(daemon.logTail())") {
+                daemon.stderr.contains("config member metrics_listen changed; it is read at start only")
+            }
+            #expect(FileManager.default.fileExists(atPath: first), "the endpoint stays where it was")
+        }
+
         @Test("A bad config on SIGHUP is reported; the daemon keeps its settings and serves on")
         func badReloadKeepsRunning() throws {
             let world = try World()
