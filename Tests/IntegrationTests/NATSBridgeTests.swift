@@ -35,112 +35,113 @@ extension Integration {
             (try host(world, nats, "hostA", ["--nats-import", "*"]), try host(world, nats, "hostB", ["--nats-export", "*"]))
         }
 
-        @Test("A component on host B is called from host A by mediatorctl: results, errors, timeouts, describe")
-        func callsAcrossHosts() throws {
+        /// Runs `body` in a new world with a nats-server and ``hosts(_:_:)``;
+        /// closing the world stops them all.
+        static func withHosts(_ body: (World, NATSServer, DaemonProcess, DaemonProcess) throws -> Void) throws {
             let world = try World()
             defer { world.close() }
             let nats = try NATSServer(world)
-            defer { nats.stop() }
-            let (a, b) = try Self.hosts(world, nats)
-            let notes = try world.notes(b)
-            try a.waitForTarget("Notes")
-            // Listed on A as served on B.
-            let listed = try a.listing("Notes")?["instances"]?.arrayValue ?? []
-            #expect(listed.map { $0["remote_host"] } == ["hostB"], "\(listed)")
+            let (a, b) = try hosts(world, nats)
+            try body(world, nats, a, b)
+        }
 
-            let cli = CLI(a)
-            let added = try cli.json("call", ["Notes", "add", "text=from A"])
-            #expect(added["id"] != nil, "\(added)")
-            let got = try cli.json("call", ["Notes", "get", "id=\(added["id"]?.intValue ?? 0)"])
-            #expect(got["text"] == "from A", "\(got)")
-            // The component's own error, code unchanged.
-            let missing = try cli.run("call", ["Notes", "get", "id=404"])
-            #expect(missing.status == 1 && missing.stderr.hasPrefix("mediatorctl: not_found: "), "\(missing)")
-            // The timeout is the caller's, carried to host B.
-            let late = try cli.run("call", ["Notes", "sleep", "ms=30000", "--timeout", "0.5"])
-            #expect(late.status == 1 && late.stderr.hasPrefix("mediatorctl: timeout: "), "\(late)")
-            // describe on A shows B's specs.
-            let described = try cli.json("describe", ["Notes"])
-            let actions = described["actions"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
-            #expect(actions.contains("add") && actions.contains("sleep"), "\(described)")
-            // The process that answered is the component on B.
-            let whoami = try cli.json("call", ["Notes", "whoami"])
-            #expect(whoami["pid"]?.intValue == Int64(notes.pid), "\(whoami)")
+        @Test("A component on host B is called from host A by mediatorctl: results, errors, timeouts, describe")
+        func callsAcrossHosts() throws {
+            try Self.withHosts { world, nats, a, b in
+                let notes = try world.notes(b)
+                try a.waitForTarget("Notes")
+                // Listed on A as served on B.
+                let listed = try a.listing("Notes")?["instances"]?.arrayValue ?? []
+                #expect(listed.map { $0["remote_host"] } == ["hostB"], "\(listed)")
+
+                let cli = CLI(a)
+                let added = try cli.json("call", ["Notes", "add", "text=from A"])
+                #expect(added["id"] != nil, "\(added)")
+                let got = try cli.json("call", ["Notes", "get", "id=\(added["id"]?.intValue ?? 0)"])
+                #expect(got["text"] == "from A", "\(got)")
+                // The component's own error, code unchanged.
+                let missing = try cli.run("call", ["Notes", "get", "id=404"])
+                #expect(missing.status == 1 && missing.stderr.hasPrefix("mediatorctl: not_found: "), "\(missing)")
+                // The timeout is the caller's, carried to host B.
+                let late = try cli.run("call", ["Notes", "sleep", "ms=30000", "--timeout", "0.5"])
+                #expect(late.status == 1 && late.stderr.hasPrefix("mediatorctl: timeout: "), "\(late)")
+                // describe on A shows B's specs.
+                let described = try cli.json("describe", ["Notes"])
+                let actions = described["actions"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
+                #expect(actions.contains("add") && actions.contains("sleep"), "\(described)")
+                // The process that answered is the component on B.
+                let whoami = try cli.json("call", ["Notes", "whoami"])
+                #expect(whoami["pid"]?.intValue == Int64(notes.pid), "\(whoami)")
+            }
         }
 
         @Test("NATS going away fails imported calls at once with component_unavailable; they work again after it is back")
         func natsRestart() throws {
-            let world = try World()
-            defer { world.close() }
-            let nats = try NATSServer(world)
-            defer { nats.stop() }
-            let (a, b) = try Self.hosts(world, nats)
-            _ = try world.notes(b)
-            try a.waitForTarget("Notes")
-            let cli = CLI(a)
-            _ = try cli.json("call", ["Notes", "echo", "x=1"])
+            try Self.withHosts { world, nats, a, b in
+                _ = try world.notes(b)
+                try a.waitForTarget("Notes")
+                let cli = CLI(a)
+                _ = try cli.json("call", ["Notes", "echo", "x=1"])
 
-            nats.stop()
-            let started = ContinuousClock.now
-            let failed = try cli.run("call", ["Notes", "echo", "x=2", "--timeout", "10"])
-            let took = ContinuousClock.now - started
-            #expect(failed.status == 1, "\(failed)")
-            #expect(failed.stderr.hasPrefix("mediatorctl: component_unavailable: ")
-                    || failed.stderr.hasPrefix("mediatorctl: target_not_found: "), "\(failed)")
-            #expect(took < .seconds(5), "failed in \(took), not at once")
+                nats.stop()
+                let started = ContinuousClock.now
+                let failed = try cli.run("call", ["Notes", "echo", "x=2", "--timeout", "10"])
+                let took = ContinuousClock.now - started
+                #expect(failed.status == 1, "\(failed)")
+                #expect(failed.stderr.hasPrefix("mediatorctl: component_unavailable: ")
+                        || failed.stderr.hasPrefix("mediatorctl: target_not_found: "), "\(failed)")
+                #expect(took < .seconds(5), "failed in \(took), not at once")
 
-            try nats.start()
-            try waitUntil("calls from A to work again", within: .seconds(20)) {
-                try cli.run("call", ["Notes", "echo", "x=3"]).status == 0
+                try nats.start()
+                try waitUntil("calls from A to work again", within: .seconds(20)) {
+                    try cli.run("call", ["Notes", "echo", "x=3"]).status == 0
+                }
             }
         }
 
         @Test("Streams: each partial result crosses as it comes; the Swift library's typed client; a crash mid-call and a cancel reach the caller and host B")
         func streamsCrashesAndCancels() throws {
-            let world = try World()
-            defer { world.close() }
-            let nats = try NATSServer(world)
-            defer { nats.stop() }
-            let (a, b) = try Self.hosts(world, nats)
-            _ = try world.swiftExample(b)
-            try a.waitForTarget("Weather")
+            try Self.withHosts { world, nats, a, b in
+                _ = try world.swiftExample(b)
+                try a.waitForTarget("Weather")
 
-            // A countdown 3, 2, 1 with 400 ms between: the first partial is not held back.
-            let peer = try world.peer(a)
-            let started = ContinuousClock.now
-            let id = try peer.request("Weather", "countdown", params: ["from": 3, "interval_ms": 400], more: true)
-            let first = try peer.response(to: id, within: .seconds(10))
-            let firstAfter = ContinuousClock.now - started
-            #expect(first["result"] == 3 && first["continues"] == true, "\(first)")
-            var partials = [first["result"]]
-            var final: JSONValue = .null
-            while true {
-                let next = try peer.response(to: id, within: .seconds(10))
-                if next["continues"] == true { partials.append(next["result"]) } else { final = next; break }
-            }
-            let total = ContinuousClock.now - started
-            #expect(partials == [3, 2, 1], "\(partials)")
-            #expect(final["result"] == ["done": true], "\(final)")
-            #expect(total - firstAfter >= .milliseconds(700), "the first partial came \(firstAfter) in, the end \(total)")
+                // A countdown 3, 2, 1 with 400 ms between: the first partial is not held back.
+                let peer = try world.peer(a)
+                let started = ContinuousClock.now
+                let id = try peer.request("Weather", "countdown", params: ["from": 3, "interval_ms": 400], more: true)
+                let first = try peer.response(to: id, within: .seconds(10))
+                let firstAfter = ContinuousClock.now - started
+                #expect(first["result"] == 3 && first["continues"] == true, "\(first)")
+                var partials = [first["result"]]
+                var final: JSONValue = .null
+                while true {
+                    let next = try peer.response(to: id, within: .seconds(10))
+                    if next["continues"] == true { partials.append(next["result"]) } else { final = next; break }
+                }
+                let total = ContinuousClock.now - started
+                #expect(partials == [3, 2, 1], "\(partials)")
+                #expect(final["result"] == ["done": true], "\(final)")
+                #expect(total - firstAfter >= .milliseconds(700), "the first partial came \(firstAfter) in, the end \(total)")
 
-            // The Swift library from host A: the generated typed client calls forecast and streams countdown.
-            let typed = try ChildProcess.run(Paths.typedClient, ["--socket", a.socketPath, "--from", "2"], within: .seconds(30))
-            #expect(typed.status == 0, "\(typed)")
-            #expect(typed.stdout.contains("Oslo"), "\(typed)")
+                // The Swift library from host A: the generated typed client calls forecast and streams countdown.
+                let typed = try ChildProcess.run(Paths.typedClient, ["--socket", a.socketPath, "--from", "2"], within: .seconds(30))
+                #expect(typed.status == 0, "\(typed)")
+                #expect(typed.stdout.contains("Oslo"), "\(typed)")
 
-            // The component dies mid-call on host B: the caller on A gets B's daemon's answer.
-            let crash = try CLI(a).run("call", ["Weather", "crash"])
-            #expect(crash.status == 1 && crash.stderr.hasPrefix("mediatorctl: component_unavailable: "), "\(crash)")
+                // The component dies mid-call on host B: the caller on A gets B's daemon's answer.
+                let crash = try CLI(a).run("call", ["Weather", "crash"])
+                #expect(crash.status == 1 && crash.stderr.hasPrefix("mediatorctl: component_unavailable: "), "\(crash)")
 
-            // A call given up on A is cancelled on B too: not left running for 30 s.
-            _ = try world.swiftExample(b)
-            try waitUntil("host A's calls to reach the new Weather on B") {
-                try CLI(a).run("call", ["Weather", "slow", "ms=1"]).status == 0
-            }
-            let late = try CLI(a).run("call", ["Weather", "slow", "ms=30000", "--timeout", "0.5"])
-            #expect(late.status == 1 && late.stderr.hasPrefix("mediatorctl: timeout: "), "\(late)")
-            try waitUntil("the call on B to end", within: .seconds(5)) {
-                try b.listing("Weather")?["instances"]?.arrayValue?.first?["in_flight"] == 0
+                // A call given up on A is cancelled on B too: not left running for 30 s.
+                _ = try world.swiftExample(b)
+                try waitUntil("host A's calls to reach the new Weather on B") {
+                    try CLI(a).run("call", ["Weather", "slow", "ms=1"]).status == 0
+                }
+                let late = try CLI(a).run("call", ["Weather", "slow", "ms=30000", "--timeout", "0.5"])
+                #expect(late.status == 1 && late.stderr.hasPrefix("mediatorctl: timeout: "), "\(late)")
+                try waitUntil("the call on B to end", within: .seconds(5)) {
+                    try b.listing("Weather")?["instances"]?.arrayValue?.first?["in_flight"] == 0
+                }
             }
         }
 
@@ -171,31 +172,28 @@ extension Integration {
 
         @Test("nats-server stopped and started under load: every call gets exactly one answer")
         func natsRestartUnderLoad() throws {
-            let world = try World()
-            defer { world.close() }
-            let nats = try NATSServer(world)
-            defer { nats.stop() }
-            let (a, b) = try Self.hosts(world, nats)
-            _ = try world.notes(b)
-            try a.waitForTarget("Notes")
-            let peer = try world.peer(a)
-            var ids: [JSONValue] = []
-            for round in 0..<3 {
-                for index in 0..<100 {
-                    ids.append(try peer.request("Notes", "sleep", params: ["ms": .int(Int64(index % 20))], timeoutMs: 5000))
+            try Self.withHosts { world, nats, a, b in
+                _ = try world.notes(b)
+                try a.waitForTarget("Notes")
+                let peer = try world.peer(a)
+                var ids: [JSONValue] = []
+                for round in 0..<3 {
+                    for index in 0..<100 {
+                        ids.append(try peer.request("Notes", "sleep", params: ["ms": .int(Int64(index % 20))], timeoutMs: 5000))
+                    }
+                    if round == 0 { nats.stop() }
+                    if round == 1 { try nats.start() }
                 }
-                if round == 0 { nats.stop() }
-                if round == 1 { try nats.start() }
+                var answers: [JSONValue: Int] = [:]
+                for _ in ids {
+                    let message = try peer.receive(within: .seconds(20)) { $0.isResponse }
+                    answers[message["id"] ?? .null, default: 0] += 1
+                }
+                #expect(Set(answers.keys) == Set(ids))
+                #expect(answers.values.allSatisfy { $0 == 1 }, "\(answers.filter { $0.value != 1 })")
+                // Nothing more arrives late.
+                #expect(throws: (any Error).self) { _ = try peer.receive(within: .milliseconds(500)) { $0.isResponse } }
             }
-            var answers: [JSONValue: Int] = [:]
-            for _ in ids {
-                let message = try peer.receive(within: .seconds(20)) { $0.isResponse }
-                answers[message["id"] ?? .null, default: 0] += 1
-            }
-            #expect(Set(answers.keys) == Set(ids))
-            #expect(answers.values.allSatisfy { $0 == 1 }, "\(answers.filter { $0.value != 1 })")
-            // Nothing more arrives late.
-            #expect(throws: (any Error).self) { _ = try peer.receive(within: .milliseconds(500)) { $0.isResponse } }
         }
 
         @Test("Events: chosen patterns cross hosts both ways, once each, without looping; others and mediator.* stay")
@@ -305,25 +303,22 @@ extension Integration {
 
         @Test("A local instance wins; the stand-in for host B's takes the calls when it is gone")
         func localInstanceWins() throws {
-            let world = try World()
-            defer { world.close() }
-            let nats = try NATSServer(world)
-            defer { nats.stop() }
-            let (a, b) = try Self.hosts(world, nats)
-            let local = try world.notes(a)
-            let remote = try world.notes(b)
-            // Host A: its own instance, and the stand-in for B's.
-            try a.waitForTarget("Notes", instances: 2)
-            let instances = try a.listing("Notes")?["instances"]?.arrayValue ?? []
-            #expect(instances.compactMap { $0["remote_host"]?.stringValue } == ["hostB"], "\(instances)")
-            let cli = CLI(a)
-            for _ in 0..<3 {
-                #expect(try cli.json("call", ["Notes", "whoami"])["pid"]?.intValue == Int64(local.pid))
-            }
-            local.kill()
-            try a.waitForTarget("Notes", instances: 1)
-            try waitUntil("host A's calls to reach host B") {
-                try cli.json("call", ["Notes", "whoami"])["pid"]?.intValue == Int64(remote.pid)
+            try Self.withHosts { world, nats, a, b in
+                let local = try world.notes(a)
+                let remote = try world.notes(b)
+                // Host A: its own instance, and the stand-in for B's.
+                try a.waitForTarget("Notes", instances: 2)
+                let instances = try a.listing("Notes")?["instances"]?.arrayValue ?? []
+                #expect(instances.compactMap { $0["remote_host"]?.stringValue } == ["hostB"], "\(instances)")
+                let cli = CLI(a)
+                for _ in 0..<3 {
+                    #expect(try cli.json("call", ["Notes", "whoami"])["pid"]?.intValue == Int64(local.pid))
+                }
+                local.kill()
+                try a.waitForTarget("Notes", instances: 1)
+                try waitUntil("host A's calls to reach host B") {
+                    try cli.json("call", ["Notes", "whoami"])["pid"]?.intValue == Int64(remote.pid)
+                }
             }
         }
     }
