@@ -65,16 +65,30 @@ extension JSONValue {
         text.makeContiguousUTF8()
         text.utf8.withContiguousStorageIfAvailable { bytes in
             output.reserveCapacity(output.count + bytes.count + 1)
-            // Runs of bytes that need no escape are appended whole.
+            // Runs of bytes that need no escape are appended whole; plain
+            // ASCII is stepped over a word at a time (WordScan also stops at
+            // non-ASCII bytes, which are then passed byte by byte).
+            let raw = UnsafeRawBufferPointer(bytes)
+            let end = raw.count
             var runStart = 0
-            for index in bytes.indices {
-                let byte = bytes[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                if runStart < index { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
-                appendEscape(byte, into: &output)
-                runStart = index + 1
+            var index = 0
+            while index < end {
+                if index + WordScan.width <= end {
+                    guard let offset = WordScan.firstStringSpecial(in: WordScan.word(raw, at: index)) else {
+                        index += WordScan.width
+                        continue
+                    }
+                    index += offset
+                }
+                let byte = raw[index]
+                if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                    if runStart < index { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[runStart..<index])) }
+                    appendEscape(byte, into: &output)
+                    runStart = index + 1
+                }
+                index += 1
             }
-            if runStart < bytes.count { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
+            if runStart < end { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[runStart...])) }
         }
         output.append(UInt8(ascii: "\""))
     }

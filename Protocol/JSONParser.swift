@@ -174,9 +174,21 @@ public struct JSONParser {
     mutating func parseString() throws(JSONParseError) -> String {
         position += 1  // opening quote
         let start = position
-        // Fast path: no escapes.
+        // Fast path: no escapes. Plain ASCII a word at a time (as in
+        // skipString); the byte that stops the word scan is looked at below.
         var ascii = true
-        while position < bytes.count {
+        let end = bytes.count
+        while position < end {
+            var index = position
+            while index + WordScan.width <= end {
+                if let offset = WordScan.firstStringSpecial(in: WordScan.word(bytes, at: index)) {
+                    index += offset
+                    break
+                }
+                index += WordScan.width
+            }
+            position = index
+            guard position < end else { break }
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<position])

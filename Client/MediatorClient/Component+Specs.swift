@@ -14,4 +14,12 @@ extension Component {
         // the daemon then checks calls against the interface's own specs.
         declareDecoding(spec, handler)
     }
+
+    /// The same for a handler that does not suspend (no task per call with
+    /// ``Component/HandlerExecutor/connection``).
+    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+        _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) throws -> R
+    ) {
+        declareDecoding(spec, handler)
+    }
 }

@@ -42,6 +42,14 @@ public struct Component: Sendable {
     }
 
     typealias Handler = @Sendable (CallContext) async throws -> JSONValue
+    /// A handler that cannot suspend: with ``HandlerExecutor/connection``
+    /// it runs at once where the call is read, without a task.
+    typealias ImmediateHandler = @Sendable (CallContext) throws -> JSONValue
+
+    enum ActionHandler: Sendable {
+        case async(Handler)
+        case immediate(ImmediateHandler)
+    }
     typealias NotFoundHandler = @Sendable (String, JSONValue, CallContext) async throws -> JSONValue
 
     public let target: String
@@ -62,7 +70,7 @@ public struct Component: Sendable {
 
     /// In the order declared; a later declaration of a name replaces the earlier one.
     private var specs: [ActionSpec] = []
-    private var handlers: [String: Handler] = [:]
+    private var handlers: [String: ActionHandler] = [:]
     private var notFoundHandler: NotFoundHandler?
 
     public init(
@@ -86,7 +94,19 @@ public struct Component: Sendable {
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (CallContext) async throws -> JSONValue
     ) {
-        declare(ActionSpec(name: name, description: description, params: params, result: result, url: url), handler)
+        declare(ActionSpec(name: name, description: description, params: params, result: result, url: url), .async(handler))
+    }
+
+    /// Declares an action whose handler does not suspend (no `await`): the
+    /// closure form Swift picks for a closure without `await`. With
+    /// ``HandlerExecutor/connection`` it runs where the call is read, on
+    /// the connection's thread, with no task made for it: the fastest way
+    /// to answer. Otherwise as the `async` form.
+    public mutating func action(
+        _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
+        _ handler: @escaping @Sendable (CallContext) throws -> JSONValue
+    ) {
+        declare(ActionSpec(name: name, description: description, params: params, result: result, url: url), .immediate(handler))
     }
 
     /// Declares an action with `Decodable` params and an `Encodable` result
@@ -99,24 +119,48 @@ public struct Component: Sendable {
         declareDecoding(ActionSpec(name: name, description: description, params: params, result: result, url: url), handler)
     }
 
+    /// Declares an action with `Decodable` params and an `Encodable` result
+    /// whose handler does not suspend (see the untyped form).
+    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+        _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
+        _ handler: @escaping @Sendable (P, CallContext) throws -> R
+    ) {
+        declareDecoding(ActionSpec(name: name, description: description, params: params, result: result, url: url), handler)
+    }
+
     /// Declares `spec` exactly as given, with a handler that decodes its
     /// params and encodes its result.
     mutating func declareDecoding<P: Decodable & Sendable, R: Encodable & Sendable>(
         _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) async throws -> R
     ) {
-        declare(spec) { context in
-            let decoded: P
-            do {
-                decoded = try JSONBridge.decode(P.self, from: context.params)
-            } catch {
-                throw MediatorError(.invalidParams, "params do not decode as \(P.self): \(error)")
-            }
-            let value = try await handler(decoded, context)
-            do {
-                return try JSONBridge.value(from: value)
-            } catch {
-                throw MediatorError(.failed, "the result does not encode as JSON: \(error)")
-            }
+        declare(spec, .async({ context in
+            let value = try await handler(try Self.decodeParams(P.self, context), context)
+            return try Self.encodeResult(value)
+        }))
+    }
+
+    /// ``declareDecoding(_:_:)`` for a handler that does not suspend.
+    mutating func declareDecoding<P: Decodable & Sendable, R: Encodable & Sendable>(
+        _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) throws -> R
+    ) {
+        declare(spec, .immediate({ context in
+            try Self.encodeResult(try handler(try Self.decodeParams(P.self, context), context))
+        }))
+    }
+
+    private static func decodeParams<P: Decodable>(_ type: P.Type, _ context: CallContext) throws(MediatorError) -> P {
+        do {
+            return try JSONBridge.decode(P.self, from: context.params)
+        } catch {
+            throw MediatorError(.invalidParams, "params do not decode as \(P.self): \(error)")
+        }
+    }
+
+    private static func encodeResult(_ value: some Encodable) throws(MediatorError) -> JSONValue {
+        do {
+            return try JSONBridge.value(from: value)
+        } catch {
+            throw MediatorError(.failed, "the result does not encode as JSON: \(error)")
         }
     }
 
@@ -133,7 +177,7 @@ public struct Component: Sendable {
         notFoundHandler = handler
     }
 
-    private mutating func declare(_ spec: ActionSpec, _ handler: @escaping Handler) {
+    private mutating func declare(_ spec: ActionSpec, _ handler: ActionHandler) {
         specs.removeAll { $0.name == spec.name }
         specs.append(spec)
         handlers[spec.name] = handler
@@ -168,13 +212,24 @@ public struct Component: Sendable {
             context.params = params
             return try await notFoundHandler(action, params, context)
         }
-        if let handler = handlers[context.action] {
-            return try await handler(context)
+        switch handlers[context.action] {
+        case .async(let handler)?: return try await handler(context)
+        case .immediate(let handler)?: return try handler(context)
+        case nil: break
         }
         if let notFoundHandler {
             return try await notFoundHandler(context.action, context.params, context)
         }
         throw MediatorError(.actionNotFound, "\"\(target)\" does not declare the action \"\(context.action)\"")
+    }
+
+    /// The handler for `action` when it is one that does not suspend and
+    /// would be the one to run (not a `notFound` call to the component's
+    /// notFound handler).
+    func immediateHandler(for action: String) -> ImmediateHandler? {
+        if action == "notFound", notFoundHandler != nil { return nil }
+        guard case .immediate(let handler)? = handlers[action] else { return nil }
+        return handler
     }
 
     // MARK: - Checking names from the wire
@@ -217,7 +272,8 @@ public struct Component: Sendable {
     static let maxBackoff: Duration = .seconds(2)
 
     /// Connects, registers the target, calls `onRegistered`, and serves calls
-    /// concurrently (a task per call) until the enclosing task is cancelled;
+    /// concurrently (a task per call, except a handler without `await` on
+    /// ``HandlerExecutor/connection``, answered at once) until the enclosing task is cancelled;
     /// then it cancels the handlers still running, closes the connection and
     /// returns.
     ///

@@ -4,7 +4,8 @@ import MediatorProtocol
 import Tracing
 
 /// Serves one connection of a running ``Component``: a task per incoming
-/// call, kept by the daemon's id so that `mediator.cancel` can cancel it.
+/// call, kept by the daemon's id so that `mediator.cancel` can cancel it; a
+/// handler that cannot suspend is answered at once, without one.
 final class ComponentServer: Sendable {
     private enum Key: Hashable, Sendable {
         case daemon(MessageID)
@@ -56,9 +57,11 @@ final class ComponentServer: Sendable {
         state.withLockedValue { $0.client = client }
     }
 
-    /// Starts a task for one call. On the event loop.
+    /// Starts a task for one call, or answers it at once when its handler
+    /// cannot suspend. On the event loop.
     private func dispatch(_ request: IncomingRequest, _ connection: Connection) {
         let responder = Responder(id: request.id, more: request.more, connection: connection)
+        if answerImmediately(request, responder) { return }
         // The call is entered before its task starts, and the task is started
         // outside the lock: with `.connection` the handler runs inline, on
         // this thread, up to its first suspension (an echo never suspends:
@@ -99,6 +102,22 @@ final class ComponentServer: Sendable {
         if cancelNow { task.cancel() }
     }
 
+    /// Runs a handler that cannot suspend right here, on the connection's
+    /// thread, and answers: no task, no entry in `calls` (nothing can cancel
+    /// it: the daemon's `mediator.cancel` is read after it returns). Only
+    /// with ``Component/HandlerExecutor/connection`` and without a tracer
+    /// (a span needs the task path); false when the call is not one of those.
+    private func answerImmediately(_ request: IncomingRequest, _ responder: Responder) -> Bool {
+        guard case .connection = component.handlerExecutor,
+            let handler = component.immediateHandler(for: request.action),
+            let client = state.withLockedValue({ $0.stopped ? nil : $0.client })
+        else { return false }
+        if case .tracer = client.tracing.mode { return false }
+        let context = CallContext(request: request, client: client, responder: responder)
+        responder.finish(Self.outcome { try handler(context) })
+        return true
+    }
+
     private func execute(_ request: IncomingRequest, client: MediatorClient, responder: Responder) async {
         let context = CallContext(request: request, client: client, responder: responder)
         let outcome: Result<JSONValue, MediatorError>
@@ -125,12 +144,25 @@ final class ComponentServer: Sendable {
     private func run(_ context: CallContext) async -> Result<JSONValue, MediatorError> {
         do {
             return .success(try await component.handle(context))
-        } catch let error as MediatorError {
-            return .failure(error)
-        } catch is CancellationError {
-            return .failure(MediatorError(.cancelled, "the handler was cancelled"))
         } catch {
-            return .failure(MediatorError(.failed, String(describing: error)))
+            return .failure(Self.mediatorError(error))
+        }
+    }
+
+    private static func outcome(_ body: () throws -> JSONValue) -> Result<JSONValue, MediatorError> {
+        do {
+            return .success(try body())
+        } catch {
+            return .failure(mediatorError(error))
+        }
+    }
+
+    /// What a handler's error is answered with (``Component``'s rules).
+    private static func mediatorError(_ error: any Error) -> MediatorError {
+        switch error {
+        case let error as MediatorError: return error
+        case is CancellationError: return MediatorError(.cancelled, "the handler was cancelled")
+        default: return MediatorError(.failed, String(describing: error))
         }
     }
 

@@ -161,6 +161,41 @@ struct ComponentTests {
         }
     }
 
+    /// A handler without `await` is answered where the call is read, with
+    /// no task, when handlers run on the connection; with `.concurrent`,
+    /// and for handlers that may suspend, each call gets its task.
+    @Test(arguments: [Component.HandlerExecutor.connection, .concurrent])
+    func aHandlerThatCannotSuspendRunsWithoutATaskOnTheConnection(executor: Component.HandlerExecutor) async throws {
+        let fake = try await FakeDaemon.start()
+        defer { Task { await fake.shutdown() } }
+        var component = Component(target: "Svc", handlerExecutor: executor)
+        component.action("immediate") { _ in
+            withUnsafeCurrentTask { $0 == nil } ? "no task" : "task"
+        }
+        component.action("typed") { (greeting: Greeting, _: CallContext) in
+            (withUnsafeCurrentTask { $0 == nil } ? "no task " : "task ") + greeting.name
+        }
+        component.action("suspends") { _ in
+            await Task.yield()
+            return withUnsafeCurrentTask { $0 == nil } ? "no task" : "task"
+        }
+        try await serving(component, on: fake) { peer in
+            peer.send(["id": 1, "target": "Svc", "action": "immediate"])
+            peer.send(["id": 2, "target": "Svc", "action": "typed", "params": ["name": "ann"]])
+            peer.send(["id": 3, "target": "Svc", "action": "suspends"])
+            peer.send(["id": 4, "target": "Svc", "action": "typed", "params": ["nom": "ann"]])
+            let answers = try await fake.received.wait(for: 4, "four answers") {
+                $0.message["result"] != nil || $0.message["error"] != nil
+            }
+            let byID = Dictionary(answers.map { ($0.id, $0.message) }, uniquingKeysWith: { first, _ in first })
+            let inline = executor == .connection
+            #expect(byID[1]?["result"] == (inline ? "no task" : "task"))
+            #expect(byID[2]?["result"] == (inline ? "no task ann" : "task ann"))
+            #expect(byID[3]?["result"] == "task")
+            #expect(byID[4]?["error"]?["code"] == "invalid_params")
+        }
+    }
+
     @Test func partialsOnlyWhenMoreWasAsked() async throws {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }

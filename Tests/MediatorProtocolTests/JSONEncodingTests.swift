@@ -267,6 +267,37 @@ struct JSONFastPathTests {
         #expect(!encoded.contains(0x0A))
     }
 
+    /// The string scanners step a word (8 bytes) at a time: a byte that
+    /// needs care must be found at every offset of every length, including
+    /// the tail shorter than a word.
+    @Test(arguments: ["\"", "\\", "\n", "\u{01}", "é", "🦀", "\u{7F}"])
+    func aSpecialCharacterAtEveryOffsetRoundTrips(special: String) throws {
+        for length in 0...24 {
+            for offset in 0...length {
+                let text = String(repeating: "a", count: offset) + special + String(repeating: "b", count: length - offset)
+                let encoded = JSONValue.string(text).encoded
+                #expect(try JSONParser.parse(encoded) == .string(text), "\(length) \(offset)")
+                var expected: [UInt8] = []
+                JSONValue.string(text).encodeByteByByte(into: &expected)
+                #expect(encoded == expected, "\(length) \(offset)")
+            }
+        }
+    }
+
+    @Test func aControlCharacterOrBadUTF8AtEveryOffsetIsRefused() {
+        for length in 1...20 {
+            for offset in 0..<length {
+                for bad: UInt8 in [0x00, 0x0A, 0x1F, 0xFF, 0xC3] {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "x"), count: length)
+                    bytes[offset] = bad
+                    #expect(throws: JSONParseError.self, "\(length) \(offset) \(bad)") {
+                        try JSONParser.parse([0x22] + bytes + [0x22])
+                    }
+                }
+            }
+        }
+    }
+
     @Test func invalidUTF8InAStringIsStillRefused() {
         let bytes: [UInt8] = [0x22, 0x61, 0xFF, 0x62, 0x22]
         #expect(throws: JSONParseError.self) { try JSONParser.parse(bytes) }
@@ -296,5 +327,27 @@ struct JSONFastPathTests {
         #expect(throws: JSONParseError.self) {
             try Array(text.utf8).withUnsafeBytes { bytes in try JSONParser.forEachMember(bytes) { _, _ in } }
         }
+    }
+}
+
+extension JSONValue {
+    /// The encoding of a string by the byte-by-byte rule that the word scan
+    /// replaced: `"` and `\\` and control characters escaped, the rest copied.
+    fileprivate func encodeByteByByte(into output: inout [UInt8]) {
+        guard case .string(let text) = self else { return }
+        let hex = Array("0123456789abcdef".utf8)
+        output.append(0x22)
+        for byte in text.utf8 {
+            switch byte {
+            case 0x22: output += [0x5C, 0x22]
+            case 0x5C: output += [0x5C, 0x5C]
+            case 0x0A: output += [0x5C, UInt8(ascii: "n")]
+            case 0x0D: output += [0x5C, UInt8(ascii: "r")]
+            case 0x09: output += [0x5C, UInt8(ascii: "t")]
+            case ..<0x20: output += [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            default: output.append(byte)
+            }
+        }
+        output.append(0x22)
     }
 }
