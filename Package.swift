@@ -196,7 +196,9 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            path: "Benchmarks/mediator-bench"
+            path: "Benchmarks/mediator-bench",
+            // The typed column's params and result, generated as a user's are.
+            plugins: [.plugin(name: "MediatorGenerator")]
         ),
         // The chaos run of issue 5: kills components at random under load and
         // checks every call got exactly one answer. Run by run-tests.

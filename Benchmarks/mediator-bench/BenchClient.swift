@@ -66,8 +66,10 @@ struct ClientSettings {
     var payloadBytes: Int
     var timeLimit: Double
     var target = EchoComponent.defaultTarget
-    /// Library only: Codable params and result instead of JSONValue.
+    /// Library only: typed params and result (generated) instead of JSONValue.
     var typed = false
+    /// With `typed`: hand-written Codable types (Foundation's coders) instead.
+    var codable = false
     /// Pipelined only: when positive, each call goes to `target` followed by
     /// a number in 0 ..< targetCount, picked at random.
     var targetCount = 0

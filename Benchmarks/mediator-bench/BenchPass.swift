@@ -69,14 +69,17 @@ struct BenchPass {
     let pinnedCPU: Int?
     /// Whether the pass also runs the shapes through the Swift library.
     let library: Bool
+    /// Whether the typed column uses hand-written Codable types instead of generated ones.
+    let codable: Bool
     private let me = Children.selfExecutable()
     private let startupTimeout = 10.0
 
-    init(settings: BenchSettings, workDirectory: String, pinnedCPU: Int?, library: Bool = false) {
+    init(settings: BenchSettings, workDirectory: String, pinnedCPU: Int?, library: Bool = false, codable: Bool = false) {
         self.settings = settings
         self.workDirectory = workDirectory
         self.pinnedCPU = pinnedCPU
         self.library = library
+        self.codable = codable
     }
 
     func run() -> PassResult {
@@ -88,7 +91,7 @@ struct BenchPass {
         let direct = runDirect()
         let raw = brokeredOrFailure(.raw)
         let viaLibrary = library ? brokeredOrFailure(.library) : BrokeredOutcome(shapes: [])
-        let typed = library ? brokeredOrFailure(.typed) : BrokeredOutcome(shapes: [])
+        let typed = library ? brokeredOrFailure(.typed(codable: codable)) : BrokeredOutcome(shapes: [])
         return PassResult(
             name: pinnedCPU.map { "pinned: every process on CPU \($0)" } ?? "unpinned",
             pinnedCPU: pinnedCPU, direct: direct, brokered: raw.shapes,
@@ -120,15 +123,17 @@ struct BenchPass {
     }
 
     /// Who drives mediatord: the raw client and component, or the Swift
-    /// library with JSONValue params, or with Codable types.
+    /// library with JSONValue params, or with typed params: generated
+    /// (JSONValueConvertible) or hand-written Codable ones.
     enum Driver {
-        case raw, library, typed
+        case raw, library
+        case typed(codable: Bool)
 
         var roleArguments: [String] {
             switch self {
             case .raw: return []
             case .library: return ["--library"]
-            case .typed: return ["--library", "--typed"]
+            case .typed(let codable): return ["--library", "--typed"] + (codable ? ["--codable"] : [])
             }
         }
     }

@@ -14,10 +14,14 @@ import Synchronization
 /// The echo component as an application would write it: a `Component` whose
 /// `echo` handler returns the params it got.
 enum LibraryEcho {
-    static func serve(socketPath: String, target: String, typed: Bool) async throws {
+    static func serve(socketPath: String, target: String, typed: Bool, codable: Bool) async throws {
         var component = Component(target: target, description: "mediator-bench echo (Swift library)")
-        if typed {
+        // Declared without the interface's schemas (unlike Component(serving:)),
+        // so that the daemon's work is the same as for the untyped column.
+        if typed && codable {
             component.action("echo") { (text: EchoText, _: CallContext) in text }
+        } else if typed {
+            component.action("echo") { (params: EchoParams, _: CallContext) in EchoResult(s: params.s) }
         } else {
             component.action("echo") { context in context.params }
         }
@@ -31,16 +35,19 @@ enum LibraryEcho {
     }
 }
 
-/// The echo's params as a Codable type (the typed column).
+/// The echo's params as a hand-written Codable type (the typed column with
+/// `--codable`: Foundation's JSON coders).
 struct EchoText: Codable, Sendable, Equatable {
     var s: String
 }
 
-/// What the library client sends: a JSONValue, or an `EchoText` through the
+/// What the library client sends: a JSONValue; generated params through the
+/// generated client (BenchEcho.mediator.json); or an `EchoText` through the
 /// Codable calls.
 enum EchoPayload: Sendable {
     case json(JSONValue)
-    case typed(EchoText)
+    case generated(EchoParams)
+    case codable(EchoText)
 }
 
 /// The three shapes through `MediatorClient`: one connection per client,
@@ -57,7 +64,8 @@ enum LibraryBenchClient {
     /// The params every call sends; every answer must equal them.
     private static func echoParams(_ settings: ClientSettings) -> EchoPayload {
         let text = String(decoding: EchoRequest.payload(bytes: settings.payloadBytes), as: UTF8.self)
-        return settings.typed ? .typed(EchoText(s: text)) : .json(.object(["s": .string(text)]))
+        if !settings.typed { return .json(.object(["s": .string(text)])) }
+        return settings.codable ? .codable(EchoText(s: text)) : .generated(EchoParams(s: text))
     }
 
     private static func connect(_ settings: ClientSettings) async throws -> MediatorClient {
@@ -75,7 +83,9 @@ enum LibraryBenchClient {
         do {
             switch params {
             case .json(let value): matched = try await client.call(target, "echo", params: value) == value
-            case .typed(let text): matched = try await client.call(target, "echo", text, as: EchoText.self) == text
+            case .generated(let params):
+                matched = try await BenchEchoClient(client, target: target).echo(params).s == params.s
+            case .codable(let text): matched = try await client.call(target, "echo", text, as: EchoText.self) == text
             }
         } catch {
             throw BenchError("call failed: \(error)")

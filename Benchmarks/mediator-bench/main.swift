@@ -74,6 +74,9 @@ struct Run: ParsableCommand {
     @Flag(help: "Skip the column driven through the Swift library (MediatorClient and Component).")
     var noLibrary = false
 
+    @Flag(help: "The typed column with hand-written Codable types (Foundation's JSON coders) instead of generated ones.")
+    var codable = false
+
     @Option(help: "Registered-target counts for the target-scaling run, comma-separated; \"\" skips it. Runs pinned to --cpu when --pin or --pin-only.")
     var targetCounts = "1,10,100,1000,10000"
 
@@ -112,7 +115,8 @@ struct Run: ParsableCommand {
             var passes: [PassResult] = []
             for pinned in pinnings {
                 passes.append(
-                    BenchPass(settings: settings, workDirectory: workspace.directory, pinnedCPU: pinned, library: !noLibrary)
+                    BenchPass(settings: settings, workDirectory: workspace.directory, pinnedCPU: pinned, library: !noLibrary,
+                        codable: codable)
                         .run())
             }
             var targets: TargetScalingResult?
@@ -157,8 +161,10 @@ struct ComponentRole: AsyncParsableCommand {
     @Flag(help: "Serve through the Swift library's Component instead of a raw socket (with --connect).")
     var library = false
 
-    @Flag(help: "With --library: a Codable action instead of a JSONValue one.")
+    @Flag(help: "With --library: a typed action (generated params and result) instead of a JSONValue one.")
     var typed = false
+    @Flag(help: "With --typed: hand-written Codable params and result (Foundation's JSON coders).")
+    var codable = false
 
     func run() async throws {
         LinuxExtras.dieWithParent()
@@ -166,7 +172,7 @@ struct ComponentRole: AsyncParsableCommand {
         do {
             if library {
                 guard let connect, targets == 0 else { throw ValidationError("--library needs --connect and no --targets") }
-                try await LibraryEcho.serve(socketPath: connect, target: target, typed: typed)
+                try await LibraryEcho.serve(socketPath: connect, target: target, typed: typed, codable: codable)
             } else if let connect {
                 let names = targets > 0 ? (0..<targets).map { target + String($0) } : [target]
                 try EchoComponent.runBrokered(socketPath: connect, targets: names)
@@ -201,8 +207,10 @@ struct ClientRole: AsyncParsableCommand {
     var targets = 0
     @Flag(help: "Call through the Swift library's MediatorClient instead of a raw socket.")
     var library = false
-    @Flag(help: "With --library: Codable params and result instead of JSONValue.")
+    @Flag(help: "With --library: typed params and result (generated) instead of JSONValue.")
     var typed = false
+    @Flag(help: "With --typed: hand-written Codable params and result (Foundation's JSON coders).")
+    var codable = false
 
     func run() async throws {
         LinuxExtras.dieWithParent()
@@ -214,7 +222,7 @@ struct ClientRole: AsyncParsableCommand {
         let settings = ClientSettings(
             socketPath: socket, shape: shape, calls: calls, warmup: warmup, duration: duration,
             inFlight: inFlight, connections: connections, payloadBytes: payload, timeLimit: timeLimit,
-            target: target, typed: typed, targetCount: targets)
+            target: target, typed: typed, codable: codable, targetCount: targets)
         do {
             let result = library ? try await LibraryBenchClient.run(settings) : try BenchClient.run(settings)
             let data = try JSONEncoder().encode(result)

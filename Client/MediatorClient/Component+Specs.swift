@@ -22,4 +22,19 @@ extension Component {
     ) {
         declareDecoding(spec, handler)
     }
+
+    /// An action from a complete ActionSpec whose params and result convert
+    /// to and from `JSONValue` directly (generated interface types).
+    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+        _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) async throws -> R
+    ) {
+        declareConverting(spec, handler)
+    }
+
+    /// The same for a handler that does not suspend.
+    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+        _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) throws -> R
+    ) {
+        declareConverting(spec, handler)
+    }
 }

@@ -128,6 +128,24 @@ public struct Component: Sendable {
         declareDecoding(ActionSpec(name: name, description: description, params: params, result: result, url: url), handler)
     }
 
+    /// Declares an action whose params and result convert to and from
+    /// `JSONValue` directly (``JSONValueConvertible``, as generated
+    /// interface types do): as the `Codable` form, without Foundation's coders.
+    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+        _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
+        _ handler: @escaping @Sendable (P, CallContext) async throws -> R
+    ) {
+        declareConverting(ActionSpec(name: name, description: description, params: params, result: result, url: url), handler)
+    }
+
+    /// The same for a handler that does not suspend.
+    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+        _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
+        _ handler: @escaping @Sendable (P, CallContext) throws -> R
+    ) {
+        declareConverting(ActionSpec(name: name, description: description, params: params, result: result, url: url), handler)
+    }
+
     /// Declares `spec` exactly as given, with a handler that decodes its
     /// params and encodes its result.
     mutating func declareDecoding<P: Decodable & Sendable, R: Encodable & Sendable>(
@@ -146,6 +164,32 @@ public struct Component: Sendable {
         declare(spec, .immediate({ context in
             try Self.encodeResult(try handler(try Self.decodeParams(P.self, context), context))
         }))
+    }
+
+    /// ``declareDecoding(_:_:)`` for types that convert to and from
+    /// `JSONValue` directly (generated interfaces): no Foundation coders.
+    mutating func declareConverting<P: JSONValueConvertible, R: JSONValueConvertible>(
+        _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) async throws -> R
+    ) {
+        declare(spec, .async({ context in
+            try await handler(try Self.convertParams(P.self, context), context).jsonValue
+        }))
+    }
+
+    mutating func declareConverting<P: JSONValueConvertible, R: JSONValueConvertible>(
+        _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) throws -> R
+    ) {
+        declare(spec, .immediate({ context in
+            try handler(try Self.convertParams(P.self, context), context).jsonValue
+        }))
+    }
+
+    private static func convertParams<P: JSONValueConvertible>(_ type: P.Type, _ context: CallContext) throws(MediatorError) -> P {
+        do {
+            return try P(jsonValue: context.params)
+        } catch {
+            throw MediatorError(.invalidParams, "params do not decode as \(P.self): \(error)")
+        }
     }
 
     private static func decodeParams<P: Decodable>(_ type: P.Type, _ context: CallContext) throws(MediatorError) -> P {

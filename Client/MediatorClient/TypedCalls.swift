@@ -134,3 +134,73 @@ enum JSONBridge {
         }
     }
 }
+
+// MARK: - Types that convert to JSONValue directly (generated interfaces)
+
+extension MediatorClient {
+    /// A typed call whose params and result convert to and from
+    /// ``JSONValue`` directly (``JSONValueConvertible``, as generated
+    /// interface types do): no trip through Foundation's JSON coders.
+    /// Errors as the `Codable` form.
+    public func call<Params: JSONValueConvertible, Result: JSONValueConvertible>(
+        _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
+    ) async throws(MediatorError) -> Result {
+        let value = try await call(target, action, params: JSONBridge.objectParams(params.jsonValue), timeout: timeout)
+        return try JSONBridge.result(Result.self, converting: value)
+    }
+
+    /// A oneway call with ``JSONValueConvertible`` params.
+    public func send<Params: JSONValueConvertible>(
+        _ target: String, _ action: String, _ params: Params
+    ) async throws(MediatorError) {
+        try await send(target, action, params: JSONBridge.objectParams(params.jsonValue))
+    }
+
+    /// A call with several responses, each converted as `Result`
+    /// (``JSONValueConvertible``); as the `Codable` form otherwise.
+    public func stream<Params: JSONValueConvertible, Result: JSONValueConvertible>(
+        _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
+    ) -> AsyncThrowingStream<Result, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    let json = try JSONBridge.objectParams(params.jsonValue)
+                    for try await value in stream(target, action, params: json, timeout: timeout) {
+                        continuation.yield(try JSONBridge.result(Result.self, converting: value))
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
+
+extension CallContext {
+    /// Sends a ``JSONValueConvertible`` partial result (`"continues": true`);
+    /// ignored unless the caller asked for several responses (`more`).
+    public func send<Partial: JSONValueConvertible>(encoding partial: Partial) async throws(MediatorError) {
+        await send(partial: partial.jsonValue)
+    }
+}
+
+extension JSONBridge {
+    /// Params that must be a JSON object, or `invalid_params` (nothing is sent).
+    static func objectParams(_ json: JSONValue) throws(MediatorError) -> JSONValue {
+        guard case .object = json else {
+            throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(json.typeName)")
+        }
+        return json
+    }
+
+    /// A result converted as `Value`, or `invalid_result`.
+    static func result<Value: JSONValueConvertible>(_ type: Value.Type, converting value: JSONValue) throws(MediatorError) -> Value {
+        do {
+            return try Value(jsonValue: value)
+        } catch {
+            throw MediatorError(.invalidResult, "the result does not decode as \(Value.self): \(error)")
+        }
+    }
+}

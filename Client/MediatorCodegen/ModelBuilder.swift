@@ -340,7 +340,7 @@ struct ModelBuilder {
     }
 
     private static func enumDecl(name: String, description: String?, values: [String]) -> EnumDecl {
-        var swiftNames = NameAllocator(reserved: ["init", "rawValue", "allCases", "hashValue"])
+        var swiftNames = NameAllocator(reserved: ["init", "rawValue", "allCases", "hashValue", "jsonValue"])
         var pythonNames = NameAllocator()
         let cases = values.map { value in
             EnumDecl.Case(
@@ -355,7 +355,8 @@ struct ModelBuilder {
     {
         let properties = members["properties"]?.objectValue ?? [:]
         let required = Set(members["required"]?.arrayValue?.compactMap(\.stringValue) ?? [])
-        var swiftNames = NameAllocator()
+        // `jsonValue`: the JSONValueConvertible property every struct has.
+        var swiftNames = NameAllocator(reserved: ["jsonValue"])
         var pythonNames = NameAllocator(reserved: ["self", "to_json", "from_json"])
         var fields: [Field] = []
         for jsonName in properties.keys.sorted() {

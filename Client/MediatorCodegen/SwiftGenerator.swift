@@ -2,7 +2,10 @@ import MediatorProtocol
 
 /// Writes the Swift source for an interface (contract section 5): Codable
 /// structs and enums, a typed client, a service protocol, and a `Component`
-/// initializer that registers the interface's specs exactly.
+/// initializer that registers the interface's specs exactly. The structs and
+/// enums also convert to and from `JSONValue` directly
+/// (`JSONValueConvertible`, by the same rules as their Codable forms), which
+/// the typed calls and actions use instead of Foundation's JSON coders.
 ///
 /// Decisions the contract leaves open:
 /// - A required but nullable member is `T?` whose `null` is encoded
@@ -88,10 +91,12 @@ private struct SwiftWriter {
 
     func writeStruct(_ decl: StructDecl, into out: inout SourceWriter) {
         out.comment(decl.description, prefix: "///")
-        out.line("public struct \(decl.name): Codable, Sendable, Equatable {")
+        out.line("public struct \(decl.name): Codable, Sendable, Equatable, JSONValueConvertible {")
         out.indented { out in
             if decl.fields.isEmpty {
                 out.line("public init() {}")
+                out.line()
+                writeConversion(decl, into: &out)
                 return
             }
             for field in decl.fields {
@@ -152,6 +157,51 @@ private struct SwiftWriter {
                 }
             }
             out.line("}")
+            out.line()
+            writeConversion(decl, into: &out)
+        }
+        out.line("}")
+    }
+
+    /// `init(jsonValue:)` and `jsonValue`: the Codable rules above, member by
+    /// member, without an encoder or decoder.
+    func writeConversion(_ decl: StructDecl, into out: inout SourceWriter) {
+        out.line("public init(jsonValue: JSONValue) throws(JSONConversionError) {")
+        out.indented { out in
+            let members = decl.fields.isEmpty ? "_" : "let members"
+            out.line("\(members) = try JSONConversion.members(jsonValue, of: \(Self.stringLiteral(decl.name)))")
+            for field in decl.fields {
+                let name = Naming.swiftEscaped(field.swiftName)
+                let helper: String
+                if !field.required {
+                    helper = "optional"
+                } else if model.resolved(field.type).nullable {
+                    helper = "requiredNullable"
+                } else {
+                    helper = "required"
+                }
+                out.line("self.\(name) = try JSONConversion.\(helper)(members, \(Self.stringLiteral(field.jsonName)))")
+            }
+        }
+        out.line("}")
+        out.line()
+        out.line("public var jsonValue: JSONValue {")
+        out.indented { out in
+            guard !decl.fields.isEmpty else {
+                out.line(".object([:])")
+                return
+            }
+            out.line("var members: [String: JSONValue] = [:]")
+            for field in decl.fields {
+                let name = Naming.swiftEscaped(field.swiftName)
+                let key = Self.stringLiteral(field.jsonName)
+                if field.required {
+                    out.line("members[\(key)] = self.\(name).jsonValue")
+                } else {
+                    out.line("if let value = self.\(name) { members[\(key)] = value.jsonValue }")
+                }
+            }
+            out.line("return .object(members)")
         }
         out.line("}")
     }
@@ -173,11 +223,25 @@ private struct SwiftWriter {
 
     func writeEnum(_ decl: EnumDecl, into out: inout SourceWriter) {
         out.comment(decl.description, prefix: "///")
-        out.line("public enum \(decl.name): String, Codable, Sendable, Equatable, CaseIterable {")
+        out.line("public enum \(decl.name): String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {")
         out.indented { out in
             for item in decl.cases {
                 out.line("case \(Naming.swiftEscaped(item.swiftName)) = \(Self.stringLiteral(item.value))")
             }
+            out.line()
+            out.line("public init(jsonValue: JSONValue) throws(JSONConversionError) {")
+            out.indented { out in
+                out.line("guard case .string(let text) = jsonValue, let value = Self(rawValue: text) else {")
+                out.indented { out in
+                    let values = decl.cases.map { JSONValue.string($0.value).jsonText }.joined(separator: ", ")
+                    out.line("throw JSONConversionError(expected: \(Self.stringLiteral("one of \(values) (\(decl.name))")), got: jsonValue)")
+                }
+                out.line("}")
+                out.line("self = value")
+            }
+            out.line("}")
+            out.line()
+            out.line("public var jsonValue: JSONValue { .string(rawValue) }")
         }
         out.line("}")
     }

@@ -5,12 +5,21 @@
 import MediatorClient
 import MediatorProtocol
 
-public enum Self2: String, Codable, Sendable, Equatable, CaseIterable {
+public enum Self2: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
     case a = "a"
     case b = "b"
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        guard case .string(let text) = jsonValue, let value = Self(rawValue: text) else {
+            throw JSONConversionError(expected: "one of \"a\", \"b\" (Self2)", got: jsonValue)
+        }
+        self = value
+    }
+
+    public var jsonValue: JSONValue { .string(rawValue) }
 }
 
-public struct Type2: Codable, Sendable, Equatable {
+public struct Type2: Codable, Sendable, Equatable, JSONValueConvertible {
     public var `in`: String?
 
     public init(`in`: String? = nil) {
@@ -30,9 +39,20 @@ public struct Type2: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.`in`, forKey: .`in`)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "Type2")
+        self.`in` = try JSONConversion.optional(members, "in")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.`in` { members["in"] = value.jsonValue }
+        return .object(members)
+    }
 }
 
-public struct ClassParams: Codable, Sendable, Equatable {
+public struct ClassParams: Codable, Sendable, Equatable, JSONValueConvertible {
     public var _2fa: String?
     public var type: ClassParamsType
     public var url: String?
@@ -123,17 +143,65 @@ public struct ClassParams: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.toJson, forKey: .toJson)
         try container.encodeIfPresent(self.value, forKey: .value)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "ClassParams")
+        self._2fa = try JSONConversion.optional(members, "2fa")
+        self.type = try JSONConversion.required(members, "Type")
+        self.url = try JSONConversion.optional(members, "URL")
+        self.camelCaseName = try JSONConversion.optional(members, "camelCaseName")
+        self.camelCaseName2 = try JSONConversion.optional(members, "camel_case_name")
+        self.`class` = try JSONConversion.required(members, "class")
+        self.`default` = try JSONConversion.required(members, "default")
+        self.`import` = try JSONConversion.optional(members, "import")
+        self.`init` = try JSONConversion.optional(members, "init")
+        self.kebabCaseName = try JSONConversion.optional(members, "kebab-case-name")
+        self.rawValue = try JSONConversion.optional(members, "rawValue")
+        self.`self` = try JSONConversion.required(members, "self")
+        self.snakeCaseName = try JSONConversion.optional(members, "snake_case_name")
+        self.toJson = try JSONConversion.optional(members, "to_json")
+        self.value = try JSONConversion.optional(members, "value")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self._2fa { members["2fa"] = value.jsonValue }
+        members["Type"] = self.type.jsonValue
+        if let value = self.url { members["URL"] = value.jsonValue }
+        if let value = self.camelCaseName { members["camelCaseName"] = value.jsonValue }
+        if let value = self.camelCaseName2 { members["camel_case_name"] = value.jsonValue }
+        members["class"] = self.`class`.jsonValue
+        members["default"] = self.`default`.jsonValue
+        if let value = self.`import` { members["import"] = value.jsonValue }
+        if let value = self.`init` { members["init"] = value.jsonValue }
+        if let value = self.kebabCaseName { members["kebab-case-name"] = value.jsonValue }
+        if let value = self.rawValue { members["rawValue"] = value.jsonValue }
+        members["self"] = self.`self`.jsonValue
+        if let value = self.snakeCaseName { members["snake_case_name"] = value.jsonValue }
+        if let value = self.toJson { members["to_json"] = value.jsonValue }
+        if let value = self.value { members["value"] = value.jsonValue }
+        return .object(members)
+    }
 }
 
-public enum ClassParamsType: String, Codable, Sendable, Equatable, CaseIterable {
+public enum ClassParamsType: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
     case `default` = "default"
     case `class` = "class"
     case `self` = "self"
     case none = "None"
     case `import` = "import"
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        guard case .string(let text) = jsonValue, let value = Self(rawValue: text) else {
+            throw JSONConversionError(expected: "one of \"default\", \"class\", \"self\", \"None\", \"import\" (ClassParamsType)", got: jsonValue)
+        }
+        self = value
+    }
+
+    public var jsonValue: JSONValue { .string(rawValue) }
 }
 
-public struct ClassResult: Codable, Sendable, Equatable {
+public struct ClassResult: Codable, Sendable, Equatable, JSONValueConvertible {
     public var `default`: Type2?
     public var `for`: Self2?
 
@@ -158,17 +226,46 @@ public struct ClassResult: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.`default`, forKey: .`default`)
         try container.encodeIfPresent(self.`for`, forKey: .`for`)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "ClassResult")
+        self.`default` = try JSONConversion.optional(members, "default")
+        self.`for` = try JSONConversion.optional(members, "for")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.`default` { members["default"] = value.jsonValue }
+        if let value = self.`for` { members["for"] = value.jsonValue }
+        return .object(members)
+    }
 }
 
-public struct DefaultParams: Codable, Sendable, Equatable {
+public struct DefaultParams: Codable, Sendable, Equatable, JSONValueConvertible {
     public init() {}
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        _ = try JSONConversion.members(jsonValue, of: "DefaultParams")
+    }
+
+    public var jsonValue: JSONValue {
+        .object([:])
+    }
 }
 
-public struct DefaultResult: Codable, Sendable, Equatable {
+public struct DefaultResult: Codable, Sendable, Equatable, JSONValueConvertible {
     public init() {}
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        _ = try JSONConversion.members(jsonValue, of: "DefaultResult")
+    }
+
+    public var jsonValue: JSONValue {
+        .object([:])
+    }
 }
 
-public struct ImportThing2Params: Codable, Sendable, Equatable {
+public struct ImportThing2Params: Codable, Sendable, Equatable, JSONValueConvertible {
     public var `while`: String?
 
     public init(`while`: String? = nil) {
@@ -187,6 +284,17 @@ public struct ImportThing2Params: Codable, Sendable, Equatable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.`while`, forKey: .`while`)
+    }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "ImportThing2Params")
+        self.`while` = try JSONConversion.optional(members, "while")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.`while` { members["while"] = value.jsonValue }
+        return .object(members)
     }
 }
 

@@ -5,7 +5,7 @@
 import MediatorClient
 import MediatorProtocol
 
-public struct Note: Codable, Sendable, Equatable {
+public struct Note: Codable, Sendable, Equatable, JSONValueConvertible {
     public var id: Int
     public var text: String
 
@@ -30,9 +30,22 @@ public struct Note: Codable, Sendable, Equatable {
         try container.encode(self.id, forKey: .id)
         try container.encode(self.text, forKey: .text)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "Note")
+        self.id = try JSONConversion.required(members, "id")
+        self.text = try JSONConversion.required(members, "text")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        members["id"] = self.id.jsonValue
+        members["text"] = self.text.jsonValue
+        return .object(members)
+    }
 }
 
-public struct AddParams: Codable, Sendable, Equatable {
+public struct AddParams: Codable, Sendable, Equatable, JSONValueConvertible {
     public var due: String?
     public var noteKind: AddParamsNoteKind?
     public var tags: [String]?
@@ -67,14 +80,40 @@ public struct AddParams: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.tags, forKey: .tags)
         try container.encode(self.text, forKey: .text)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "AddParams")
+        self.due = try JSONConversion.optional(members, "due")
+        self.noteKind = try JSONConversion.optional(members, "note_kind")
+        self.tags = try JSONConversion.optional(members, "tags")
+        self.text = try JSONConversion.required(members, "text")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.due { members["due"] = value.jsonValue }
+        if let value = self.noteKind { members["note_kind"] = value.jsonValue }
+        if let value = self.tags { members["tags"] = value.jsonValue }
+        members["text"] = self.text.jsonValue
+        return .object(members)
+    }
 }
 
-public enum AddParamsNoteKind: String, Codable, Sendable, Equatable, CaseIterable {
+public enum AddParamsNoteKind: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
     case plain = "plain"
     case todo = "todo"
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        guard case .string(let text) = jsonValue, let value = Self(rawValue: text) else {
+            throw JSONConversionError(expected: "one of \"plain\", \"todo\" (AddParamsNoteKind)", got: jsonValue)
+        }
+        self = value
+    }
+
+    public var jsonValue: JSONValue { .string(rawValue) }
 }
 
-public struct AddResult: Codable, Sendable, Equatable {
+public struct AddResult: Codable, Sendable, Equatable, JSONValueConvertible {
     public var id: Int
 
     public init(id: Int) {
@@ -94,11 +133,22 @@ public struct AddResult: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.id, forKey: .id)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "AddResult")
+        self.id = try JSONConversion.required(members, "id")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        members["id"] = self.id.jsonValue
+        return .object(members)
+    }
 }
 
 public typealias ListParams = JSONValue
 
-public struct ListResult: Codable, Sendable, Equatable {
+public struct ListResult: Codable, Sendable, Equatable, JSONValueConvertible {
     public var notes: [Note]
 
     public init(notes: [Note]) {
@@ -117,6 +167,17 @@ public struct ListResult: Codable, Sendable, Equatable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.notes, forKey: .notes)
+    }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "ListResult")
+        self.notes = try JSONConversion.required(members, "notes")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        members["notes"] = self.notes.jsonValue
+        return .object(members)
     }
 }
 

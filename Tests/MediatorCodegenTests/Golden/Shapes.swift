@@ -5,7 +5,7 @@
 import MediatorClient
 import MediatorProtocol
 
-public struct Point: Codable, Sendable, Equatable {
+public struct Point: Codable, Sendable, Equatable, JSONValueConvertible {
     public var x: Double
     public var y: Double
 
@@ -30,14 +30,36 @@ public struct Point: Codable, Sendable, Equatable {
         try container.encode(self.x, forKey: .x)
         try container.encode(self.y, forKey: .y)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "Point")
+        self.x = try JSONConversion.required(members, "x")
+        self.y = try JSONConversion.required(members, "y")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        members["x"] = self.x.jsonValue
+        members["y"] = self.y.jsonValue
+        return .object(members)
+    }
 }
 
-public enum Unit: String, Codable, Sendable, Equatable, CaseIterable {
+public enum Unit: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
     case mm = "mm"
     case `in` = "in"
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        guard case .string(let text) = jsonValue, let value = Self(rawValue: text) else {
+            throw JSONConversionError(expected: "one of \"mm\", \"in\" (Unit)", got: jsonValue)
+        }
+        self = value
+    }
+
+    public var jsonValue: JSONValue { .string(rawValue) }
 }
 
-public struct DrawParams: Codable, Sendable, Equatable {
+public struct DrawParams: Codable, Sendable, Equatable, JSONValueConvertible {
     public var anything: JSONValue?
     public var both: [String?]?
     /// Free-form: no type
@@ -116,14 +138,56 @@ public struct DrawParams: Codable, Sendable, Equatable {
         try container.encode(self.scene, forKey: .scene)
         try container.encode(self.style, forKey: .style)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "DrawParams")
+        self.anything = try JSONConversion.optional(members, "anything")
+        self.both = try JSONConversion.requiredNullable(members, "both")
+        self.extra = try JSONConversion.optional(members, "extra")
+        self.level = try JSONConversion.optional(members, "level")
+        self.matrix = try JSONConversion.optional(members, "matrix")
+        self.maybe = try JSONConversion.optional(members, "maybe")
+        self.maybeNull = try JSONConversion.optional(members, "maybe-null")
+        self.meta = try JSONConversion.optional(members, "meta")
+        self.mixed = try JSONConversion.optional(members, "mixed")
+        self.mustBeThere = try JSONConversion.requiredNullable(members, "must_be_there")
+        self.scene = try JSONConversion.required(members, "scene")
+        self.style = try JSONConversion.required(members, "style")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.anything { members["anything"] = value.jsonValue }
+        members["both"] = self.both.jsonValue
+        if let value = self.extra { members["extra"] = value.jsonValue }
+        if let value = self.level { members["level"] = value.jsonValue }
+        if let value = self.matrix { members["matrix"] = value.jsonValue }
+        if let value = self.maybe { members["maybe"] = value.jsonValue }
+        if let value = self.maybeNull { members["maybe-null"] = value.jsonValue }
+        if let value = self.meta { members["meta"] = value.jsonValue }
+        if let value = self.mixed { members["mixed"] = value.jsonValue }
+        members["must_be_there"] = self.mustBeThere.jsonValue
+        members["scene"] = self.scene.jsonValue
+        members["style"] = self.style.jsonValue
+        return .object(members)
+    }
 }
 
-public enum DrawParamsLevel: String, Codable, Sendable, Equatable, CaseIterable {
+public enum DrawParamsLevel: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
     case low = "low"
     case high = "high"
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        guard case .string(let text) = jsonValue, let value = Self(rawValue: text) else {
+            throw JSONConversionError(expected: "one of \"low\", \"high\" (DrawParamsLevel)", got: jsonValue)
+        }
+        self = value
+    }
+
+    public var jsonValue: JSONValue { .string(rawValue) }
 }
 
-public struct DrawParamsMaybeNull: Codable, Sendable, Equatable {
+public struct DrawParamsMaybeNull: Codable, Sendable, Equatable, JSONValueConvertible {
     public var x: Int?
 
     public init(x: Int? = nil) {
@@ -143,9 +207,20 @@ public struct DrawParamsMaybeNull: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.x, forKey: .x)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "DrawParamsMaybeNull")
+        self.x = try JSONConversion.optional(members, "x")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.x { members["x"] = value.jsonValue }
+        return .object(members)
+    }
 }
 
-public struct DrawParamsScene: Codable, Sendable, Equatable {
+public struct DrawParamsScene: Codable, Sendable, Equatable, JSONValueConvertible {
     public var origin: Point?
     public var shapes: [DrawParamsSceneShapesItem]
 
@@ -170,9 +245,22 @@ public struct DrawParamsScene: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.origin, forKey: .origin)
         try container.encode(self.shapes, forKey: .shapes)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "DrawParamsScene")
+        self.origin = try JSONConversion.optional(members, "origin")
+        self.shapes = try JSONConversion.required(members, "shapes")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.origin { members["origin"] = value.jsonValue }
+        members["shapes"] = self.shapes.jsonValue
+        return .object(members)
+    }
 }
 
-public struct DrawParamsSceneShapesItem: Codable, Sendable, Equatable {
+public struct DrawParamsSceneShapesItem: Codable, Sendable, Equatable, JSONValueConvertible {
     public var kind: DrawParamsSceneShapesItemKind
     public var label: Label?
     public var points: [Point]?
@@ -202,16 +290,40 @@ public struct DrawParamsSceneShapesItem: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.label, forKey: .label)
         try container.encodeIfPresent(self.points, forKey: .points)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "DrawParamsSceneShapesItem")
+        self.kind = try JSONConversion.required(members, "kind")
+        self.label = try JSONConversion.optional(members, "label")
+        self.points = try JSONConversion.optional(members, "points")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        members["kind"] = self.kind.jsonValue
+        if let value = self.label { members["label"] = value.jsonValue }
+        if let value = self.points { members["points"] = value.jsonValue }
+        return .object(members)
+    }
 }
 
-public enum DrawParamsSceneShapesItemKind: String, Codable, Sendable, Equatable, CaseIterable {
+public enum DrawParamsSceneShapesItemKind: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
     case circle = "circle"
     case square = "square"
     case polyLine = "poly-line"
     case _3d = "3d"
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        guard case .string(let text) = jsonValue, let value = Self(rawValue: text) else {
+            throw JSONConversionError(expected: "one of \"circle\", \"square\", \"poly-line\", \"3d\" (DrawParamsSceneShapesItemKind)", got: jsonValue)
+        }
+        self = value
+    }
+
+    public var jsonValue: JSONValue { .string(rawValue) }
 }
 
-public struct Label: Codable, Sendable, Equatable {
+public struct Label: Codable, Sendable, Equatable, JSONValueConvertible {
     public var size: Double?
     public var text: String?
 
@@ -236,15 +348,37 @@ public struct Label: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.size, forKey: .size)
         try container.encodeIfPresent(self.text, forKey: .text)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "Label")
+        self.size = try JSONConversion.optional(members, "size")
+        self.text = try JSONConversion.optional(members, "text")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.size { members["size"] = value.jsonValue }
+        if let value = self.text { members["text"] = value.jsonValue }
+        return .object(members)
+    }
 }
 
 /// How to paint
-public enum DrawParamsStyle: String, Codable, Sendable, Equatable, CaseIterable {
+public enum DrawParamsStyle: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
     case fill = "fill"
     case stroke = "stroke"
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        guard case .string(let text) = jsonValue, let value = Self(rawValue: text) else {
+            throw JSONConversionError(expected: "one of \"fill\", \"stroke\" (DrawParamsStyle)", got: jsonValue)
+        }
+        self = value
+    }
+
+    public var jsonValue: JSONValue { .string(rawValue) }
 }
 
-public struct DrawResult: Codable, Sendable, Equatable {
+public struct DrawResult: Codable, Sendable, Equatable, JSONValueConvertible {
     public var area: Double
     public var bounds: [Point]
 
@@ -268,6 +402,19 @@ public struct DrawResult: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.area, forKey: .area)
         try container.encode(self.bounds, forKey: .bounds)
+    }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "DrawResult")
+        self.area = try JSONConversion.required(members, "area")
+        self.bounds = try JSONConversion.required(members, "bounds")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        members["area"] = self.area.jsonValue
+        members["bounds"] = self.bounds.jsonValue
+        return .object(members)
     }
 }
 

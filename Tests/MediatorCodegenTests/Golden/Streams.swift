@@ -5,7 +5,7 @@
 import MediatorClient
 import MediatorProtocol
 
-public struct CountParams: Codable, Sendable, Equatable {
+public struct CountParams: Codable, Sendable, Equatable, JSONValueConvertible {
     public var n: Int
 
     public init(n: Int) {
@@ -25,9 +25,20 @@ public struct CountParams: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.n, forKey: .n)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "CountParams")
+        self.n = try JSONConversion.required(members, "n")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        members["n"] = self.n.jsonValue
+        return .object(members)
+    }
 }
 
-public struct CountResult: Codable, Sendable, Equatable {
+public struct CountResult: Codable, Sendable, Equatable, JSONValueConvertible {
     public var done: Bool?
     public var i: Int
 
@@ -52,9 +63,22 @@ public struct CountResult: Codable, Sendable, Equatable {
         try container.encodeIfPresent(self.done, forKey: .done)
         try container.encode(self.i, forKey: .i)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "CountResult")
+        self.done = try JSONConversion.optional(members, "done")
+        self.i = try JSONConversion.required(members, "i")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.done { members["done"] = value.jsonValue }
+        members["i"] = self.i.jsonValue
+        return .object(members)
+    }
 }
 
-public struct FollowParams: Codable, Sendable, Equatable {
+public struct FollowParams: Codable, Sendable, Equatable, JSONValueConvertible {
     public var topic: String?
 
     public init(topic: String? = nil) {
@@ -74,11 +98,22 @@ public struct FollowParams: Codable, Sendable, Equatable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(self.topic, forKey: .topic)
     }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "FollowParams")
+        self.topic = try JSONConversion.optional(members, "topic")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.topic { members["topic"] = value.jsonValue }
+        return .object(members)
+    }
 }
 
 public typealias FollowResult = JSONValue
 
-public struct PokeParams: Codable, Sendable, Equatable {
+public struct PokeParams: Codable, Sendable, Equatable, JSONValueConvertible {
     public var who: String
 
     public init(who: String) {
@@ -97,6 +132,17 @@ public struct PokeParams: Codable, Sendable, Equatable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.who, forKey: .who)
+    }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "PokeParams")
+        self.who = try JSONConversion.required(members, "who")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        members["who"] = self.who.jsonValue
+        return .object(members)
     }
 }
 

@@ -1,0 +1,197 @@
+import MediatorProtocol
+
+/// A `Codable` type that also converts itself to and from a ``JSONValue``
+/// directly: what the types of generated interfaces adopt
+/// (`mediatorctl generate`), so that their typed calls skip Foundation's
+/// JSON coders.
+///
+/// Why: a typed call through `JSONEncoder`/`JSONDecoder` makes four trips
+/// through them per round trip (params and result, on each side), about
+/// 1 µs each, more than the daemon's whole routing of the call. The
+/// library parses every frame into a `JSONValue` anyway; a generated
+/// conversion from there is a few field reads. The two forms must agree:
+/// `init(jsonValue:)` accepts what `init(from:)` decodes, and `jsonValue`
+/// is what `encode(to:)` writes.
+///
+/// The typed calls and actions of ``MediatorClient``, ``Component`` and
+/// ``CallContext`` take this path when both params and result conform, and
+/// the `Codable` one otherwise.
+public protocol JSONValueConvertible: Codable, Sendable {
+    init(jsonValue: JSONValue) throws(JSONConversionError)
+    var jsonValue: JSONValue { get }
+}
+
+/// A value that does not have the shape its Swift type needs; `path` says
+/// where, from the outermost value (`["notes", "2", "id"]`).
+public struct JSONConversionError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var path: [String]
+    public var expected: String
+    /// A short sample of what was there (`"missing"` for an absent member).
+    public var found: String
+
+    public init(path: [String] = [], expected: String, found: String) {
+        self.path = path
+        self.expected = expected
+        self.found = found
+    }
+
+    public init(expected: String, got value: JSONValue) {
+        self.init(expected: expected, found: Self.sample(value))
+    }
+
+    public var description: String {
+        (path.isEmpty ? "" : path.joined(separator: ".") + ": ") + "expected \(expected), found \(found)"
+    }
+
+    /// The same error one level further in (`key` is the member or index).
+    func inside(_ key: String) -> JSONConversionError {
+        var error = self
+        error.path.insert(key, at: 0)
+        return error
+    }
+
+    static func sample(_ value: JSONValue) -> String {
+        let text = value.jsonText
+        return text.utf8.count <= 48 ? text : String(text.prefix(48)) + "..."
+    }
+}
+
+/// What generated `init(jsonValue:)`s call for each member, with the same
+/// rules as their `Codable` forms.
+public enum JSONConversion {
+    /// The members of an object, or the error for `typeName`.
+    public static func members(_ value: JSONValue, of typeName: String) throws(JSONConversionError) -> [String: JSONValue] {
+        guard case .object(let members) = value else {
+            throw JSONConversionError(expected: "an object (\(typeName))", got: value)
+        }
+        return members
+    }
+
+    /// A member that must be present and not null (`decode(T.self, ...)`).
+    public static func required<T: JSONValueConvertible>(
+        _ members: [String: JSONValue], _ key: String
+    ) throws(JSONConversionError) -> T {
+        guard let value = members[key] else {
+            throw JSONConversionError(path: [key], expected: "a member \(key)", found: "missing")
+        }
+        return try convert(value, key)
+    }
+
+    /// A member that must be present and may be null (`decode(T?.self, ...)`).
+    public static func requiredNullable<T: JSONValueConvertible>(
+        _ members: [String: JSONValue], _ key: String
+    ) throws(JSONConversionError) -> T? {
+        guard let value = members[key] else {
+            throw JSONConversionError(path: [key], expected: "a member \(key)", found: "missing")
+        }
+        if case .null = value { return nil }
+        return try convert(value, key) as T
+    }
+
+    /// A member that may be absent or null (`decodeIfPresent`).
+    public static func optional<T: JSONValueConvertible>(
+        _ members: [String: JSONValue], _ key: String
+    ) throws(JSONConversionError) -> T? {
+        guard let value = members[key] else { return nil }
+        if case .null = value { return nil }
+        return try convert(value, key) as T
+    }
+
+    private static func convert<T: JSONValueConvertible>(_ value: JSONValue, _ key: String) throws(JSONConversionError) -> T {
+        do {
+            return try T(jsonValue: value)
+        } catch {
+            throw error.inside(key)
+        }
+    }
+}
+
+extension JSONValue: JSONValueConvertible {
+    public init(jsonValue: JSONValue) { self = jsonValue }
+    public var jsonValue: JSONValue { self }
+}
+
+extension String: JSONValueConvertible {
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        guard case .string(let text) = jsonValue else { throw JSONConversionError(expected: "a string", got: jsonValue) }
+        self = text
+    }
+
+    public var jsonValue: JSONValue { .string(self) }
+}
+
+extension Bool: JSONValueConvertible {
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        guard case .bool(let flag) = jsonValue else { throw JSONConversionError(expected: "a boolean", got: jsonValue) }
+        self = flag
+    }
+
+    public var jsonValue: JSONValue { .bool(self) }
+}
+
+extension Int: JSONValueConvertible {
+    /// An integer, or a number with no fraction that fits (JSON does not
+    /// tell `1.0` from `1`).
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        switch jsonValue {
+        case .int(let number):
+            guard let exact = Int(exactly: number) else { throw JSONConversionError(expected: "an integer", got: jsonValue) }
+            self = exact
+        case .double(let number):
+            guard let exact = Int(exactly: number) else { throw JSONConversionError(expected: "an integer", got: jsonValue) }
+            self = exact
+        default:
+            throw JSONConversionError(expected: "an integer", got: jsonValue)
+        }
+    }
+
+    public var jsonValue: JSONValue { .int(Int64(self)) }
+}
+
+extension Double: JSONValueConvertible {
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        switch jsonValue {
+        case .int(let number): self = Double(number)
+        case .double(let number): self = number
+        default: throw JSONConversionError(expected: "a number", got: jsonValue)
+        }
+    }
+
+    /// A whole number in Int64's range is written as an integer, as
+    /// JSONEncoder writes `2.0` as `2` (but `-0.0` keeps its sign).
+    public var jsonValue: JSONValue {
+        if let whole = Int64(exactly: self), !(self == 0 && sign == .minus) { return .int(whole) }
+        return .double(self)
+    }
+}
+
+extension Array: JSONValueConvertible where Element: JSONValueConvertible {
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        guard case .array(let items) = jsonValue else { throw JSONConversionError(expected: "an array", got: jsonValue) }
+        var converted: [Element] = []
+        converted.reserveCapacity(items.count)
+        for (index, item) in items.enumerated() {
+            do {
+                converted.append(try Element(jsonValue: item))
+            } catch {
+                throw error.inside(String(index))
+            }
+        }
+        self = converted
+    }
+
+    public var jsonValue: JSONValue { .array(map(\.jsonValue)) }
+}
+
+extension Optional: JSONValueConvertible where Wrapped: JSONValueConvertible {
+    /// `null` is nil.
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        if case .null = jsonValue {
+            self = nil
+        } else {
+            self = try Wrapped(jsonValue: jsonValue)
+        }
+    }
+
+    public var jsonValue: JSONValue { self?.jsonValue ?? .null }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import MediatorClient
+import MediatorProtocol
+import Testing
+
+/// The generated `init(jsonValue:)` and `jsonValue` (JSONValueConvertible)
+/// must agree with the generated Codable forms through Foundation's coders:
+/// same values accepted and refused, same JSON written. Checked on the
+/// golden Shapes interface, which has every kind of member (required,
+/// optional, nullable, both, nested, arrays of arrays, enums, free-form).
+@Suite struct GeneratedConversionTests {
+    static let valid: [String] = [
+        #"{"both": null, "must_be_there": null, "scene": {"shapes": []}, "style": "fill"}"#,
+        #"""
+        {"anything": {"a": [1, 2.5, null]}, "both": ["x", null], "extra": 5, "level": "high", "matrix": [[1, 2.5], []],
+         "maybe": true, "maybe-null": {"x": 3}, "meta": null, "mixed": "s", "must_be_there": 7,
+         "scene": {"origin": {"x": 1, "y": -2.25}, "shapes": [{"kind": "3d", "label": {"size": 2, "text": "t"},
+                   "points": [{"x": 0.5, "y": -1}]}, {"kind": "poly-line"}]},
+         "style": "stroke", "unknown": {"ignored": true}}
+        """#,
+        #"{"both": [], "must_be_there": 0, "scene": {"origin": null, "shapes": []}, "style": "fill", "maybe-null": {}}"#,
+    ]
+
+    static let invalid: [String] = [
+        #"[]"#,
+        #"{"must_be_there": null, "scene": {"shapes": []}, "style": "fill"}"#,  // both missing
+        #"{"both": null, "scene": {"shapes": []}, "style": "fill"}"#,  // must_be_there missing
+        #"{"both": null, "must_be_there": null, "scene": {"shapes": []}, "style": "dots"}"#,
+        #"{"both": null, "must_be_there": null, "scene": [], "style": "fill"}"#,
+        #"{"both": null, "must_be_there": null, "scene": {"shapes": []}, "style": "fill", "matrix": [["a"]]}"#,
+        #"{"both": null, "must_be_there": 1.5, "scene": {"shapes": []}, "style": "fill"}"#,
+        #"{"both": null, "must_be_there": null, "scene": {"shapes": []}, "style": "fill", "maybe": "yes"}"#,
+        #"{"both": null, "must_be_there": null, "scene": {"shapes": [{"label": {}}]}, "style": "fill"}"#,
+        #"{"both": [1], "must_be_there": null, "scene": {"shapes": []}, "style": "fill"}"#,
+        #"{"both": null, "must_be_there": null, "scene": {"shapes": null}, "style": "fill"}"#,
+        #"{"both": null, "must_be_there": null, "scene": {"shapes": []}, "style": null}"#,
+    ]
+
+    static func viaCodable(_ text: String) -> DrawParams? {
+        try? JSONDecoder().decode(DrawParams.self, from: Data(text.utf8))
+    }
+
+    @Test(arguments: valid)
+    func validValuesConvertAsTheyDecode(text: String) throws {
+        let json = try JSONParser.parse(text)
+        let decoded = try #require(Self.viaCodable(text))
+        let converted = try DrawParams(jsonValue: json)
+        #expect(converted == decoded)
+        #expect(converted.jsonValue == (try JSONParser.parse(try JSONEncoder().encode(decoded))))
+    }
+
+    @Test(arguments: invalid)
+    func invalidValuesAreRefusedByBoth(text: String) throws {
+        let json = try JSONParser.parse(text)
+        #expect(Self.viaCodable(text) == nil)
+        #expect(throws: JSONConversionError.self) { try DrawParams(jsonValue: json) }
+    }
+
+    @Test func theErrorSaysWhere() throws {
+        let json = try JSONParser.parse(
+            #"{"both": null, "must_be_there": null, "scene": {"shapes": [{"kind": "circle"}, {"kind": "hexagon"}]}, "style": "fill"}"#)
+        do {
+            _ = try DrawParams(jsonValue: json)
+            Issue.record("accepted a bad kind")
+        } catch {
+            #expect(error.path == ["scene", "shapes", "1", "kind"])
+            #expect(error.description == #"scene.shapes.1.kind: expected one of "circle", "square", "poly-line", "3d" (DrawParamsSceneShapesItemKind), found "hexagon""#)
+        }
+    }
+
+    @Test func aliasesAndScalarsConvert() throws {
+        #expect(try MeasureResult(jsonValue: 2) == 2.0)
+        #expect(try ListAllResult(jsonValue: ["a", "b"]) == ["a", "b"])
+        #expect(throws: JSONConversionError.self) { try ListAllResult(jsonValue: ["a", 1]) }
+        #expect(try Int(jsonValue: .double(3)) == 3)
+        #expect(throws: JSONConversionError.self) { try Int(jsonValue: .double(3.5)) }
+        #expect(Point(x: 1, y: 0.5).jsonValue == ["x": 1, "y": .double(0.5)])
+        #expect((-0.0).jsonValue == .double(-0.0))
+    }
+}
