@@ -71,7 +71,7 @@ def column_label(key):
         return KNOWN_MEDIATOR_COLUMNS[key]
     lowered = key.lower()
     if lowered == "typed":
-        return "mediatord (Swift library, Codable)"
+        return "mediatord (Swift library, typed)"
     if "library" in lowered or "swift" in lowered or "client" in lowered:
         return "mediatord (Swift library)"
     return "mediatord (%s)" % key
