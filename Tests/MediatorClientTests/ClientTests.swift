@@ -405,6 +405,43 @@ struct ClientTests {
         await client.close()
     }
 
+    /// Converts directly; its Codable form refuses, so a call that works
+    /// went the JSONValueConvertible way.
+    struct DirectPoint: JSONValueConvertible, Equatable {
+        struct NotThisWay: Error {}
+        var x: Int
+        var y: Int
+
+        init(x: Int, y: Int) {
+            self.x = x
+            self.y = y
+        }
+
+        init(jsonValue: JSONValue) throws(JSONConversionError) {
+            let members = try JSONConversion.members(jsonValue, of: "DirectPoint")
+            x = try JSONConversion.required(members, "x")
+            y = try JSONConversion.required(members, "y")
+        }
+
+        var jsonValue: JSONValue { ["x": x.jsonValue, "y": y.jsonValue] }
+        init(from decoder: any Decoder) throws { throw NotThisWay() }
+        func encode(to encoder: any Encoder) throws { throw NotThisWay() }
+    }
+
+    @Test func typedCallsWithDirectConversionSkipTheCoders() async throws {
+        let fake = try await FakeDaemon.start()
+        defer { Task { await fake.shutdown() } }
+        let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
+        let point = try await withTimeout { try await client.call("Echo", "echo", DirectPoint(x: 1, y: -2), as: DirectPoint.self) }
+        #expect(point == DirectPoint(x: 1, y: -2))
+        let wrongType = await mediatorError { try await client.call("Echo", "echo", DirectPoint(x: 1, y: 2), as: [DirectPoint].self) }
+        #expect(wrongType?.code == .invalidResult)
+        #expect(wrongType?.message.contains("expected an array") == true)
+        let notObject = await mediatorError { try await client.call("Echo", "echo", [1, 2], as: DirectPoint.self) }
+        #expect(notObject?.code == .invalidParams)
+        await client.close()
+    }
+
     @Test func oversizedRequestIsRefusedLocally() async throws {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }

@@ -196,6 +196,31 @@ struct ComponentTests {
         }
     }
 
+    @Test func typedActionsWithDirectConversionSkipTheCoders() async throws {
+        typealias DirectPoint = ClientTests.DirectPoint
+        let fake = try await FakeDaemon.start()
+        defer { Task { await fake.shutdown() } }
+        var component = Component(target: "Svc")
+        component.action("flip") { (point: DirectPoint, _: CallContext) in DirectPoint(x: point.y, y: point.x) }
+        component.action("flipLater") { (point: DirectPoint, _: CallContext) async in
+            await Task.yield()
+            return DirectPoint(x: point.y, y: point.x)
+        }
+        try await serving(component, on: fake) { peer in
+            peer.send(["id": 1, "target": "Svc", "action": "flip", "params": ["x": 1, "y": 2]])
+            peer.send(["id": 2, "target": "Svc", "action": "flipLater", "params": ["x": 3, "y": 4]])
+            peer.send(["id": 3, "target": "Svc", "action": "flip", "params": ["x": "one", "y": 2]])
+            let answers = try await fake.received.wait(for: 3, "three answers") {
+                $0.message["result"] != nil || $0.message["error"] != nil
+            }
+            let byID = Dictionary(answers.map { ($0.id, $0.message) }, uniquingKeysWith: { first, _ in first })
+            #expect(byID[1]?["result"] == ["x": 2, "y": 1])
+            #expect(byID[2]?["result"] == ["x": 4, "y": 3])
+            #expect(byID[3]?["error"]?["code"] == "invalid_params")
+            #expect(byID[3]?["error"]?["message"]?.stringValue?.contains("x: expected an integer") == true)
+        }
+    }
+
     @Test func partialsOnlyWhenMoreWasAsked() async throws {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
