@@ -18,6 +18,15 @@ extension Integration {
         static let warning = "out of file descriptors"
 
         /// Whether `reply` is the refusal for want of descriptors.
+        /// What a process has open, for a failure message: each descriptor's target.
+        static func openDescriptors(_ pid: pid_t) -> String {
+            let directory = "/proc/\(pid)/fd"
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            let targets = entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0) }
+            return "\(entries.count): " + Dictionary(grouping: targets) { $0.hasPrefix("socket:") ? "socket" : $0 }
+                .map { "\($0.key) ×\($0.value.count)" }.sorted().joined(separator: ", ")
+        }
+
         static func isRefusal(_ reply: JSONValue) -> Bool {
             reply["id"] == .null && reply.errorCode == "overloaded"
                 && reply["error"]?["message"]?.stringValue?.contains("out of file descriptors") == true
@@ -33,6 +42,23 @@ extension Integration {
             } catch {
                 #expect("\(error)".contains("reset"), "\(error)", sourceLocation: sourceLocation)
             }
+        }
+
+        /// What the limit above counts on: a child gets stdin, stdout and
+        /// stderr and nothing the test process had open, even without
+        /// close-on-exec (tests run in parallel in one process).
+        @Test("A child process inherits no descriptor beyond stdin, stdout and stderr")
+        func childrenInheritOnlyTheStandardDescriptors() throws {
+            let world = try World()
+            defer { world.close() }
+            var fds: [Int32] = [-1, -1]
+            try #require(pipe(&fds) == 0)
+            defer { close(fds[0]); close(fds[1]) }
+            // No close-on-exec on purpose.
+            let child = try world.spawn("/bin/sh", ["-c", "ls /proc/$$/fd"], label: "fds")
+            #expect(try child.waitForExit() == .exited(0))
+            let open = Set(child.stdoutLines.compactMap { Int32($0) })
+            #expect(open == [0, 1, 2], "the child had open: \(open.sorted())")
         }
 
         @Test(
@@ -63,7 +89,9 @@ extension Integration {
             let firstRefused = try #require(
                 refusedWhileFilling, "\(held.count) connections and none refused\(daemon.process.logTail())")
             Self.expectClosed(firstRefused)
-            #expect(held.count > 10, "the daemon took only \(held.count) connections")
+            #expect(
+                held.count > 10,
+                "the daemon took only \(held.count) connections; its descriptors: \(Self.openDescriptors(daemon.pid))")
 
             // A new peer that says nothing: exactly one line, then the end.
             let fresh = try daemon.connect()
