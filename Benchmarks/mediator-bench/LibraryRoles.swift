@@ -79,6 +79,12 @@ enum LibraryBenchClient {
     /// One call and its check; the round trip in nanoseconds.
     private static func call(_ client: MediatorClient, _ target: String, _ params: EchoPayload) async throws -> UInt64 {
         let t0 = monotonicNanos()
+        try await exchange(client, target, params)
+        return monotonicNanos() - t0
+    }
+
+    /// One call and its check, untimed (the throughput shapes count answers).
+    private static func exchange(_ client: MediatorClient, _ target: String, _ params: EchoPayload) async throws {
         let matched: Bool
         do {
             switch params {
@@ -90,9 +96,7 @@ enum LibraryBenchClient {
         } catch {
             throw BenchError("call failed: \(error)")
         }
-        let t1 = monotonicNanos()
         guard matched else { throw BenchError("echo mismatch") }
-        return t1 - t0
     }
 
     /// Shape 1: `warmup` calls, then `calls` timed calls, one at a time.
@@ -111,7 +115,7 @@ enum LibraryBenchClient {
         var stoppedByTimeLimit = false
 
         while made < settings.warmup {
-            _ = try await call(client, settings.target, params)
+            try await exchange(client, settings.target, params)
             made += 1
             if made & 255 == 0 && monotonicNanos() >= hardDeadline { stoppedByTimeLimit = true; break }
         }
@@ -145,7 +149,7 @@ enum LibraryBenchClient {
             for _ in 0..<max(settings.inFlight, 1) {
                 group.addTask(executorPreference: client.executor) {
                     repeat {
-                        _ = try await call(client, target, params)
+                        try await exchange(client, target, params)
                     } while meter.answered(at: monotonicNanos())
                 }
             }
@@ -173,7 +177,7 @@ enum LibraryBenchClient {
                 group.addTask {
                     var made = 0
                     while made < warmupEach && monotonicNanos() < hardDeadline {
-                        _ = try await call(client, target, params)
+                        try await exchange(client, target, params)
                         made += 1
                     }
                     return made

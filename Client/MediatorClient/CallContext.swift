@@ -11,8 +11,17 @@ public struct CallContext: Sendable {
     /// The call's params (`{}` when absent). For a `notFound` handler, the
     /// caller's original params.
     public var params: JSONValue
-    /// Who called, from the daemon's `caller` member.
-    public var caller: Caller?
+    /// Who called, from the daemon's `caller` member (read from the
+    /// request's bytes when first asked for).
+    public var caller: Caller? {
+        get {
+            switch callerSource {
+            case .value(let caller): return caller
+            case .text(let text): return text.withUnsafeBytes { Caller(jsonBytes: $0) }
+            }
+        }
+        set { callerSource = .value(newValue) }
+    }
     /// The component's connection, for nested calls. It changes after a
     /// reconnect.
     public var client: MediatorClient
@@ -20,17 +29,26 @@ public struct CallContext: Sendable {
     public var timeout: Duration?
     /// Whether the caller asked for several responses (`more`), so that
     /// ``send(partial:)`` sends anything.
-    public var acceptsPartials: Bool { responder.more }
+    public let acceptsPartials: Bool
 
-    let responder: Responder
+    /// Nil for a handler that cannot suspend (it cannot send partials).
+    let responder: Responder?
 
-    init(request: IncomingRequest, client: MediatorClient, responder: Responder) {
+    private enum CallerSource: Sendable {
+        case value(Caller?)
+        case text([UInt8])
+    }
+
+    private var callerSource: CallerSource
+
+    init(request: IncomingRequest, client: MediatorClient, responder: Responder?) {
         self.target = request.target
         self.action = request.action
         self.params = request.params
-        self.caller = request.caller
+        self.callerSource = request.callerText.map(CallerSource.text) ?? .value(nil)
         self.client = client
         self.timeout = request.timeoutMs.map { .milliseconds($0) }
+        self.acceptsPartials = request.more
         self.responder = responder
     }
 
@@ -38,7 +56,7 @@ public struct CallContext: Sendable {
     /// had `"more": true` and an id, and only before the handler returns;
     /// otherwise ignored, since the contract forbids `continues` then.
     public func send(partial: JSONValue) async {
-        responder.partial(partial)
+        responder?.partial(partial)
     }
 }
 
@@ -81,20 +99,24 @@ final class Responder: Sendable {
 
     func finish(_ outcome: Result<JSONValue, MediatorError>) {
         let open = phase.compareExchange(expected: Self.open, desired: Self.finished, ordering: .acquiringAndReleasing).exchanged
-        guard open, let id else { return }
-        switch outcome {
-        case .success(let value): send(OutboundMessage.result(id: id, value))
-        case .failure(let error): send(OutboundMessage.error(id: id, error))
-        }
+        guard open else { return }
+        Self.answer(id, outcome, on: connection)
     }
 
-    /// Sends a response, or `frame_too_large` in its place when it is over
-    /// the daemon's limit (the daemon would drop it and the caller wait).
-    private func send(_ frame: [UInt8]) {
+    /// Sends the final response to `id` (nothing for a oneway request), or
+    /// `frame_too_large` in its place when it is over the daemon's limit
+    /// (the daemon would drop it and the caller wait).
+    static func answer(_ id: MessageID?, _ outcome: Result<JSONValue, MediatorError>, on connection: Connection) {
+        guard let id else { return }
+        let frame: [UInt8]
+        switch outcome {
+        case .success(let value): frame = OutboundMessage.result(id: id, value)
+        case .failure(let error): frame = OutboundMessage.error(id: id, error)
+        }
         do {
             try connection.sendFrame(frame)
         } catch {
-            guard error.code == .frameTooLarge, let id else { return }
+            guard error.code == .frameTooLarge else { return }
             connection.enqueue(OutboundMessage.error(id: id, error))
         }
     }

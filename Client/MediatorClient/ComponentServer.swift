@@ -60,8 +60,8 @@ final class ComponentServer: Sendable {
     /// Starts a task for one call, or answers it at once when its handler
     /// cannot suspend. On the event loop.
     private func dispatch(_ request: IncomingRequest, _ connection: Connection) {
+        if answerImmediately(request, connection) { return }
         let responder = Responder(id: request.id, more: request.more, connection: connection)
-        if answerImmediately(request, responder) { return }
         // The call is entered before its task starts, and the task is started
         // outside the lock: with `.connection` the handler runs inline, on
         // this thread, up to its first suspension (an echo never suspends:
@@ -107,14 +107,16 @@ final class ComponentServer: Sendable {
     /// it: the daemon's `mediator.cancel` is read after it returns). Only
     /// with ``Component/HandlerExecutor/connection`` and without a tracer
     /// (a span needs the task path); false when the call is not one of those.
-    private func answerImmediately(_ request: IncomingRequest, _ responder: Responder) -> Bool {
+    private func answerImmediately(_ request: IncomingRequest, _ connection: Connection) -> Bool {
         guard case .connection = component.handlerExecutor,
             let handler = component.immediateHandler(for: request.action),
             let client = state.withLockedValue({ $0.stopped ? nil : $0.client })
         else { return false }
         if case .tracer = client.tracing.mode { return false }
-        let context = CallContext(request: request, client: client, responder: responder)
-        responder.finish(Self.outcome { try handler(context) })
+        // No Responder: a handler that cannot suspend sends no partials,
+        // and nothing can suppress its answer before it returns.
+        let context = CallContext(request: request, client: client, responder: nil)
+        Responder.answer(request.id, Self.outcome { try handler(context) }, on: connection)
         return true
     }
 

@@ -57,9 +57,9 @@ extension Connection {
         return try? JSONParser.parse(UnsafeRawBufferPointer(rebasing: raw[range]))
     }
 
-    private static func caller(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> Caller? {
+    private static func bytes(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>?) -> [UInt8]? {
         guard let range, range.lowerBound >= 0, range.upperBound <= raw.count else { return nil }
-        return Caller(jsonBytes: UnsafeRawBufferPointer(rebasing: raw[range]))
+        return Array(UnsafeRawBufferPointer(rebasing: raw[range]))
     }
 
     func receiveResponse(_ envelope: Envelope, _ raw: UnsafeRawBufferPointer) {
@@ -128,7 +128,7 @@ extension Connection {
             id: envelope.id, target: envelope.target, action: envelope.action,
             params: Self.decode(raw, envelope.paramsRange) ?? .object([:]),
             timeoutMs: envelope.timeoutMs, more: envelope.more,
-            caller: Self.caller(raw, envelope.callerRange))
+            callerText: Self.bytes(raw, envelope.callerRange))
         if let range = envelope.traceparentRange {
             request.trace = TraceMembers(
                 traceparent: Self.decode(raw, range)?.stringValue,

@@ -23,7 +23,9 @@ struct IncomingRequest: Sendable {
     var params: JSONValue
     var timeoutMs: Int64?
     var more: Bool
-    var caller: Caller?
+    /// The `caller` member's JSON text, read into a ``Caller`` only if the
+    /// handler asks (most never do).
+    var callerText: [UInt8]?
     /// W3C trace context, as the daemon forwarded it (nil members when absent).
     var trace = TraceMembers()
 }
