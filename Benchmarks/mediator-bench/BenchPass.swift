@@ -57,6 +57,8 @@ struct PassResult: Codable {
     var typed: [ShapeOutcome]
     var typedDaemon: DaemonFigures?
     var typedSetupError: String?
+    /// The typed column used hand-written Codable types (`--codable`), not generated ones.
+    var typedCodable = false
     var wallSeconds: Double
 }
 
@@ -97,7 +99,7 @@ struct BenchPass {
             pinnedCPU: pinnedCPU, direct: direct, brokered: raw.shapes,
             daemon: raw.daemon, brokeredSetupError: raw.error,
             library: viaLibrary.shapes, libraryDaemon: viaLibrary.daemon, librarySetupError: viaLibrary.error,
-            typed: typed.shapes, typedDaemon: typed.daemon, typedSetupError: typed.error,
+            typed: typed.shapes, typedDaemon: typed.daemon, typedSetupError: typed.error, typedCodable: codable,
             wallSeconds: Double(monotonicNanos() - begin) / 1e9)
     }
 

@@ -18,7 +18,10 @@ enum Report {
         var lines: [String] = []
         lines.append("mediator-bench: target Bench, action echo, params {\"s\": \(report.payloadBytes)-byte string}; \(report.cpus) CPUs")
         lines.append("mediatord: \(report.mediatord)")
-        lines.append("brokered: raw POSIX-socket client and component (no library); library: MediatorClient and Component; typed: the same with generated params and results (BenchEcho.mediator.json; --codable: hand-written Codable ones);")
+        let typed = report.passes.contains { $0.typedCodable }
+            ? "hand-written Codable params and results (Foundation's coders)"
+            : "params and results generated from BenchEcho.mediator.json"
+        lines.append("brokered: raw POSIX-socket client and component (no library); library: MediatorClient and Component; typed: the same with \(typed);")
         lines.append("each on its own mediatord; each shape is a fresh client process")
         for pass in report.passes {
             lines.append("")
