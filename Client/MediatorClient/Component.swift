@@ -99,9 +99,9 @@ public struct Component: Sendable {
 
     /// Declares an action whose handler does not suspend (no `await`): the
     /// closure form Swift picks for a closure without `await`. With
-    /// ``HandlerExecutor/connection`` it runs where the call is read, on
-    /// the connection's thread, with no task made for it: the fastest way
-    /// to answer. Otherwise as the `async` form.
+    /// ``HandlerExecutor/connection`` and no tracing bootstrapped it runs
+    /// where the call is read, on the connection's thread, with no task made
+    /// for it: the fastest way to answer. Otherwise as the `async` form.
     public mutating func action(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (CallContext) throws -> JSONValue

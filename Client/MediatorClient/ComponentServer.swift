@@ -105,14 +105,15 @@ final class ComponentServer: Sendable {
     /// Runs a handler that cannot suspend right here, on the connection's
     /// thread, and answers: no task, no entry in `calls` (nothing can cancel
     /// it: the daemon's `mediator.cancel` is read after it returns). Only
-    /// with ``Component/HandlerExecutor/connection`` and without a tracer
-    /// (a span needs the task path); false when the call is not one of those.
+    /// with ``Component/HandlerExecutor/connection`` and with tracing off:
+    /// a span, or the caller's `ServiceContext` that an instrument
+    /// propagates, needs the task path. False when the call is not one of those.
     private func answerImmediately(_ request: IncomingRequest, _ connection: Connection) -> Bool {
         guard case .connection = component.handlerExecutor,
             let handler = component.immediateHandler(for: request.action),
-            let client = state.withLockedValue({ $0.stopped ? nil : $0.client })
+            let client = state.withLockedValue({ $0.stopped ? nil : $0.client }),
+            case .off = client.tracing.mode
         else { return false }
-        if case .tracer = client.tracing.mode { return false }
         // No Responder: a handler that cannot suspend sends no partials,
         // and nothing can suppress its answer before it returns.
         let context = CallContext(request: request, client: client, responder: nil)
