@@ -10,11 +10,19 @@ import NIOCore
 /// executor writes and is resumed on the loop's own thread: no hand-off.
 /// The price: everything that runs here shares that one thread with the
 /// connection's I/O, so it must not block (README.md, "The Swift library, untyped").
+///
+/// Jobs enqueued on the loop itself (the common case: a read resumes the
+/// tasks whose answers it carried) are collected and run by one loop task
+/// per batch, instead of one loop task each (a closure and the loop's
+/// task lock per job). Each batch runs the jobs it started with; jobs they
+/// enqueue go to the next batch, so I/O is never starved.
 @available(macOS 15.0, *)
 final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
-    // @unchecked: immutable; `EventLoop` is Sendable but the protocol
-    // existential is not inferred so here.
+    // @unchecked: `eventLoop` is immutable; `batch` and `drainScheduled`
+    // are touched only on `eventLoop` (checked by `inEventLoop` first).
     let eventLoop: any EventLoop
+    private var batch: [UnownedJob] = []
+    private var drainScheduled = false
 
     init(_ eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
@@ -22,8 +30,31 @@ final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        eventLoop.execute {
-            job.runSynchronously(on: self.asUnownedTaskExecutor())
+        guard eventLoop.inEventLoop else {
+            eventLoop.execute { self.run(job) }
+            return
         }
+        batch.append(job)
+        if !drainScheduled {
+            drainScheduled = true
+            eventLoop.execute { self.drain() }
+        }
+    }
+
+    /// Runs the jobs collected so far. On the loop.
+    private func drain() {
+        drainScheduled = false
+        var jobs: [UnownedJob] = []
+        swap(&jobs, &batch)
+        for job in jobs { run(job) }
+        // Keep the array's storage for the next batch when nothing came in meanwhile.
+        if batch.isEmpty {
+            jobs.removeAll(keepingCapacity: true)
+            batch = jobs
+        }
+    }
+
+    private func run(_ job: UnownedJob) {
+        job.runSynchronously(on: asUnownedTaskExecutor())
     }
 }
