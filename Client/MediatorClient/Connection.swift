@@ -32,14 +32,29 @@ struct IncomingRequest: Sendable {
 
 /// What a component's connection does with what the daemon sends it besides
 /// responses and subscribed events. Called on the event loop: must not block.
-struct InboundHooks: Sendable {
-    var request: @Sendable (IncomingRequest, Connection) -> Void
+///
+/// A class: it is read for every request, and a struct of four closures
+/// would be copied (four retains and releases) each time.
+final class InboundHooks: Sendable {
+    let request: @Sendable (IncomingRequest, Connection) -> Void
     /// A `mediator.cancel` event: the daemon gave up on its request `id`.
-    var cancel: @Sendable (MessageID) -> Void
+    let cancel: @Sendable (MessageID) -> Void
     /// The connection closed (once).
-    var closed: @Sendable () -> Void
+    let closed: @Sendable () -> Void
     /// A `mediator.stop` event: the daemon asks the component to leave.
-    var stopRequested: @Sendable () -> Void = {}
+    let stopRequested: @Sendable () -> Void
+
+    init(
+        request: @escaping @Sendable (IncomingRequest, Connection) -> Void,
+        cancel: @escaping @Sendable (MessageID) -> Void,
+        closed: @escaping @Sendable () -> Void,
+        stopRequested: @escaping @Sendable () -> Void = {}
+    ) {
+        self.request = request
+        self.cancel = cancel
+        self.closed = closed
+        self.stopRequested = stopRequested
+    }
 }
 
 /// One connection to the daemon: the NIO channel, the outbound queue, the
