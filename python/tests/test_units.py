@@ -288,8 +288,12 @@ class FakeDaemonTests(unittest.TestCase):
         conn.sendall(b'{"id":7,"target":"T","action":"quick"}\n{"event":"mediator.stop","data":{"target":"T"}}\n')
         thread.join(10)
         self.assertFalse(thread.is_alive())
-        self.assertEqual([m for m in answers if "id" in m and "target" not in m],
-                         [{"id": 7, "result": {"quick": True}}])
+        # The answer was written before run() returned; the fake daemon's
+        # reader thread may still be about to record it.
+        def answered():
+            return [m for m in answers if "id" in m and "target" not in m]
+        wait_until(answered, timeout=5)
+        self.assertEqual(answered(), [{"id": 7, "result": {"quick": True}}])
 
 
 if __name__ == "__main__":
