@@ -1,0 +1,70 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import MediatorClient
+
+/// The executor's batches: jobs run on the loop's thread, whether enqueued
+/// there or from elsewhere, and tasks that keep yielding on it never starve
+/// the loop's other work (its I/O, in a connection).
+@Suite struct EventLoopTaskExecutorTests {
+    static func withLoop<T: Sendable>(_ body: @Sendable (any EventLoop, EventLoopTaskExecutor) async throws -> T) async throws -> T {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let outcome: Result<T, any Error>
+        do {
+            outcome = .success(try await body(loop, EventLoopTaskExecutor(loop)))
+        } catch {
+            outcome = .failure(error)
+        }
+        try await group.shutdownGracefully()
+        return try outcome.get()
+    }
+
+    @Test func tasksStartedFromAnotherThreadRunOnTheLoop() async throws {
+        let onLoop = try await Self.withLoop { loop, executor in
+            try await withTimeout {
+                await withTaskGroup(of: Bool.self) { group in
+                    for _ in 0..<32 {
+                        group.addTask(executorPreference: executor) {
+                            await Task.yield()
+                            return loop.inEventLoop
+                        }
+                    }
+                    return await group.reduce(into: [Bool]()) { $0.append($1) }
+                }
+            }
+        }
+        #expect(onLoop.count == 32)
+        #expect(onLoop.allSatisfy { $0 })
+    }
+
+    /// Tasks that yield forever re-enqueue themselves from inside a batch:
+    /// each lands in the next batch, so a loop task scheduled meanwhile runs.
+    /// A watchdog stops the spinners after 5 s, so a starved loop fails the
+    /// test instead of hanging it.
+    @Test func yieldingTasksDoNotStarveTheLoop() async throws {
+        let reachedInTime = try await Self.withLoop { loop, executor in
+            let stop = NIOLockedValueBox(false)
+            let spinners = (0..<8).map { _ in
+                Task(executorPreference: executor) {
+                    while !stop.withLockedValue({ $0 }) { await Task.yield() }
+                }
+            }
+            let watchdog = Task {
+                try? await Task.sleep(for: .seconds(5))
+                stop.withLockedValue { $0 = true }
+            }
+            // Scheduled from the loop itself, while the spinners keep it busy.
+            let promise = loop.makePromise(of: Bool.self)
+            loop.execute { loop.execute { promise.succeed(!stop.withLockedValue { $0 }) } }
+            let reachedInTime = try await promise.futureResult.get()
+            stop.withLockedValue { $0 = true }
+            watchdog.cancel()
+            for spinner in spinners { await spinner.value }
+            return reachedInTime
+        }
+        #expect(reachedInTime, "a loop task waited until the spinning tasks were stopped")
+    }
+}
