@@ -73,13 +73,8 @@ extension JSONValue {
             var runStart = 0
             var index = 0
             while index < end {
-                if index + WordScan.width <= end {
-                    guard let offset = WordScan.firstStringSpecial(in: WordScan.word(raw, at: index)) else {
-                        index += WordScan.width
-                        continue
-                    }
-                    index += offset
-                }
+                index = WordScan.skipPlainString(raw, from: index)
+                guard index < end else { break }
                 let byte = raw[index]
                 if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
                     if runStart < index { output.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[runStart..<index])) }

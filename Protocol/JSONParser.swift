@@ -174,20 +174,12 @@ public struct JSONParser {
     mutating func parseString() throws(JSONParseError) -> String {
         position += 1  // opening quote
         let start = position
-        // Fast path: no escapes. Plain ASCII a word at a time (as in
-        // skipString); the byte that stops the word scan is looked at below.
+        // Fast path: no escapes. Plain ASCII a word at a time; the byte
+        // that stops the word scan is looked at below.
         var ascii = true
         let end = bytes.count
         while position < end {
-            var index = position
-            while index + WordScan.width <= end {
-                if let offset = WordScan.firstStringSpecial(in: WordScan.word(bytes, at: index)) {
-                    index += offset
-                    break
-                }
-                index += WordScan.width
-            }
-            position = index
+            position = WordScan.skipPlainString(bytes, from: position)
             guard position < end else { break }
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
@@ -377,17 +369,8 @@ public struct JSONParser {
         var isASCII = true
         let end = bytes.count
         while position < end {
-            // Plain bytes a word at a time (in a local, not the stored position);
-            // the byte that stops it is looked at below.
-            var index = position
-            while index + WordScan.width <= end {
-                if let offset = WordScan.firstStringSpecial(in: WordScan.word(bytes, at: index)) {
-                    index += offset
-                    break
-                }
-                index += WordScan.width
-            }
-            position = index
+            // Plain bytes a word at a time; the byte that stops it is looked at below.
+            position = WordScan.skipPlainString(bytes, from: position)
             guard position < end else { break }
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {

@@ -41,6 +41,20 @@ enum WordScan {
         offset(word | below(0x20, word) | equal(UInt8(ascii: "\""), word) | equal(UInt8(ascii: "\\"), word))
     }
 
+    /// The index of the first byte at or after `index` that stops a JSON
+    /// string scan (see ``firstStringSpecial(in:)``), looking a word at a
+    /// time; the last whole word's end (or `index`) when none of the whole
+    /// words has one: the caller looks at the shorter tail byte by byte.
+    @inline(__always)
+    static func skipPlainString(_ bytes: UnsafeRawBufferPointer, from index: Int) -> Int {
+        var index = index
+        while index + width <= bytes.count {
+            if let offset = firstStringSpecial(in: word(bytes, at: index)) { return index + offset }
+            index += width
+        }
+        return index
+    }
+
     @inline(__always)
     private static func offset(_ flags: UInt64) -> Int? {
         let flagged = flags & highBits
