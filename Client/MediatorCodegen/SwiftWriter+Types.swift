@@ -1,0 +1,166 @@
+import MediatorProtocol
+
+/// The structs and enums of an interface: Codable with explicit keys, and
+/// `JSONValueConvertible` by the same rules.
+extension SwiftWriter {
+    /// Names a CodingKeys case may not take: CodingKey's and RawRepresentable's own members.
+    static let codingKeyReserved: Set<String> = ["stringValue", "intValue", "rawValue", "hashValue", "init", "self"]
+
+    func writeStruct(_ decl: StructDecl, into out: inout SourceWriter) {
+        out.comment(decl.description, prefix: "///")
+        out.line("public struct \(decl.name): Codable, Sendable, Equatable, JSONValueConvertible {")
+        out.indented { out in
+            if decl.fields.isEmpty {
+                out.line("public init() {}")
+                out.line()
+                writeConversion(decl, into: &out)
+                return
+            }
+            for field in decl.fields {
+                out.comment(field.description, prefix: "///")
+                out.line("public var \(Naming.swiftEscaped(field.swiftName)): \(memberType(field))")
+            }
+            out.line()
+            let parameters = decl.fields.map { field in
+                let label = Naming.swiftEscaped(field.swiftName)
+                let local = parameterName(field)
+                return (label == local ? label : "\(label) \(local)") + ": \(memberType(field))"
+                    + (field.required ? "" : " = nil")
+            }
+            out.line("public init(\(parameters.joined(separator: ", "))) {")
+            out.indented { out in
+                for field in decl.fields {
+                    out.line("self.\(Naming.swiftEscaped(field.swiftName)) = \(parameterName(field))")
+                }
+            }
+            out.line("}")
+            out.line()
+            out.line("private enum CodingKeys: String, CodingKey {")
+            out.indented { out in
+                for field in decl.fields {
+                    out.line("case \(codingKey(field)) = \(Self.stringLiteral(field.jsonName))")
+                }
+            }
+            out.line("}")
+            out.line()
+            out.line("public init(from decoder: any Decoder) throws {")
+            out.indented { out in
+                out.line("let container = try decoder.container(keyedBy: CodingKeys.self)")
+                for field in decl.fields {
+                    let name = Naming.swiftEscaped(field.swiftName)
+                    let base = baseType(field.type)
+                    let call: String
+                    switch presence(field) {
+                    case .optional: call = "decodeIfPresent(\(base).self"
+                    // Required but nullable: the member must be there, null or not.
+                    case .requiredNullable: call = "decode(Optional<\(base)>.self"
+                    case .required: call = "decode(\(base).self"
+                    }
+                    out.line("self.\(name) = try container.\(call), forKey: .\(codingKey(field)))")
+                }
+            }
+            out.line("}")
+            out.line()
+            out.line("public func encode(to encoder: any Encoder) throws {")
+            out.indented { out in
+                out.line("var container = encoder.container(keyedBy: CodingKeys.self)")
+                for field in decl.fields {
+                    let name = Naming.swiftEscaped(field.swiftName)
+                    // Required members are always written: a nil nullable one as null.
+                    let call = field.required ? "encode" : "encodeIfPresent"
+                    out.line("try container.\(call)(self.\(name), forKey: .\(codingKey(field)))")
+                }
+            }
+            out.line("}")
+            out.line()
+            writeConversion(decl, into: &out)
+        }
+        out.line("}")
+    }
+
+    /// `init(jsonValue:)` and `jsonValue`: the Codable rules above, member by
+    /// member, without an encoder or decoder.
+    func writeConversion(_ decl: StructDecl, into out: inout SourceWriter) {
+        out.line("public init(jsonValue: JSONValue) throws(JSONConversionError) {")
+        out.indented { out in
+            let members = decl.fields.isEmpty ? "_" : "let members"
+            out.line("\(members) = try JSONConversion.members(jsonValue, of: \(Self.stringLiteral(decl.name)))")
+            for field in decl.fields {
+                let name = Naming.swiftEscaped(field.swiftName)
+                // The JSONConversion helpers are named as the cases.
+                out.line("self.\(name) = try JSONConversion.\(presence(field))(members, \(Self.stringLiteral(field.jsonName)))")
+            }
+        }
+        out.line("}")
+        out.line()
+        out.line("public var jsonValue: JSONValue {")
+        out.indented { out in
+            guard !decl.fields.isEmpty else {
+                out.line(".object([:])")
+                return
+            }
+            out.line("var members: [String: JSONValue] = [:]")
+            for field in decl.fields {
+                let name = Naming.swiftEscaped(field.swiftName)
+                let key = Self.stringLiteral(field.jsonName)
+                if field.required {
+                    out.line("members[\(key)] = self.\(name).jsonValue")
+                } else {
+                    out.line("if let value = self.\(name) { members[\(key)] = value.jsonValue }")
+                }
+            }
+            out.line("return .object(members)")
+        }
+        out.line("}")
+    }
+
+    /// The init parameter's local name: a parameter named `self` would hide `self`.
+    func parameterName(_ field: Field) -> String {
+        field.swiftName == "self" ? "selfValue" : Naming.swiftEscaped(field.swiftName)
+    }
+
+    /// How a member must appear in the JSON (the decisions at the top of this file).
+    enum Presence: String {
+        case required, requiredNullable, optional
+    }
+
+    func presence(_ field: Field) -> Presence {
+        if !field.required { return .optional }
+        return model.resolved(field.type).nullable ? .requiredNullable : .required
+    }
+
+    func memberType(_ field: Field) -> String {
+        let base = baseType(field.type)
+        return field.required && !model.resolved(field.type).nullable ? base : base + "?"
+    }
+
+    func codingKey(_ field: Field) -> String {
+        Self.codingKeyReserved.contains(field.swiftName)
+            ? field.swiftName + "Key" : Naming.swiftEscaped(field.swiftName)
+    }
+
+    func writeEnum(_ decl: EnumDecl, into out: inout SourceWriter) {
+        out.comment(decl.description, prefix: "///")
+        out.line("public enum \(decl.name): String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {")
+        out.indented { out in
+            for item in decl.cases {
+                out.line("case \(Naming.swiftEscaped(item.swiftName)) = \(Self.stringLiteral(item.value))")
+            }
+            out.line()
+            out.line("public init(jsonValue: JSONValue) throws(JSONConversionError) {")
+            out.indented { out in
+                out.line("guard case .string(let text) = jsonValue, let value = Self(rawValue: text) else {")
+                out.indented { out in
+                    let values = decl.cases.map { JSONValue.string($0.value).jsonText }.joined(separator: ", ")
+                    out.line("throw JSONConversionError(expected: \(Self.stringLiteral("one of \(values) (\(decl.name))")), got: jsonValue)")
+                }
+                out.line("}")
+                out.line("self = value")
+            }
+            out.line("}")
+            out.line()
+            out.line("public var jsonValue: JSONValue { .string(rawValue) }")
+        }
+        out.line("}")
+    }
+}
