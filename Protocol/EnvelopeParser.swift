@@ -120,7 +120,33 @@ public enum EnvelopeParser {
 
     public static func parse(_ frame: UnsafeRawBufferPointer, maxDepth: Int = JSONParser.defaultMaxDepth) -> Result<Envelope, EnvelopeError> {
         var envelope = Envelope(kind: .request)
-        if let failure = parse(frame, into: &envelope, maxDepth: maxDepth) { return .failure(failure) }
+        var unused = Payloads()
+        if let failure = parse(frame, into: &envelope, payloads: &unused, decoding: false, maxDepth: maxDepth) {
+            return .failure(failure)
+        }
+        return .success(envelope)
+    }
+
+    /// The members a library hands to its user as values, decoded in the
+    /// pass that checks the frame rather than checked there and parsed
+    /// again afterwards (the last of a repeated name, as for the ranges).
+    public struct Payloads: Sendable {
+        public var params: JSONValue?
+        public var result: JSONValue?
+        public var data: JSONValue?
+        public init() {}
+    }
+
+    /// ``parse(_:maxDepth:)`` that also decodes `params`, `result` and
+    /// `data` into `payloads`: a client's and a component's path, which
+    /// need those as values (the broker forwards their bytes instead).
+    public static func parse(
+        _ frame: UnsafeRawBufferPointer, decoding payloads: inout Payloads, maxDepth: Int = JSONParser.defaultMaxDepth
+    ) -> Result<Envelope, EnvelopeError> {
+        var envelope = Envelope(kind: .request)
+        if let failure = parse(frame, into: &envelope, payloads: &payloads, decoding: true, maxDepth: maxDepth) {
+            return .failure(failure)
+        }
         return .success(envelope)
     }
 
@@ -130,6 +156,14 @@ public enum EnvelopeParser {
     /// a `Result` was copied at each level.
     public static func parse(
         _ frame: UnsafeRawBufferPointer, into envelope: inout Envelope, maxDepth: Int = JSONParser.defaultMaxDepth
+    ) -> EnvelopeError? {
+        var unused = Payloads()
+        return parse(frame, into: &envelope, payloads: &unused, decoding: false, maxDepth: maxDepth)
+    }
+
+    private static func parse(
+        _ frame: UnsafeRawBufferPointer, into envelope: inout Envelope, payloads: inout Payloads, decoding: Bool,
+        maxDepth: Int
     ) -> EnvelopeError? {
         var ranges = Ranges()
         var parser = JSONParser(frame, maxDepth: maxDepth)
@@ -152,7 +186,12 @@ public enum EnvelopeParser {
                     try parser.expect(UInt8(ascii: ":"), "':'")
                     parser.skipWhitespace()
                     let start = parser.position
-                    try parser.skipValue(depth: 1)
+                    switch member {
+                    case .params? where decoding: payloads.params = try parser.parseValue(depth: 1)
+                    case .result? where decoding: payloads.result = try parser.parseValue(depth: 1)
+                    case .data? where decoding: payloads.data = try parser.parseValue(depth: 1)
+                    default: try parser.skipValue(depth: 1)
+                    }
                     if let member {
                         let range = start..<parser.position
                         ranges[member] = range

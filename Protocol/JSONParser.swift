@@ -227,7 +227,8 @@ public struct JSONParser {
                 case UInt8(ascii: "u"):
                     let scalar = try parseUnicodeEscape()
                     utf8.append(contentsOf: String(Character(scalar)).utf8)
-                default: throw error("invalid escape")
+                // At the escaped byte, as skipString reports it.
+                default: throw JSONParseError(offset: position - 1, reason: "invalid escape")
                 }
             default:
                 if byte < 0x20 { throw error("control character in a string") }

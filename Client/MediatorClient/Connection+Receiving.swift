@@ -20,7 +20,8 @@ extension Connection {
 
     func receive(_ frame: ByteBuffer) {
         frame.withUnsafeReadableBytes { raw in
-            switch EnvelopeParser.parse(raw) {
+            var payloads = EnvelopeParser.Payloads()
+            switch EnvelopeParser.parse(raw, decoding: &payloads) {
             case .failure(let failure):
                 // Contract section 1: answered with bad_request, with the id
                 // when read; but a oneway request never gets an answer, not
@@ -30,9 +31,9 @@ extension Connection {
                 enqueue(OutboundMessage.error(id: failure.id, failure.error))
             case .success(let envelope):
                 switch envelope.kind {
-                case .response: receiveResponse(envelope, raw)
-                case .request: receiveRequest(envelope, raw)
-                case .event: receiveEvent(envelope, raw)
+                case .response: receiveResponse(envelope, result: payloads.result, raw)
+                case .request: receiveRequest(envelope, params: payloads.params, raw)
+                case .event: receiveEvent(envelope, data: payloads.data)
                 }
             }
         }
@@ -62,7 +63,7 @@ extension Connection {
         return Array(UnsafeRawBufferPointer(rebasing: raw[range]))
     }
 
-    func receiveResponse(_ envelope: Envelope, _ raw: UnsafeRawBufferPointer) {
+    func receiveResponse(_ envelope: Envelope, result: JSONValue?, _ raw: UnsafeRawBufferPointer) {
         guard case .int(let id)? = envelope.id else {
             if let error = Self.decode(raw, envelope.errorRange).flatMap(MediatorError.init(json:)) {
                 logger.warning("the daemon answered a frame without id: \(error)")
@@ -76,8 +77,8 @@ extension Connection {
             error = Self.decode(raw, envelope.errorRange).flatMap(MediatorError.init(json:))
                 ?? MediatorError(.internal, "unreadable error response")
         }
-        // The result is read as the waiter wants it: a JSONValue, or its text.
-        func value() -> JSONValue { Self.decode(raw, envelope.resultRange) ?? .null }
+        // The result as the waiter wants it: a JSONValue, or its text.
+        func value() -> JSONValue { result ?? .null }
         switch pending.deliver(id, continues: envelope.continues && error == nil) {
         case .unknown:
             logger.debug("response to an id not in flight", metadata: ["id": "\(id)"])
@@ -114,7 +115,7 @@ extension Connection {
         return Array(UnsafeRawBufferPointer(rebasing: raw[range]))
     }
 
-    func receiveRequest(_ envelope: Envelope, _ raw: UnsafeRawBufferPointer) {
+    func receiveRequest(_ envelope: Envelope, params: JSONValue?, _ raw: UnsafeRawBufferPointer) {
         guard let hooks else {
             if let id = envelope.id {
                 enqueue(
@@ -126,7 +127,7 @@ extension Connection {
         }
         var request = IncomingRequest(
             id: envelope.id, target: envelope.target, action: envelope.action,
-            params: Self.decode(raw, envelope.paramsRange) ?? .object([:]),
+            params: params ?? .object([:]),
             timeoutMs: envelope.timeoutMs, more: envelope.more,
             callerText: Self.bytes(raw, envelope.callerRange))
         if let range = envelope.traceparentRange {
@@ -137,8 +138,7 @@ extension Connection {
         hooks.request(request, self)
     }
 
-    func receiveEvent(_ envelope: Envelope, _ raw: UnsafeRawBufferPointer) {
-        let data = Self.decode(raw, envelope.dataRange)
+    func receiveEvent(_ envelope: Envelope, data: JSONValue?) {
         if envelope.event == "mediator.cancel" {
             // Control for a component, not for subscribers.
             if let hooks, let idValue = data?["id"], let id = MessageID(json: idValue) {
