@@ -221,6 +221,20 @@ public enum EnvelopeParser {
     /// strings) and says which known member it is, nil for any other.
     static func memberName(_ parser: inout JSONParser) throws(JSONParseError) -> Member? {
         let start = parser.position
+        // The common case, a name of at most 16 bytes of printable ASCII
+        // without escapes (every name the contract has), read here byte by
+        // byte: no word scan to set up and no second pass looking for
+        // escapes. Anything else takes the general path below.
+        var end = start + 1
+        while end < min(parser.bytes.count, start + 18) {
+            let byte = parser.bytes[end]
+            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { break }
+            if byte == UInt8(ascii: "\"") {
+                parser.position = end + 1
+                return Member(plainName: UnsafeRawBufferPointer(rebasing: parser.bytes[(start + 1)..<end]))
+            }
+            end += 1
+        }
         try parser.skipString()
         let name = UnsafeRawBufferPointer(rebasing: parser.bytes[(start + 1)..<(parser.position - 1)])
         guard name.contains(UInt8(ascii: "\\")) else { return Member(plainName: name) }

@@ -90,7 +90,10 @@ public enum OutboundMessage {
             value(&output)
         }
 
-        consuming func line() -> [UInt8] {
+        // Mutating, not consuming: a consuming method on this copyable
+        // struct copied it first, and the appends below then copied the
+        // whole line into a new array (an allocation per frame).
+        mutating func line() -> [UInt8] {
             output.append(UInt8(ascii: "}"))
             output.append(0x0A)
             return output
