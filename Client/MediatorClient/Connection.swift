@@ -280,31 +280,29 @@ final class Connection: Sendable {
         }
     }
 
-    /// Takes an id, sends the frame built for it once the waiter is in
-    /// place, and waits for the answer.
+    /// Takes an id, builds the frame for it, puts the waiter in the table
+    /// and sends the frame, and waits for the answer.
     private func call<Value: Sendable>(
         timeoutMs: Int64?, waiter: (UnsafeContinuation<Result<Value, MediatorError>, Never>) -> Waiter,
         frame makeFrame: (Int64) -> [UInt8]
     ) async throws(MediatorError) -> Value {
-        let id: Int64
-        switch pending.reserve(bound: Self.localBound(timeoutMs)) {
-        case .success(let reserved): id = reserved
-        case .failure(let error): throw error
-        }
+        let id = pending.newID()
         let frame = makeFrame(id)
-        do {
-            try checkSize(frame)
-        } catch {
-            pending.release(id)
-            throw error
-        }
+        try checkSize(frame)
         let outcome = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, MediatorError>, Never>) in
-                switch pending.activate(id, waiter(continuation)) {
-                case .activated: enqueue(frame)  // if closed, didClose already failed the entry
-                case .cancelled: continuation.resume(returning: .failure(.callCancelled))
-                case .closed(let error): continuation.resume(returning: .failure(error))
+                if let error = pending.insert(id, waiter(continuation), bound: Self.localBound(timeoutMs)) {
+                    continuation.resume(returning: .failure(error))
+                    return
                 }
+                // A cancellation before the waiter was in the table found
+                // nothing to cancel; it is seen here, and nothing is sent. (One
+                // that came just after the insert failed the waiter itself.)
+                if Task.isCancelled {
+                    pending.cancel(id)?.fail(.callCancelled)
+                    return
+                }
+                enqueue(frame)  // if closed, didClose already failed the entry
             }
         } onCancel: {
             cancelCall(id)
@@ -320,7 +318,7 @@ final class Connection: Sendable {
         trace: TraceMembers? = nil, ended: (@Sendable (AsyncThrowingStream<JSONValue, any Error>.Continuation.Termination) -> Void)? = nil
     ) -> AsyncThrowingStream<JSONValue, any Error> {
         stream(
-            of: JSONValue.self, waiter: Waiter.stream, target, action, params: params, timeoutMs: timeoutMs,
+            of: JSONValue.self, waiter: { .stream(StreamSink($0)) }, target, action, params: params, timeoutMs: timeoutMs,
             keepAlive: keepAlive, trace: trace, remoteCaller: nil, ended: ended)
     }
 
@@ -332,7 +330,7 @@ final class Connection: Sendable {
         remoteCaller: JSONValue? = nil
     ) -> AsyncThrowingStream<StreamItem, any Error> {
         stream(
-            of: StreamItem.self, waiter: Waiter.markedStream, target, action, params: params, timeoutMs: timeoutMs,
+            of: StreamItem.self, waiter: { .markedStream(StreamSink($0)) }, target, action, params: params, timeoutMs: timeoutMs,
             keepAlive: keepAlive, trace: nil, remoteCaller: remoteCaller, ended: nil)
     }
 
@@ -343,23 +341,20 @@ final class Connection: Sendable {
         ended: (@Sendable (AsyncThrowingStream<Item, any Error>.Continuation.Termination) -> Void)?
     ) -> AsyncThrowingStream<Item, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Item.self)
-        let id: Int64
-        switch pending.insert(waiter(continuation), bound: Self.localBound(timeoutMs)) {
-        case .success(let inserted): id = inserted
-        case .failure(let error):
-            ended?(.finished(error))
-            continuation.finish(throwing: error)
-            return stream
-        }
+        let id = pending.newID()
         let frame = OutboundMessage.request(
             id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs, more: true,
             traceparent: trace?.traceparent, tracestate: trace?.tracestate, remoteCaller: remoteCaller)
+        var refusal: MediatorError?
         do {
             try checkSize(frame)
+            refusal = pending.insert(id, waiter(continuation), bound: Self.localBound(timeoutMs))
         } catch {
-            pending.release(id)
-            ended?(.finished(error))
-            continuation.finish(throwing: error)
+            refusal = error
+        }
+        if let refusal {
+            ended?(.finished(refusal))
+            continuation.finish(throwing: refusal)
             return stream
         }
         continuation.onTermination = { [self] termination in

@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import MediatorProtocol
 import NIOCore
+import Synchronization
 
 /// One response of a `more` call, and whether it is the final one.
 public struct StreamItem: Sendable {
@@ -21,9 +22,9 @@ enum Waiter: Sendable {
     case encodedCall(UnsafeContinuation<Result<[UInt8], MediatorError>, Never>)
     /// A `more` call: each `continues` result is yielded, the final response
     /// ends the stream.
-    case stream(AsyncThrowingStream<JSONValue, any Error>.Continuation)
+    case stream(StreamSink<JSONValue>)
     /// The same, each response marked final or not (``StreamItem``).
-    case markedStream(AsyncThrowingStream<StreamItem, any Error>.Continuation)
+    case markedStream(StreamSink<StreamItem>)
 
     var isStream: Bool {
         switch self {
@@ -43,6 +44,22 @@ enum Waiter: Sendable {
     }
 }
 
+/// A stream's continuation behind a reference. The continuation's type is
+/// resilient (its size is not known when this module is compiled): held
+/// directly, it would make `Waiter`'s layout, and every table entry's, one
+/// computed at run time, each copy of an entry going through the runtime.
+final class StreamSink<Element: Sendable>: Sendable {
+    private let continuation: AsyncThrowingStream<Element, any Error>.Continuation
+
+    init(_ continuation: AsyncThrowingStream<Element, any Error>.Continuation) {
+        self.continuation = continuation
+    }
+
+    func yield(_ element: Element) { continuation.yield(element) }
+    func finish() { continuation.finish() }
+    func finish(throwing error: any Error) { continuation.finish(throwing: error) }
+}
+
 /// The table of this connection's requests in flight, keyed by their id
 /// (a per-connection counter), like the pending-request table of
 /// sourcekit-lsp's JSON-RPC connection: every entry is failed at once when
@@ -55,35 +72,23 @@ enum Waiter: Sendable {
 /// Continuations are never resumed while the lock is held: methods hand the
 /// waiter back to the caller, which resumes it after the lock is released.
 final class PendingCalls: Sendable {
-    private enum Phase: Sendable {
-        /// The id is taken; the caller has not installed its continuation yet.
-        case reserved
-        /// The calling task was cancelled before its continuation was installed.
-        case cancelledEarly
-        case waiting(Waiter)
-    }
-
     private struct Entry: Sendable {
-        var phase: Phase
+        var waiter: Waiter
         var bound: TimeAmount
         var deadline: NIODeadline
     }
 
     private struct State: Sendable {
-        var nextID: Int64 = 1
         var entries: [Int64: Entry] = [:]
         /// Set once the connection closed: the error every later call gets.
         var closedWith: MediatorError?
     }
 
     private let state = NIOLockedValueBox(State())
-
-    /// What ``activate(_:_:)`` found.
-    enum Activation {
-        case activated
-        case cancelled
-        case closed(MediatorError)
-    }
+    /// Ids are taken outside the lock, so that a call's frame can be built
+    /// before its waiter exists and the waiter then enters the table in one
+    /// step.
+    private let ids = Atomic<Int64>(1)
 
     /// What a response did to the table.
     enum Delivery {
@@ -97,83 +102,33 @@ final class PendingCalls: Sendable {
 
     var count: Int { state.withLockedValue { $0.entries.count } }
 
-    /// Takes a new id for a call whose continuation is not installed yet.
-    func reserve(bound: TimeAmount) -> Result<Int64, MediatorError> {
+    /// A new id, never given before on this connection.
+    func newID() -> Int64 {
+        ids.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+
+    /// Puts the waiter of `id` in the table; the error when the connection
+    /// has closed (the waiter is then not in it).
+    func insert(_ id: Int64, _ waiter: Waiter, bound: TimeAmount) -> MediatorError? {
         state.withLockedValue { state in
-            if let error = state.closedWith { return .failure(error) }
-            let id = state.nextID
-            state.nextID += 1
-            state.entries[id] = Entry(phase: .reserved, bound: bound, deadline: .now() + bound)
-            return .success(id)
+            if let error = state.closedWith { return error }
+            state.entries[id] = Entry(waiter: waiter, bound: bound, deadline: .now() + bound)
+            return nil
         }
     }
 
-    /// Installs the waiter of a reserved id. The request may be sent only
-    /// after `.activated`.
-    func activate(_ id: Int64, _ waiter: Waiter) -> Activation {
-        state.withLockedValue { state in
-            if let error = state.closedWith {
-                state.entries[id] = nil
-                return .closed(error)
-            }
-            // One lookup, the entry changed in place; the deadline stays the
-            // one taken at reserve(), microseconds earlier.
-            var outcome = Activation.closed(.disconnected("the connection closed"))
-            if let index = state.entries.index(forKey: id) {
-                if case .cancelledEarly = state.entries.values[index].phase {
-                    state.entries.remove(at: index)
-                    outcome = .cancelled
-                } else {
-                    state.entries.values[index].phase = .waiting(waiter)
-                    outcome = .activated
-                }
-            }
-            return outcome
-        }
-    }
-
-    /// Takes a new id with its waiter installed at once (streams).
-    func insert(_ waiter: Waiter, bound: TimeAmount) -> Result<Int64, MediatorError> {
-        state.withLockedValue { state in
-            if let error = state.closedWith { return .failure(error) }
-            let id = state.nextID
-            state.nextID += 1
-            state.entries[id] = Entry(phase: .waiting(waiter), bound: bound, deadline: .now() + bound)
-            return .success(id)
-        }
-    }
-
-    /// Forgets an id whose request was never sent.
-    func release(_ id: Int64) {
-        state.withLockedValue { _ = $0.entries.removeValue(forKey: id) }
-    }
-
-    /// The caller gave up on `id`. Returns the waiter when the request was in
-    /// flight (the caller resumes it and tells the daemon); nil when it was
-    /// not sent yet (``activate(_:_:)`` will report `.cancelled`) or is over.
+    /// The caller gave up on `id`: removes and returns its waiter (the
+    /// caller fails it), nil when it is not in the table.
     func cancel(_ id: Int64) -> Waiter? {
-        state.withLockedValue { state in
-            guard let entry = state.entries[id] else { return nil }
-            switch entry.phase {
-            case .reserved:
-                state.entries[id]?.phase = .cancelledEarly
-                return nil
-            case .cancelledEarly:
-                return nil
-            case .waiting(let waiter):
-                state.entries[id] = nil
-                return waiter
-            }
-        }
+        state.withLockedValue { $0.entries.removeValue(forKey: id)?.waiter }
     }
 
     /// Routes one response. A `continues` response to a stream keeps the
     /// entry and restarts its deadline (as the daemon restarts the timeout).
     func deliver(_ id: Int64, continues: Bool) -> Delivery {
         state.withLockedValue { state in
-            guard let index = state.entries.index(forKey: id),
-                case .waiting(let waiter) = state.entries.values[index].phase
-            else { return .unknown }
+            guard let index = state.entries.index(forKey: id) else { return .unknown }
+            let waiter = state.entries.values[index].waiter
             if continues, waiter.isStream {
                 state.entries.values[index].deadline = .now() + state.entries.values[index].bound
                 return .partial(waiter)
@@ -188,7 +143,7 @@ final class PendingCalls: Sendable {
         state.withLockedValue { state in
             var expired: [(id: Int64, waiter: Waiter, bound: TimeAmount)] = []
             for (id, entry) in state.entries where entry.deadline <= now {
-                if case .waiting(let waiter) = entry.phase { expired.append((id, waiter, entry.bound)) }
+                expired.append((id, entry.waiter, entry.bound))
             }
             for item in expired { state.entries[item.id] = nil }
             return expired
@@ -201,16 +156,8 @@ final class PendingCalls: Sendable {
         state.withLockedValue { state in
             if state.closedWith != nil { return [] }
             state.closedWith = error
-            var waiters: [Waiter] = []
-            waiters.reserveCapacity(state.entries.count)
-            for entry in state.entries.values {
-                if case .waiting(let waiter) = entry.phase { waiters.append(waiter) }
-            }
-            // Reserved entries stay: their activate() sees closedWith.
-            state.entries = state.entries.filter { _, entry in
-                if case .waiting = entry.phase { return false }
-                return true
-            }
+            let waiters = state.entries.values.map(\.waiter)
+            state.entries = [:]
             return waiters
         }
     }
