@@ -225,14 +225,16 @@ public enum EnvelopeParser {
         // without escapes (every name the contract has), read here byte by
         // byte: no word scan to set up and no second pass looking for
         // escapes. Anything else takes the general path below.
+        let bytes = parser.bytes
+        let limit = min(bytes.count, start + 18)
         var end = start + 1
-        while end < min(parser.bytes.count, start + 18) {
-            let byte = parser.bytes[end]
-            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { break }
+        while end < limit {
+            let byte = bytes[end]
             if byte == UInt8(ascii: "\"") {
                 parser.position = end + 1
-                return Member(plainName: UnsafeRawBufferPointer(rebasing: parser.bytes[(start + 1)..<end]))
+                return Member(plainName: UnsafeRawBufferPointer(rebasing: bytes[(start + 1)..<end]))
             }
+            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { break }
             end += 1
         }
         try parser.skipString()

@@ -10,7 +10,7 @@ public enum NameRules {
 
     /// Whether `s` is a target name: `[A-Za-z][A-Za-z0-9_.-]*`, at most 128 bytes.
     public static func isValidTarget(_ s: String) -> Bool {
-        isValidName(s.utf8, firstAllowsUnderscore: false)
+        isValidName(s, firstAllowsUnderscore: false)
     }
 
     /// Whether `s` is an action name: `[A-Za-z_][A-Za-z0-9_.-]*`, at most 128 bytes.
@@ -18,12 +18,12 @@ public enum NameRules {
     /// Unlike targets, actions may start with `_` (components use that for
     /// private or internal actions).
     public static func isValidAction(_ s: String) -> Bool {
-        isValidName(s.utf8, firstAllowsUnderscore: true)
+        isValidName(s, firstAllowsUnderscore: true)
     }
 
     /// Whether `s` is an event name; the rule is the target rule.
     public static func isValidEvent(_ s: String) -> Bool {
-        isValidName(s.utf8, firstAllowsUnderscore: false)
+        isValidName(s, firstAllowsUnderscore: false)
     }
 
     /// Whether `s` is one of the names only the daemon may send (`mediator.` prefix).
@@ -65,6 +65,14 @@ public enum NameRules {
     private static let star = UInt8(ascii: "*")
     private static let dot = UInt8(ascii: ".")
     private static let reservedPrefix: [UInt8] = Array("mediator.".utf8)
+
+    /// A native string's bytes are read in place: stepping a String's
+    /// UTF-8 view index by index costs several times more, and names are
+    /// checked on every request.
+    private static func isValidName(_ s: String, firstAllowsUnderscore: Bool) -> Bool {
+        s.utf8.withContiguousStorageIfAvailable { isValidName($0, firstAllowsUnderscore: firstAllowsUnderscore) }
+            ?? isValidName(s.utf8, firstAllowsUnderscore: firstAllowsUnderscore)
+    }
 
     private static func isValidName<Bytes: Collection>(
         _ bytes: Bytes,
