@@ -64,6 +64,34 @@ public enum EnvelopeParser {
             }
         }
 
+        /// The member the `count` (at most 16) plain ASCII bytes at `offset`
+        /// name; 16 bytes must be readable there. The bytes, zero-filled to
+        /// two little-endian words, are compared with each name's (no plain
+        /// name holds a zero byte, so the length need not be compared).
+        init?(packedName bytes: UnsafeRawBufferPointer, at offset: Int, count: Int) {
+            func mask(_ length: Int) -> UInt64 { length >= 8 ? ~0 : (1 << (8 * UInt64(length))) - 1 }
+            let low = WordScan.word(bytes, at: offset) & mask(count)
+            let high = count > 8 ? WordScan.word(bytes, at: offset + 8) & mask(count - 8) : 0
+            switch (low, high) {
+            case (0x6469, 0): self = .id
+            case (0x6572_6f6d, 0): self = .more
+            case (0x6174_6164, 0): self = .data
+            case (0x72_6f72_7265, 0): self = .error
+            case (0x74_6e65_7665, 0): self = .event
+            case (0x7465_6772_6174, 0): self = .target
+            case (0x6e6f_6974_6361, 0): self = .action
+            case (0x736d_6172_6170, 0): self = .params
+            case (0x7265_6c6c_6163, 0): self = .caller
+            case (0x746c_7573_6572, 0): self = .result
+            case (0x6575_6e69_746e_6f63, 0x73): self = .continues
+            case (0x5f74_756f_656d_6974, 0x736d): self = .timeoutMs
+            case (0x6174_7365_6361_7274, 0x6574): self = .tracestate
+            case (0x7261_7065_6361_7274, 0x74_6e65): self = .traceparent
+            case (0x635f_6574_6f6d_6572, 0x72_656c_6c61): self = .remoteCaller
+            default: return nil
+            }
+        }
+
         /// The member a decoded name (one written with escapes) stands for.
         init?(decodedName name: String) {
             guard let member = Member.allCases.first(where: { $0.name == name }) else { return nil }
@@ -221,21 +249,18 @@ public enum EnvelopeParser {
     /// strings) and says which known member it is, nil for any other.
     static func memberName(_ parser: inout JSONParser) throws(JSONParseError) -> Member? {
         let start = parser.position
-        // The common case, a name of at most 16 bytes of printable ASCII
-        // without escapes (every name the contract has), read here byte by
-        // byte: no word scan to set up and no second pass looking for
-        // escapes. Anything else takes the general path below.
+        // The common case, a name of at most 16 bytes of plain ASCII without
+        // escapes (every name the contract has) with 16 bytes of the frame
+        // to read from: found a word at a time and matched as two words.
+        // Anything else takes the general path below.
         let bytes = parser.bytes
-        let limit = min(bytes.count, start + 18)
-        var end = start + 1
-        while end < limit {
-            let byte = bytes[end]
-            if byte == UInt8(ascii: "\"") {
-                parser.position = end + 1
-                return Member(plainName: UnsafeRawBufferPointer(rebasing: bytes[(start + 1)..<end]))
+        let nameStart = start + 1
+        if nameStart + 16 <= bytes.count {
+            let stop = WordScan.skipPlainString(bytes, from: nameStart)
+            if stop < bytes.count, stop - nameStart <= 16, bytes[stop] == UInt8(ascii: "\"") {
+                parser.position = stop + 1
+                return Member(packedName: bytes, at: nameStart, count: stop - nameStart)
             }
-            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { break }
-            end += 1
         }
         try parser.skipString()
         let name = UnsafeRawBufferPointer(rebasing: parser.bytes[(start + 1)..<(parser.position - 1)])

@@ -2,13 +2,23 @@ import Testing
 
 @testable import MediatorProtocol
 
-/// `EnvelopeParser.memberName` reads short plain names on a fast path and
-/// everything else through the string parser: both must give the same
-/// member, leave the parser after the closing quote, and refuse the same.
+/// `EnvelopeParser.memberName` reads short plain names on a fast path (as
+/// two words, when 16 bytes of the frame follow the quote) and everything
+/// else through the string parser: both must give the same member, leave
+/// the parser after the closing quote, and refuse the same.
 @Suite struct EnvelopeMemberNameTests {
-    /// The member a name's JSON text (quotes included) stands for, and where the parser stopped.
+    /// The member a name's JSON text (quotes included) stands for, and where
+    /// the parser stopped: the same with a short frame after the name (the
+    /// general path) and with 16 more bytes (the fast one), or nil for both.
     private static func read(_ text: String) -> (member: EnvelopeParser.Member?, position: Int)? {
-        let bytes = Array(text.utf8) + Array(#":1}"#.utf8)
+        let short = read(text, padding: 0)
+        let padded = read(text, padding: 16)
+        #expect(short?.member == padded?.member && short?.position == padded?.position, "\(text)")
+        return padded
+    }
+
+    private static func read(_ text: String, padding: Int) -> (member: EnvelopeParser.Member?, position: Int)? {
+        let bytes = Array(text.utf8) + Array(#":1}"#.utf8) + Array(repeating: UInt8(ascii: " "), count: padding)
         return bytes.withUnsafeBytes { raw in
             var parser = JSONParser(raw)
             do {
