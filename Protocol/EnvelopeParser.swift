@@ -172,10 +172,19 @@ public enum EnvelopeParser {
         _ frame: UnsafeRawBufferPointer, decoding payloads: inout Payloads, maxDepth: Int = JSONParser.defaultMaxDepth
     ) -> Result<Envelope, EnvelopeError> {
         var envelope = Envelope(kind: .request)
-        if let failure = parse(frame, into: &envelope, payloads: &payloads, decoding: true, maxDepth: maxDepth) {
+        if let failure = parse(frame, into: &envelope, decoding: &payloads, maxDepth: maxDepth) {
             return .failure(failure)
         }
         return .success(envelope)
+    }
+
+    /// ``parse(_:decoding:maxDepth:)`` writing the envelope in place and
+    /// returning only a failure, as ``parse(_:into:maxDepth:)`` does.
+    public static func parse(
+        _ frame: UnsafeRawBufferPointer, into envelope: inout Envelope, decoding payloads: inout Payloads,
+        maxDepth: Int = JSONParser.defaultMaxDepth
+    ) -> EnvelopeError? {
+        parse(frame, into: &envelope, payloads: &payloads, decoding: true, maxDepth: maxDepth)
     }
 
     /// ``parse(_:maxDepth:)`` writing the envelope into `envelope` (every

@@ -20,21 +20,23 @@ extension Connection {
 
     func receive(_ frame: ByteBuffer) {
         frame.withUnsafeReadableBytes { raw in
+            // Written in place: an envelope is some 200 bytes, copied at
+            // each level when handed back in a Result.
+            var envelope = Envelope(kind: .request)
             var payloads = EnvelopeParser.Payloads()
-            switch EnvelopeParser.parse(raw, decoding: &payloads) {
-            case .failure(let failure):
+            if let failure = EnvelopeParser.parse(raw, into: &envelope, decoding: &payloads) {
                 // Contract section 1: answered with bad_request, with the id
                 // when read; but a oneway request never gets an answer, not
                 // even an error (section 2, and the daemon's documented choice).
                 logger.warning("bad frame from the daemon: \(failure.error.message)")
                 if failure.id == nil, Self.isOnewayRequest(raw) { return }
                 enqueue(OutboundMessage.error(id: failure.id, failure.error))
-            case .success(let envelope):
-                switch envelope.kind {
-                case .response: receiveResponse(envelope, result: payloads.result, raw)
-                case .request: receiveRequest(envelope, params: payloads.params, raw)
-                case .event: receiveEvent(envelope, data: payloads.data)
-                }
+                return
+            }
+            switch envelope.kind {
+            case .response: receiveResponse(envelope, result: payloads.result, raw)
+            case .request: receiveRequest(envelope, params: payloads.params, raw)
+            case .event: receiveEvent(envelope, data: payloads.data)
             }
         }
     }
