@@ -25,6 +25,7 @@ extension Component {
 
     /// An action from a complete ActionSpec whose params and result convert
     /// to and from `JSONValue` directly (generated interface types).
+    @inlinable
     public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
         _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) async throws -> R
     ) {
@@ -32,6 +33,7 @@ extension Component {
     }
 
     /// The same for a handler that does not suspend.
+    @inlinable
     public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
         _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) throws -> R
     ) {

@@ -41,12 +41,12 @@ public struct Component: Sendable {
         case concurrent
     }
 
-    typealias Handler = @Sendable (CallContext) async throws -> JSONValue
+    @usableFromInline typealias Handler = @Sendable (CallContext) async throws -> JSONValue
     /// A handler that cannot suspend: with ``HandlerExecutor/connection``
     /// it runs at once where the call is read, without a task.
-    typealias ImmediateHandler = @Sendable (CallContext) throws -> JSONValue
+    @usableFromInline typealias ImmediateHandler = @Sendable (CallContext) throws -> JSONValue
 
-    enum ActionHandler: Sendable {
+    @usableFromInline enum ActionHandler: Sendable {
         case async(Handler)
         case immediate(ImmediateHandler)
     }
@@ -131,6 +131,9 @@ public struct Component: Sendable {
     /// Declares an action whose params and result convert to and from
     /// `JSONValue` directly (``JSONValueConvertible``, as generated
     /// interface types do): as the `Codable` form, without Foundation's coders.
+    /// Inlinable, as the converting forms below: specialized in the caller's
+    /// module, each call converts without a trip through witness tables.
+    @inlinable
     public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (P, CallContext) async throws -> R
@@ -139,6 +142,7 @@ public struct Component: Sendable {
     }
 
     /// The same for a handler that does not suspend.
+    @inlinable
     public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (P, CallContext) throws -> R
@@ -168,6 +172,7 @@ public struct Component: Sendable {
 
     /// ``declareDecoding(_:_:)`` for types that convert to and from
     /// `JSONValue` directly (generated interfaces): no Foundation coders.
+    @inlinable
     mutating func declareConverting<P: JSONValueConvertible, R: JSONValueConvertible>(
         _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) async throws -> R
     ) {
@@ -176,6 +181,7 @@ public struct Component: Sendable {
         }))
     }
 
+    @inlinable
     mutating func declareConverting<P: JSONValueConvertible, R: JSONValueConvertible>(
         _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) throws -> R
     ) {
@@ -184,7 +190,8 @@ public struct Component: Sendable {
         }))
     }
 
-    private static func convertParams<P: JSONValueConvertible>(_ type: P.Type, _ context: CallContext) throws(MediatorError) -> P {
+    @inlinable
+    static func convertParams<P: JSONValueConvertible>(_ type: P.Type, _ context: CallContext) throws(MediatorError) -> P {
         do {
             return try P(jsonValue: context.params)
         } catch {
@@ -221,7 +228,8 @@ public struct Component: Sendable {
         notFoundHandler = handler
     }
 
-    private mutating func declare(_ spec: ActionSpec, _ handler: ActionHandler) {
+    @usableFromInline
+    mutating func declare(_ spec: ActionSpec, _ handler: ActionHandler) {
         specs.removeAll { $0.name == spec.name }
         specs.append(spec)
         handlers[spec.name] = handler

@@ -75,7 +75,7 @@ extension CallContext {
 }
 
 /// Converts between `Codable` values and ``JSONValue`` through JSON bytes.
-enum JSONBridge {
+@usableFromInline enum JSONBridge {
     static func value(from encodable: some Encodable) throws -> JSONValue {
         let data = try JSONEncoder().encode(encodable)
         return try JSONParser.parse(data)
@@ -141,7 +141,9 @@ extension MediatorClient {
     /// A typed call whose params and result convert to and from
     /// ``JSONValue`` directly (``JSONValueConvertible``, as generated
     /// interface types do): no trip through Foundation's JSON coders.
-    /// Errors as the `Codable` form.
+    /// Errors as the `Codable` form. Inlinable: specialized in the
+    /// caller's module, the conversions are direct calls.
+    @inlinable
     public func call<Params: JSONValueConvertible, Result: JSONValueConvertible>(
         _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
     ) async throws(MediatorError) -> Result {
@@ -150,6 +152,7 @@ extension MediatorClient {
     }
 
     /// A oneway call with ``JSONValueConvertible`` params.
+    @inlinable
     public func send<Params: JSONValueConvertible>(
         _ target: String, _ action: String, _ params: Params
     ) async throws(MediatorError) {
@@ -188,6 +191,7 @@ extension CallContext {
 
 extension JSONBridge {
     /// Params that must be a JSON object, or `invalid_params` (nothing is sent).
+    @inlinable
     static func objectParams(_ json: JSONValue) throws(MediatorError) -> JSONValue {
         guard case .object = json else {
             throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(json.typeName)")
@@ -196,6 +200,7 @@ extension JSONBridge {
     }
 
     /// A result converted as `Value`, or `invalid_result`.
+    @inlinable
     static func result<Value: JSONValueConvertible>(_ type: Value.Type, converting value: JSONValue) throws(MediatorError) -> Value {
         do {
             return try Value(jsonValue: value)
