@@ -21,6 +21,16 @@ public enum OutboundMessage {
         request(id, target, action, timeoutMs, more, traceparent, tracestate, nil) { $0.append(contentsOf: encodedParams) }
     }
 
+    /// A request whose params `writeParams` appends as JSON text: one
+    /// object, compact (no LF). Typed calls write their params this way,
+    /// without a JSONValue in between.
+    public static func request(
+        id: MessageID?, target: String, action: String, timeoutMs: Int64? = nil, more: Bool = false,
+        traceparent: String? = nil, tracestate: String? = nil, writingParams writeParams: (inout [UInt8]) -> Void
+    ) -> [UInt8] {
+        request(id, target, action, timeoutMs, more, traceparent, tracestate, nil, params: writeParams)
+    }
+
     private static func request(
         _ id: MessageID?, _ target: String, _ action: String, _ timeoutMs: Int64?, _ more: Bool,
         _ traceparent: String?, _ tracestate: String?, _ remoteCaller: JSONValue?,
@@ -41,10 +51,26 @@ public enum OutboundMessage {
     }
 
     public static func result(id: MessageID?, _ result: JSONValue, continues: Bool = false) -> [UInt8] {
+        response(id, continues) { result.encode(into: &$0) }
+    }
+
+    /// A response whose result `writeResult` appends as JSON text (compact,
+    /// no LF): typed results, written without a JSONValue in between.
+    public static func result(
+        id: MessageID?, continues: Bool = false, writingResult writeResult: (inout [UInt8]) -> Void
+    ) -> [UInt8] {
+        response(id, continues, writeResult)
+    }
+
+    // Inlined into both: the closure then costs nothing on the JSONValue path.
+    @inline(__always)
+    private static func response(
+        _ id: MessageID?, _ continues: Bool, _ writeResult: (inout [UInt8]) -> Void
+    ) -> [UInt8] {
         var writer = MemberWriter()
         if continues { writer.member("continues") { $0.append(contentsOf: "true".utf8) } }
         writer.member("id") { (id?.json ?? .null).encode(into: &$0) }
-        writer.member("result") { result.encode(into: &$0) }
+        writer.member("result", writeResult)
         return writer.line()
     }
 

@@ -97,7 +97,7 @@ final class Responder: Sendable {
         }
     }
 
-    func finish(_ outcome: Result<JSONValue, MediatorError>) {
+    func finish(_ outcome: Result<Component.Answer, MediatorError>) {
         let open = phase.compareExchange(expected: Self.open, desired: Self.finished, ordering: .acquiringAndReleasing).exchanged
         guard open else { return }
         Self.answer(id, outcome, on: connection)
@@ -106,11 +106,12 @@ final class Responder: Sendable {
     /// Sends the final response to `id` (nothing for a oneway request), or
     /// `frame_too_large` in its place when it is over the daemon's limit
     /// (the daemon would drop it and the caller wait).
-    static func answer(_ id: MessageID?, _ outcome: Result<JSONValue, MediatorError>, on connection: Connection) {
+    static func answer(_ id: MessageID?, _ outcome: consuming Result<Component.Answer, MediatorError>, on connection: Connection) {
         guard let id else { return }
         let frame: [UInt8]
-        switch outcome {
-        case .success(let value): frame = OutboundMessage.result(id: id, value)
+        switch consume outcome {
+        case .success(.value(let value)): frame = OutboundMessage.result(id: id, value)
+        case .success(.convertible(let value)): frame = OutboundMessage.result(id: id) { value.encodeJSON(into: &$0) }
         case .failure(let error): frame = OutboundMessage.error(id: id, error)
         }
         do {

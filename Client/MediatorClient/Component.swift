@@ -41,10 +41,17 @@ public struct Component: Sendable {
         case concurrent
     }
 
-    @usableFromInline typealias Handler = @Sendable (CallContext) async throws -> JSONValue
+    /// What a handler answered: a value, or one that writes its own JSON
+    /// text (generated types: no JSONValue is built for their results).
+    @usableFromInline enum Answer: Sendable {
+        case value(JSONValue)
+        case convertible(any JSONValueConvertible)
+    }
+
+    @usableFromInline typealias Handler = @Sendable (CallContext) async throws -> Answer
     /// A handler that cannot suspend: with ``HandlerExecutor/connection``
     /// it runs at once where the call is read, without a task.
-    @usableFromInline typealias ImmediateHandler = @Sendable (CallContext) throws -> JSONValue
+    @usableFromInline typealias ImmediateHandler = @Sendable (CallContext) throws -> Answer
 
     @usableFromInline enum ActionHandler: Sendable {
         case async(Handler)
@@ -94,7 +101,9 @@ public struct Component: Sendable {
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (CallContext) async throws -> JSONValue
     ) {
-        declare(ActionSpec(name: name, description: description, params: params, result: result, url: url), .async(handler))
+        declare(
+            ActionSpec(name: name, description: description, params: params, result: result, url: url),
+            .async({ .value(try await handler($0)) }))
     }
 
     /// Declares an action whose handler does not suspend (no `await`): the
@@ -106,7 +115,9 @@ public struct Component: Sendable {
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (CallContext) throws -> JSONValue
     ) {
-        declare(ActionSpec(name: name, description: description, params: params, result: result, url: url), .immediate(handler))
+        declare(
+            ActionSpec(name: name, description: description, params: params, result: result, url: url),
+            .immediate({ .value(try handler($0)) }))
     }
 
     /// Declares an action with `Decodable` params and an `Encodable` result
@@ -157,7 +168,7 @@ public struct Component: Sendable {
     ) {
         declare(spec, .async({ context in
             let value = try await handler(try Self.decodeParams(P.self, context), context)
-            return try Self.encodeResult(value)
+            return .value(try Self.encodeResult(value))
         }))
     }
 
@@ -166,7 +177,7 @@ public struct Component: Sendable {
         _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) throws -> R
     ) {
         declare(spec, .immediate({ context in
-            try Self.encodeResult(try handler(try Self.decodeParams(P.self, context), context))
+            .value(try Self.encodeResult(try handler(try Self.decodeParams(P.self, context), context)))
         }))
     }
 
@@ -177,7 +188,7 @@ public struct Component: Sendable {
         _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) async throws -> R
     ) {
         declare(spec, .async({ context in
-            try await handler(try Self.convertParams(P.self, context), context).jsonValue
+            .convertible(try await handler(try Self.convertParams(P.self, context), context))
         }))
     }
 
@@ -186,7 +197,7 @@ public struct Component: Sendable {
         _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) throws -> R
     ) {
         declare(spec, .immediate({ context in
-            try handler(try Self.convertParams(P.self, context), context).jsonValue
+            .convertible(try handler(try Self.convertParams(P.self, context), context))
         }))
     }
 
@@ -249,7 +260,7 @@ public struct Component: Sendable {
     }
 
     /// Runs the handler for one call.
-    func handle(_ context: CallContext) async throws -> JSONValue {
+    func handle(_ context: CallContext) async throws -> Answer {
         var context = context
         if context.action == "notFound", let notFoundHandler {
             // The members come from the wire: a daemon that forwards a bad
@@ -262,7 +273,7 @@ public struct Component: Sendable {
             }
             context.action = action
             context.params = params
-            return try await notFoundHandler(action, params, context)
+            return .value(try await notFoundHandler(action, params, context))
         }
         switch handlers[context.action] {
         case .async(let handler)?: return try await handler(context)
@@ -270,7 +281,7 @@ public struct Component: Sendable {
         case nil: break
         }
         if let notFoundHandler {
-            return try await notFoundHandler(context.action, context.params, context)
+            return .value(try await notFoundHandler(context.action, context.params, context))
         }
         throw MediatorError(.actionNotFound, "\"\(target)\" does not declare the action \"\(context.action)\"")
     }

@@ -123,7 +123,7 @@ final class ComponentServer: Sendable {
 
     private func execute(_ request: IncomingRequest, client: MediatorClient, responder: Responder) async {
         let context = CallContext(request: request, client: client, responder: responder)
-        let outcome: Result<JSONValue, MediatorError>
+        let outcome: Result<Component.Answer, MediatorError>
         switch client.tracing.mode {
         case .off:
             outcome = await run(context)
@@ -144,7 +144,7 @@ final class ComponentServer: Sendable {
     }
 
     /// The handler's outcome, its errors made `MediatorError`s.
-    private func run(_ context: CallContext) async -> Result<JSONValue, MediatorError> {
+    private func run(_ context: CallContext) async -> Result<Component.Answer, MediatorError> {
         do {
             return .success(try await component.handle(context))
         } catch {
@@ -152,7 +152,7 @@ final class ComponentServer: Sendable {
         }
     }
 
-    private static func outcome(_ body: () throws -> JSONValue) -> Result<JSONValue, MediatorError> {
+    private static func outcome(_ body: () throws -> Component.Answer) -> Result<Component.Answer, MediatorError> {
         do {
             return .success(try body())
         } catch {
@@ -173,7 +173,7 @@ final class ComponentServer: Sendable {
     /// the context the request carries (a root span when it carries none).
     private func traced<T: Tracer>(
         _ tracer: T, _ request: IncomingRequest, _ context: CallContext
-    ) async -> Result<JSONValue, MediatorError> {
+    ) async -> Result<Component.Answer, MediatorError> {
         var parent = ServiceContext.current ?? .topLevel
         if request.trace.traceparent != nil {
             tracer.extract(request.trace, into: &parent, using: TraceMembersExtractor())

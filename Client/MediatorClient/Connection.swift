@@ -280,14 +280,40 @@ final class Connection: Sendable {
         }
     }
 
+    /// A call whose params `writeParams` appends as JSON text (generated
+    /// types write theirs directly), answered with the result as a
+    /// JSONValue. Params that are not an object are refused with
+    /// `invalid_params`, and nothing is sent.
+    func call(
+        _ target: String, _ action: String, writingParams writeParams: (inout [UInt8]) -> Void, timeoutMs: Int64?,
+        trace: TraceMembers? = nil
+    ) async throws(MediatorError) -> JSONValue {
+        try await call(timeoutMs: timeoutMs, waiter: Waiter.call) { (id) throws(MediatorError) in
+            var written = 0..<0
+            let frame = OutboundMessage.request(
+                id: .int(id), target: target, action: action, timeoutMs: timeoutMs,
+                traceparent: trace?.traceparent, tracestate: trace?.tracestate
+            ) { output in
+                let start = output.count
+                writeParams(&output)
+                written = start..<output.count
+            }
+            guard !written.isEmpty, frame[written.lowerBound] == UInt8(ascii: "{") else {
+                let kind = (try? JSONParser.parse(frame[written]))?.typeName ?? "something else"
+                throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(kind)")
+            }
+            return frame
+        }
+    }
+
     /// Takes an id, builds the frame for it, puts the waiter in the table
     /// and sends the frame, and waits for the answer.
     private func call<Value: Sendable>(
         timeoutMs: Int64?, waiter: (UnsafeContinuation<Result<Value, MediatorError>, Never>) -> Waiter,
-        frame makeFrame: (Int64) -> [UInt8]
+        frame makeFrame: (Int64) throws(MediatorError) -> [UInt8]
     ) async throws(MediatorError) -> Value {
         let id = pending.newID()
-        let frame = makeFrame(id)
+        let frame = try makeFrame(id)
         try checkSize(frame)
         let outcome = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, MediatorError>, Never>) in

@@ -19,6 +19,18 @@ import MediatorProtocol
 public protocol JSONValueConvertible: Codable, Sendable {
     init(jsonValue: JSONValue) throws(JSONConversionError)
     var jsonValue: JSONValue { get }
+    /// Appends the JSON text of ``jsonValue`` (byte for byte what its
+    /// `encode(into:)` writes) without building the value first: the typed
+    /// calls send params and results this way. Generated types write their
+    /// members directly; the default goes through ``jsonValue``.
+    func encodeJSON(into output: inout [UInt8])
+}
+
+extension JSONValueConvertible {
+    @inlinable
+    public func encodeJSON(into output: inout [UInt8]) {
+        jsonValue.encode(into: &output)
+    }
 }
 
 /// A value that does not have the shape its Swift type needs; `path` says
@@ -59,6 +71,25 @@ public struct JSONConversionError: Error, Sendable, Equatable, CustomStringConve
 /// What generated `init(jsonValue:)`s call for each member, with the same
 /// rules as their `Codable` forms.
 public enum JSONConversion {
+    /// Writes the commas between an object's members for generated
+    /// `encodeJSON(into:)`s, which write the members in ``JSONValue``'s
+    /// order (by name) and skip absent optional ones.
+    public struct ObjectMembers {
+        @usableFromInline var isFirst = true
+
+        @inlinable
+        public init() {}
+
+        /// Appends the separator, if a member came before, and `nameAndColon`:
+        /// the member's name as JSON text followed by `:`.
+        @inlinable
+        public mutating func next(_ nameAndColon: StaticString, into output: inout [UInt8]) {
+            if !isFirst { output.append(UInt8(ascii: ",")) }
+            isFirst = false
+            nameAndColon.withUTF8Buffer { output.append(contentsOf: $0) }
+        }
+    }
+
     /// The members of an object, or the error for `typeName`.
     public static func members(_ value: JSONValue, of typeName: String) throws(JSONConversionError) -> [String: JSONValue] {
         guard case .object(let members) = value else {
@@ -109,6 +140,8 @@ public enum JSONConversion {
 extension JSONValue: JSONValueConvertible {
     public init(jsonValue: JSONValue) { self = jsonValue }
     public var jsonValue: JSONValue { self }
+    @inlinable
+    public func encodeJSON(into output: inout [UInt8]) { encode(into: &output) }
 }
 
 extension String: JSONValueConvertible {
@@ -118,6 +151,8 @@ extension String: JSONValueConvertible {
     }
 
     public var jsonValue: JSONValue { .string(self) }
+    @inlinable
+    public func encodeJSON(into output: inout [UInt8]) { JSONValue.encodeString(self, into: &output) }
 }
 
 extension Bool: JSONValueConvertible {
@@ -127,6 +162,8 @@ extension Bool: JSONValueConvertible {
     }
 
     public var jsonValue: JSONValue { .bool(self) }
+    @inlinable
+    public func encodeJSON(into output: inout [UInt8]) { jsonValue.encode(into: &output) }
 }
 
 extension Int: JSONValueConvertible {
@@ -146,6 +183,8 @@ extension Int: JSONValueConvertible {
     }
 
     public var jsonValue: JSONValue { .int(Int64(self)) }
+    @inlinable
+    public func encodeJSON(into output: inout [UInt8]) { jsonValue.encode(into: &output) }
 }
 
 extension Double: JSONValueConvertible {
@@ -181,6 +220,16 @@ extension Array: JSONValueConvertible where Element: JSONValueConvertible {
     }
 
     public var jsonValue: JSONValue { .array(map(\.jsonValue)) }
+
+    @inlinable
+    public func encodeJSON(into output: inout [UInt8]) {
+        output.append(UInt8(ascii: "["))
+        for (index, item) in enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            item.encodeJSON(into: &output)
+        }
+        output.append(UInt8(ascii: "]"))
+    }
 }
 
 extension Optional: JSONValueConvertible where Wrapped: JSONValueConvertible {
@@ -194,4 +243,13 @@ extension Optional: JSONValueConvertible where Wrapped: JSONValueConvertible {
     }
 
     public var jsonValue: JSONValue { self?.jsonValue ?? .null }
+
+    @inlinable
+    public func encodeJSON(into output: inout [UInt8]) {
+        if let value = self {
+            value.encodeJSON(into: &output)
+        } else {
+            output.append(contentsOf: "null".utf8)
+        }
+    }
 }

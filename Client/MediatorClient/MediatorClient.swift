@@ -123,36 +123,45 @@ public final class MediatorClient: Sendable {
         _ target: String, _ action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
     ) async throws(MediatorError) -> JSONValue {
         let timeoutMs = timeout.map(Connection.milliseconds)
-        // The untraced path first: with nothing bootstrapped it is the only one taken.
-        switch tracing.mode {
-        case .off:
-            return try await connection.call(target, action, params: params, timeoutMs: timeoutMs)
-        case .instrument(let instrument):
-            return try await connection.call(
-                target, action, params: params, timeoutMs: timeoutMs, trace: CallTracing.injected(instrument))
-        case .tracer(let tracer):
-            return try await CallTracing.traced(tracer, target, action) { (trace) async throws(MediatorError) in
-                try await connection.call(target, action, params: params, timeoutMs: timeoutMs, trace: trace)
-            }
+        return try await withTraceMembers(target, action) { (trace) async throws(MediatorError) in
+            try await connection.call(target, action, params: params, timeoutMs: timeoutMs, trace: trace)
         }
     }
 
     /// ``call(_:_:params:timeout:)`` with params as one JSON object's text,
-    /// answered with the result's text (the typed calls' path).
+    /// answered with the result's text (the Codable calls' path).
     func callEncoded(
         _ target: String, _ action: String, encodedParams: [UInt8], timeout: Duration?
     ) async throws(MediatorError) -> [UInt8] {
         let timeoutMs = timeout.map(Connection.milliseconds)
+        return try await withTraceMembers(target, action) { (trace) async throws(MediatorError) in
+            try await connection.call(target, action, encodedParams: encodedParams, timeoutMs: timeoutMs, trace: trace)
+        }
+    }
+
+    /// ``call(_:_:params:timeout:)`` with params that `writeParams` appends
+    /// as JSON text (the generated types' path: no JSONValue built for them).
+    @usableFromInline
+    func call(
+        _ target: String, _ action: String, writingParams writeParams: (inout [UInt8]) -> Void, timeout: Duration?
+    ) async throws(MediatorError) -> JSONValue {
+        let timeoutMs = timeout.map(Connection.milliseconds)
+        return try await withTraceMembers(target, action) { (trace) async throws(MediatorError) in
+            try await connection.call(target, action, writingParams: writeParams, timeoutMs: timeoutMs, trace: trace)
+        }
+    }
+
+    /// Runs `body`, which sends one request, with the trace members the
+    /// tracing in use gives it: none with nothing bootstrapped (the path
+    /// taken first), the current context's with an instrument, and a span's
+    /// around the call with a tracer.
+    private func withTraceMembers<R>(
+        _ target: String, _ action: String, _ body: (TraceMembers?) async throws(MediatorError) -> R
+    ) async throws(MediatorError) -> R {
         switch tracing.mode {
-        case .off:
-            return try await connection.call(target, action, encodedParams: encodedParams, timeoutMs: timeoutMs)
-        case .instrument(let instrument):
-            return try await connection.call(
-                target, action, encodedParams: encodedParams, timeoutMs: timeoutMs, trace: CallTracing.injected(instrument))
-        case .tracer(let tracer):
-            return try await CallTracing.traced(tracer, target, action) { (trace) async throws(MediatorError) in
-                try await connection.call(target, action, encodedParams: encodedParams, timeoutMs: timeoutMs, trace: trace)
-            }
+        case .off: return try await body(nil)
+        case .instrument(let instrument): return try await body(CallTracing.injected(instrument))
+        case .tracer(let tracer): return try await CallTracing.traced(tracer, target, action, body)
         }
     }
 

@@ -147,7 +147,7 @@ extension MediatorClient {
     public func call<Params: JSONValueConvertible, Result: JSONValueConvertible>(
         _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
     ) async throws(MediatorError) -> Result {
-        let value = try await call(target, action, params: JSONBridge.objectParams(params.jsonValue), timeout: timeout)
+        let value = try await call(target, action, writingParams: { params.encodeJSON(into: &$0) }, timeout: timeout)
         return try JSONBridge.result(Result.self, converting: value)
     }
 

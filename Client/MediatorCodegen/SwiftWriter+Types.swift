@@ -112,6 +112,40 @@ extension SwiftWriter {
             out.line("return .object(members)")
         }
         out.line("}")
+        out.line()
+        writeEncodeJSON(decl, into: &out)
+    }
+
+    /// `encodeJSON(into:)`: the text `jsonValue` encodes to, written
+    /// directly: members in JSONValue's order (sorted by name, as its
+    /// encoder sorts them), each name written as JSON text at generation time.
+    func writeEncodeJSON(_ decl: StructDecl, into out: inout SourceWriter) {
+        out.line("public func encodeJSON(into output: inout [UInt8]) {")
+        out.indented { out in
+            guard !decl.fields.isEmpty else {
+                out.line("output.append(contentsOf: \"{}\".utf8)")
+                return
+            }
+            out.line("var members = JSONConversion.ObjectMembers()")
+            out.line("output.append(UInt8(ascii: \"{\"))")
+            for field in decl.fields.sorted(by: { $0.jsonName < $1.jsonName }) {
+                let name = Naming.swiftEscaped(field.swiftName)
+                let prefix = Self.stringLiteral(JSONValue.string(field.jsonName).jsonText + ":")
+                if field.required {
+                    out.line("members.next(\(prefix), into: &output)")
+                    out.line("self.\(name).encodeJSON(into: &output)")
+                } else {
+                    out.line("if let value = self.\(name) {")
+                    out.indented { out in
+                        out.line("members.next(\(prefix), into: &output)")
+                        out.line("value.encodeJSON(into: &output)")
+                    }
+                    out.line("}")
+                }
+            }
+            out.line("output.append(UInt8(ascii: \"}\"))")
+        }
+        out.line("}")
     }
 
     /// The init parameter's local name: a parameter named `self` would hide `self`.
@@ -160,6 +194,8 @@ extension SwiftWriter {
             out.line("}")
             out.line()
             out.line("public var jsonValue: JSONValue { .string(rawValue) }")
+            out.line()
+            out.line("public func encodeJSON(into output: inout [UInt8]) { JSONValue.encodeString(rawValue, into: &output) }")
         }
         out.line("}")
     }

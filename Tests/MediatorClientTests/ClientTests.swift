@@ -439,6 +439,10 @@ struct ClientTests {
         #expect(wrongType?.message.contains("expected an array") == true)
         let notObject = await mediatorError { try await client.call("Echo", "echo", [1, 2], as: DirectPoint.self) }
         #expect(notObject?.code == .invalidParams)
+        #expect(notObject?.message == "params must encode to a JSON object, not array")
+        // Refused before sending: the daemon never saw it.
+        try await withTimeout { try await client.ping() }
+        #expect(!fake.received.items.contains { $0.message["params"] == [1, 2] })
         await client.close()
     }
 

@@ -3,9 +3,10 @@ import MediatorClient
 import MediatorProtocol
 import Testing
 
-/// The generated `init(jsonValue:)` and `jsonValue` (JSONValueConvertible)
-/// must agree with the generated Codable forms through Foundation's coders:
-/// same values accepted and refused, same JSON written. Checked on the
+/// The generated `init(jsonValue:)`, `jsonValue` and `encodeJSON(into:)`
+/// (JSONValueConvertible) must agree with the generated Codable forms
+/// through Foundation's coders: same values accepted and refused, same JSON
+/// written (`encodeJSON` the same bytes as `jsonValue`'s encoding). Checked on the
 /// golden Shapes interface, which has every kind of member (required,
 /// optional, nullable, both, nested, arrays of arrays, enums, free-form).
 @Suite struct GeneratedConversionTests {
@@ -47,6 +48,10 @@ import Testing
         let converted = try DrawParams(jsonValue: json)
         #expect(converted == decoded)
         #expect(converted.jsonValue == (try JSONParser.parse(try JSONEncoder().encode(decoded))))
+        // encodeJSON writes, byte for byte, what jsonValue encodes to.
+        var direct: [UInt8] = []
+        converted.encodeJSON(into: &direct)
+        #expect(String(decoding: direct, as: UTF8.self) == converted.jsonValue.jsonText)
     }
 
     @Test(arguments: invalid)
@@ -76,5 +81,26 @@ import Testing
         #expect(throws: JSONConversionError.self) { try Int(jsonValue: .double(3.5)) }
         #expect(Point(x: 1, y: 0.5).jsonValue == ["x": 1, "y": .double(0.5)])
         #expect((-0.0).jsonValue == .double(-0.0))
+    }
+
+    @Test func scalarsEncodeDirectlyAsTheirJSONValue() {
+        func same<T: JSONValueConvertible>(_ value: T, sourceLocation: SourceLocation = #_sourceLocation) {
+            var direct: [UInt8] = []
+            value.encodeJSON(into: &direct)
+            #expect(String(decoding: direct, as: UTF8.self) == value.jsonValue.jsonText, sourceLocation: sourceLocation)
+        }
+        same(2.0)
+        same(-0.0)
+        same(0.5)
+        same(1e300)
+        same(Int.min)
+        same(true)
+        same("quote \" backslash \\ newline \n tab \t é \u{1}")
+        same([[1, 2], [], [3]])
+        same([String?.none, "x"])
+        same(Int?.none)
+        same(JSONValue.object(["b": 1, "a": [true, .null]]))
+        same(DrawParamsSceneShapesItemKind.polyLine)
+        same(Point(x: 1, y: -0.5))
     }
 }

@@ -17,6 +17,8 @@ public enum Self2: String, Codable, Sendable, Equatable, CaseIterable, JSONValue
     }
 
     public var jsonValue: JSONValue { .string(rawValue) }
+
+    public func encodeJSON(into output: inout [UInt8]) { JSONValue.encodeString(rawValue, into: &output) }
 }
 
 public struct Type2: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -49,6 +51,16 @@ public struct Type2: Codable, Sendable, Equatable, JSONValueConvertible {
         var members: [String: JSONValue] = [:]
         if let value = self.`in` { members["in"] = value.jsonValue }
         return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.`in` {
+            members.next("\"in\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
     }
 }
 
@@ -182,6 +194,64 @@ public struct ClassParams: Codable, Sendable, Equatable, JSONValueConvertible {
         if let value = self.value { members["value"] = value.jsonValue }
         return .object(members)
     }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self._2fa {
+            members.next("\"2fa\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        members.next("\"Type\":", into: &output)
+        self.type.encodeJSON(into: &output)
+        if let value = self.url {
+            members.next("\"URL\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.camelCaseName {
+            members.next("\"camelCaseName\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.camelCaseName2 {
+            members.next("\"camel_case_name\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        members.next("\"class\":", into: &output)
+        self.`class`.encodeJSON(into: &output)
+        members.next("\"default\":", into: &output)
+        self.`default`.encodeJSON(into: &output)
+        if let value = self.`import` {
+            members.next("\"import\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.`init` {
+            members.next("\"init\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.kebabCaseName {
+            members.next("\"kebab-case-name\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.rawValue {
+            members.next("\"rawValue\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        members.next("\"self\":", into: &output)
+        self.`self`.encodeJSON(into: &output)
+        if let value = self.snakeCaseName {
+            members.next("\"snake_case_name\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.toJson {
+            members.next("\"to_json\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.value {
+            members.next("\"value\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+    }
 }
 
 public enum ClassParamsType: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
@@ -199,6 +269,8 @@ public enum ClassParamsType: String, Codable, Sendable, Equatable, CaseIterable,
     }
 
     public var jsonValue: JSONValue { .string(rawValue) }
+
+    public func encodeJSON(into output: inout [UInt8]) { JSONValue.encodeString(rawValue, into: &output) }
 }
 
 public struct ClassResult: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -239,6 +311,20 @@ public struct ClassResult: Codable, Sendable, Equatable, JSONValueConvertible {
         if let value = self.`for` { members["for"] = value.jsonValue }
         return .object(members)
     }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.`default` {
+            members.next("\"default\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.`for` {
+            members.next("\"for\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+    }
 }
 
 public struct DefaultParams: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -251,6 +337,10 @@ public struct DefaultParams: Codable, Sendable, Equatable, JSONValueConvertible 
     public var jsonValue: JSONValue {
         .object([:])
     }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        output.append(contentsOf: "{}".utf8)
+    }
 }
 
 public struct DefaultResult: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -262,6 +352,10 @@ public struct DefaultResult: Codable, Sendable, Equatable, JSONValueConvertible 
 
     public var jsonValue: JSONValue {
         .object([:])
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        output.append(contentsOf: "{}".utf8)
     }
 }
 
@@ -295,6 +389,16 @@ public struct ImportThing2Params: Codable, Sendable, Equatable, JSONValueConvert
         var members: [String: JSONValue] = [:]
         if let value = self.`while` { members["while"] = value.jsonValue }
         return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.`while` {
+            members.next("\"while\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
     }
 }
 

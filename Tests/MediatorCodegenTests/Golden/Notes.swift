@@ -43,6 +43,16 @@ public struct Note: Codable, Sendable, Equatable, JSONValueConvertible {
         members["text"] = self.text.jsonValue
         return .object(members)
     }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        members.next("\"id\":", into: &output)
+        self.id.encodeJSON(into: &output)
+        members.next("\"text\":", into: &output)
+        self.text.encodeJSON(into: &output)
+        output.append(UInt8(ascii: "}"))
+    }
 }
 
 public struct AddParams: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -97,6 +107,26 @@ public struct AddParams: Codable, Sendable, Equatable, JSONValueConvertible {
         members["text"] = self.text.jsonValue
         return .object(members)
     }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.due {
+            members.next("\"due\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.noteKind {
+            members.next("\"note_kind\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.tags {
+            members.next("\"tags\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        members.next("\"text\":", into: &output)
+        self.text.encodeJSON(into: &output)
+        output.append(UInt8(ascii: "}"))
+    }
 }
 
 public enum AddParamsNoteKind: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
@@ -111,6 +141,8 @@ public enum AddParamsNoteKind: String, Codable, Sendable, Equatable, CaseIterabl
     }
 
     public var jsonValue: JSONValue { .string(rawValue) }
+
+    public func encodeJSON(into output: inout [UInt8]) { JSONValue.encodeString(rawValue, into: &output) }
 }
 
 public struct AddResult: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -143,6 +175,14 @@ public struct AddResult: Codable, Sendable, Equatable, JSONValueConvertible {
         var members: [String: JSONValue] = [:]
         members["id"] = self.id.jsonValue
         return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        members.next("\"id\":", into: &output)
+        self.id.encodeJSON(into: &output)
+        output.append(UInt8(ascii: "}"))
     }
 }
 
@@ -178,6 +218,14 @@ public struct ListResult: Codable, Sendable, Equatable, JSONValueConvertible {
         var members: [String: JSONValue] = [:]
         members["notes"] = self.notes.jsonValue
         return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        members.next("\"notes\":", into: &output)
+        self.notes.encodeJSON(into: &output)
+        output.append(UInt8(ascii: "}"))
     }
 }
 

@@ -43,6 +43,16 @@ public struct Point: Codable, Sendable, Equatable, JSONValueConvertible {
         members["y"] = self.y.jsonValue
         return .object(members)
     }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        members.next("\"x\":", into: &output)
+        self.x.encodeJSON(into: &output)
+        members.next("\"y\":", into: &output)
+        self.y.encodeJSON(into: &output)
+        output.append(UInt8(ascii: "}"))
+    }
 }
 
 public enum Unit: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
@@ -57,6 +67,8 @@ public enum Unit: String, Codable, Sendable, Equatable, CaseIterable, JSONValueC
     }
 
     public var jsonValue: JSONValue { .string(rawValue) }
+
+    public func encodeJSON(into output: inout [UInt8]) { JSONValue.encodeString(rawValue, into: &output) }
 }
 
 public struct DrawParams: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -171,6 +183,52 @@ public struct DrawParams: Codable, Sendable, Equatable, JSONValueConvertible {
         members["style"] = self.style.jsonValue
         return .object(members)
     }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.anything {
+            members.next("\"anything\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        members.next("\"both\":", into: &output)
+        self.both.encodeJSON(into: &output)
+        if let value = self.extra {
+            members.next("\"extra\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.level {
+            members.next("\"level\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.matrix {
+            members.next("\"matrix\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.maybe {
+            members.next("\"maybe\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.maybeNull {
+            members.next("\"maybe-null\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.meta {
+            members.next("\"meta\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.mixed {
+            members.next("\"mixed\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        members.next("\"must_be_there\":", into: &output)
+        self.mustBeThere.encodeJSON(into: &output)
+        members.next("\"scene\":", into: &output)
+        self.scene.encodeJSON(into: &output)
+        members.next("\"style\":", into: &output)
+        self.style.encodeJSON(into: &output)
+        output.append(UInt8(ascii: "}"))
+    }
 }
 
 public enum DrawParamsLevel: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
@@ -185,6 +243,8 @@ public enum DrawParamsLevel: String, Codable, Sendable, Equatable, CaseIterable,
     }
 
     public var jsonValue: JSONValue { .string(rawValue) }
+
+    public func encodeJSON(into output: inout [UInt8]) { JSONValue.encodeString(rawValue, into: &output) }
 }
 
 public struct DrawParamsMaybeNull: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -217,6 +277,16 @@ public struct DrawParamsMaybeNull: Codable, Sendable, Equatable, JSONValueConver
         var members: [String: JSONValue] = [:]
         if let value = self.x { members["x"] = value.jsonValue }
         return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.x {
+            members.next("\"x\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
     }
 }
 
@@ -257,6 +327,18 @@ public struct DrawParamsScene: Codable, Sendable, Equatable, JSONValueConvertibl
         if let value = self.origin { members["origin"] = value.jsonValue }
         members["shapes"] = self.shapes.jsonValue
         return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.origin {
+            members.next("\"origin\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        members.next("\"shapes\":", into: &output)
+        self.shapes.encodeJSON(into: &output)
+        output.append(UInt8(ascii: "}"))
     }
 }
 
@@ -305,6 +387,22 @@ public struct DrawParamsSceneShapesItem: Codable, Sendable, Equatable, JSONValue
         if let value = self.points { members["points"] = value.jsonValue }
         return .object(members)
     }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        members.next("\"kind\":", into: &output)
+        self.kind.encodeJSON(into: &output)
+        if let value = self.label {
+            members.next("\"label\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.points {
+            members.next("\"points\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+    }
 }
 
 public enum DrawParamsSceneShapesItemKind: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
@@ -321,6 +419,8 @@ public enum DrawParamsSceneShapesItemKind: String, Codable, Sendable, Equatable,
     }
 
     public var jsonValue: JSONValue { .string(rawValue) }
+
+    public func encodeJSON(into output: inout [UInt8]) { JSONValue.encodeString(rawValue, into: &output) }
 }
 
 public struct Label: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -361,6 +461,20 @@ public struct Label: Codable, Sendable, Equatable, JSONValueConvertible {
         if let value = self.text { members["text"] = value.jsonValue }
         return .object(members)
     }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.size {
+            members.next("\"size\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.text {
+            members.next("\"text\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+    }
 }
 
 /// How to paint
@@ -376,6 +490,8 @@ public enum DrawParamsStyle: String, Codable, Sendable, Equatable, CaseIterable,
     }
 
     public var jsonValue: JSONValue { .string(rawValue) }
+
+    public func encodeJSON(into output: inout [UInt8]) { JSONValue.encodeString(rawValue, into: &output) }
 }
 
 public struct DrawResult: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -415,6 +531,16 @@ public struct DrawResult: Codable, Sendable, Equatable, JSONValueConvertible {
         members["area"] = self.area.jsonValue
         members["bounds"] = self.bounds.jsonValue
         return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        members.next("\"area\":", into: &output)
+        self.area.encodeJSON(into: &output)
+        members.next("\"bounds\":", into: &output)
+        self.bounds.encodeJSON(into: &output)
+        output.append(UInt8(ascii: "}"))
     }
 }
 

@@ -36,6 +36,14 @@ public struct CountParams: Codable, Sendable, Equatable, JSONValueConvertible {
         members["n"] = self.n.jsonValue
         return .object(members)
     }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        members.next("\"n\":", into: &output)
+        self.n.encodeJSON(into: &output)
+        output.append(UInt8(ascii: "}"))
+    }
 }
 
 public struct CountResult: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -76,6 +84,18 @@ public struct CountResult: Codable, Sendable, Equatable, JSONValueConvertible {
         members["i"] = self.i.jsonValue
         return .object(members)
     }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.done {
+            members.next("\"done\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        members.next("\"i\":", into: &output)
+        self.i.encodeJSON(into: &output)
+        output.append(UInt8(ascii: "}"))
+    }
 }
 
 public struct FollowParams: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -108,6 +128,16 @@ public struct FollowParams: Codable, Sendable, Equatable, JSONValueConvertible {
         var members: [String: JSONValue] = [:]
         if let value = self.topic { members["topic"] = value.jsonValue }
         return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.topic {
+            members.next("\"topic\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
     }
 }
 
@@ -143,6 +173,14 @@ public struct PokeParams: Codable, Sendable, Equatable, JSONValueConvertible {
         var members: [String: JSONValue] = [:]
         members["who"] = self.who.jsonValue
         return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        members.next("\"who\":", into: &output)
+        self.who.encodeJSON(into: &output)
+        output.append(UInt8(ascii: "}"))
     }
 }
 
