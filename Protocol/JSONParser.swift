@@ -129,12 +129,16 @@ public struct JSONParser {
     mutating func parseObject(depth: Int) throws(JSONParseError) -> JSONValue {
         guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth)") }
         position += 1
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
         if !atEnd, current == UInt8(ascii: "}") {
             position += 1
-            return .object(members)
+            return .object([:])
         }
+        // The dictionary is made with its first member (a literal of one:
+        // storage of the right size, the key hashed once). Grown from empty,
+        // the first insert hashes its key twice, before and after the
+        // storage is made; `init(minimumCapacity:)` is not specialized.
+        var members: [String: JSONValue]?
         while true {
             skipWhitespace()
             guard !atEnd, current == UInt8(ascii: "\"") else { throw error("expected a member name") }
@@ -142,11 +146,16 @@ public struct JSONParser {
             skipWhitespace()
             try expect(UInt8(ascii: ":"), "':'")
             skipWhitespace()
-            members[key] = try parseValue(depth: depth)
+            let value = try parseValue(depth: depth)
+            if members == nil {
+                members = [key: value]
+            } else {
+                members?[key] = value
+            }
             skipWhitespace()
             guard !atEnd else { throw error("unexpected end of input in an object") }
             if current == UInt8(ascii: ",") { position += 1; continue }
-            if current == UInt8(ascii: "}") { position += 1; return .object(members) }
+            if current == UInt8(ascii: "}") { position += 1; return .object(members ?? [:]) }
             throw error("expected ',' or '}'")
         }
     }
