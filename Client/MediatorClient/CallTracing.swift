@@ -57,7 +57,9 @@ struct CallTracing: Sendable {
     let explicitTracer: (any Tracer)?
 
     var mode: Mode {
-        if let explicitTracer { return .tracer(explicitTracer) }
+        // Compared with nil first: binding the optional would copy the
+        // existential (and destroy the copy) on every call, tracer or not.
+        guard explicitTracer == nil else { return explicitTracer.map(Mode.tracer) ?? .off }
         // The default case costs a task-local read and a read lock. The
         // types are compared rather than cast (`is`): both are structs, and
         // a cast is a trip through the runtime on every call.

@@ -112,12 +112,25 @@ final class ComponentServer: Sendable {
         guard case .connection = component.handlerExecutor,
             let handler = component.immediateHandler(for: request.action),
             let client = state.withLockedValue({ $0.stopped ? nil : $0.client }),
-            case .off = client.tracing.mode
+            tracingIsOff(client, connection)
         else { return false }
         // No Responder: a handler that cannot suspend sends no partials,
         // and nothing can suppress its answer before it returns.
         let context = CallContext(request: request, client: client, responder: nil)
         Responder.answer(request.id, Self.outcome { try handler(context) }, on: connection)
+        return true
+    }
+
+    /// Whether tracing is off, asked once per read from the socket: the
+    /// frames of one read are handled together, and a bootstrap racing
+    /// with them may land before or after any of them anyway. (The
+    /// task-local override of `withTracer` cannot apply here: this runs on
+    /// the event loop, outside any task.)
+    private func tracingIsOff(_ client: MediatorClient, _ connection: Connection) -> Bool {
+        let batch = connection.readBatch.load(ordering: .relaxed)
+        if connection.tracingOffInBatch.load(ordering: .relaxed) == batch { return true }
+        guard case .off = client.tracing.mode else { return false }
+        connection.tracingOffInBatch.store(batch, ordering: .relaxed)
         return true
     }
 

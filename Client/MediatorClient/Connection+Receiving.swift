@@ -193,6 +193,7 @@ final class InboundHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        connection.readBatch.wrappingAdd(1, ordering: .relaxed)
         var bytes = Self.unwrapInboundIn(data)
         if var earlier = partial {
             partial = nil

@@ -100,6 +100,12 @@ final class Connection: Sendable {
     /// The daemon's frame limit from `hello`, checked before sending.
     /// An atomic, not a lock: it is read for every frame sent.
     private let peerMaxFrameBytes = Atomic<Int>(ProtocolConstants.defaultMaxFrameBytes)
+    /// Counts the reads from the socket (each a batch of frames). On the
+    /// event loop only; atomics so that the class stays plainly Sendable.
+    let readBatch = Atomic<Int>(0)
+    /// The read batch in which a component last found tracing off, so that
+    /// it asks once per batch rather than per request (see ComponentServer).
+    let tracingOffInBatch = Atomic<Int>(-1)
 
     private init(channel: any Channel, socketPath: String, maxInboundFrameBytes: Int, hooks: InboundHooks?, logger: Logger) {
         self.channel = channel
