@@ -14,49 +14,6 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// A request that the daemon forwarded to this connection (to a component).
-struct IncomingRequest: Sendable {
-    /// The daemon's id; nil for a oneway request (nothing may be answered).
-    var id: MessageID?
-    var target: String
-    var action: String
-    var params: JSONValue
-    var timeoutMs: Int64?
-    var more: Bool
-    /// The `caller` member's JSON text, read into a ``Caller`` only if the
-    /// handler asks (most never do).
-    var callerText: [UInt8]?
-    /// W3C trace context, as the daemon forwarded it (nil members when absent).
-    var trace = TraceMembers()
-}
-
-/// What a component's connection does with what the daemon sends it besides
-/// responses and subscribed events. Called on the event loop: must not block.
-///
-/// A class: it is read for every request, and a struct of four closures
-/// would be copied (four retains and releases) each time.
-final class InboundHooks: Sendable {
-    let request: @Sendable (IncomingRequest, Connection) -> Void
-    /// A `mediator.cancel` event: the daemon gave up on its request `id`.
-    let cancel: @Sendable (MessageID) -> Void
-    /// The connection closed (once).
-    let closed: @Sendable () -> Void
-    /// A `mediator.stop` event: the daemon asks the component to leave.
-    let stopRequested: @Sendable () -> Void
-
-    init(
-        request: @escaping @Sendable (IncomingRequest, Connection) -> Void,
-        cancel: @escaping @Sendable (MessageID) -> Void,
-        closed: @escaping @Sendable () -> Void,
-        stopRequested: @escaping @Sendable () -> Void = {}
-    ) {
-        self.request = request
-        self.cancel = cancel
-        self.closed = closed
-        self.stopRequested = stopRequested
-    }
-}
-
 /// One connection to the daemon: the NIO channel, the outbound queue, the
 /// table of calls in flight, the local subscribers, and the dispatch of
 /// every inbound frame. ``MediatorClient`` is the public face of it.
@@ -250,153 +207,13 @@ final class Connection: Sendable {
 
     /// Refuses a frame over the daemon's limit before it is sent (the
     /// daemon would answer `frame_too_large` without the id).
-    private func checkSize(_ frame: [UInt8]) throws(MediatorError) {
+    func checkSize(_ frame: [UInt8]) throws(MediatorError) {
         let limit = peerMaxFrameBytes.load(ordering: .relaxed)
         let length = frame.count - 1
         if length > limit {
             throw MediatorError(
                 .frameTooLarge, "the message is \(length) bytes, over the daemon's limit of \(limit) bytes")
         }
-    }
-
-    // MARK: - Calls
-
-    /// A call and its single response.
-    func call(
-        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, trace: TraceMembers? = nil,
-        remoteCaller: JSONValue? = nil
-    ) async throws(MediatorError) -> JSONValue {
-        try await call(timeoutMs: timeoutMs, waiter: Waiter.call) { id in
-            OutboundMessage.request(
-                id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs,
-                traceparent: trace?.traceparent, tracestate: trace?.tracestate, remoteCaller: remoteCaller)
-        }
-    }
-
-    /// A call whose params are one JSON object's text, answered with the
-    /// result's JSON text: the typed calls' path, which goes from Codable to
-    /// bytes and back without a JSONValue in between.
-    func call(
-        _ target: String, _ action: String, encodedParams: [UInt8], timeoutMs: Int64?, trace: TraceMembers? = nil
-    ) async throws(MediatorError) -> [UInt8] {
-        try await call(timeoutMs: timeoutMs, waiter: Waiter.encodedCall) { id in
-            OutboundMessage.request(
-                id: .int(id), target: target, action: action, encodedParams: encodedParams, timeoutMs: timeoutMs,
-                traceparent: trace?.traceparent, tracestate: trace?.tracestate)
-        }
-    }
-
-    /// A call whose params `writeParams` appends as JSON text (generated
-    /// types write theirs directly), answered with the result as a
-    /// JSONValue. Params that are not an object are refused with
-    /// `invalid_params`, and nothing is sent.
-    func call(
-        _ target: String, _ action: String, writingParams writeParams: (inout [UInt8]) -> Void, timeoutMs: Int64?,
-        trace: TraceMembers? = nil
-    ) async throws(MediatorError) -> JSONValue {
-        try await call(timeoutMs: timeoutMs, waiter: Waiter.call) { (id) throws(MediatorError) in
-            var written = 0..<0
-            let frame = OutboundMessage.request(
-                id: .int(id), target: target, action: action, timeoutMs: timeoutMs,
-                traceparent: trace?.traceparent, tracestate: trace?.tracestate
-            ) { output in
-                let start = output.count
-                writeParams(&output)
-                written = start..<output.count
-            }
-            guard !written.isEmpty, frame[written.lowerBound] == UInt8(ascii: "{") else {
-                let kind = (try? JSONParser.parse(frame[written]))?.typeName ?? "something else"
-                throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(kind)")
-            }
-            return frame
-        }
-    }
-
-    /// Takes an id, builds the frame for it, puts the waiter in the table
-    /// and sends the frame, and waits for the answer.
-    private func call<Value: Sendable>(
-        timeoutMs: Int64?, waiter: (UnsafeContinuation<Result<Value, MediatorError>, Never>) -> Waiter,
-        frame makeFrame: (Int64) throws(MediatorError) -> [UInt8]
-    ) async throws(MediatorError) -> Value {
-        let id = pending.newID()
-        let frame = try makeFrame(id)
-        try checkSize(frame)
-        let outcome = await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, MediatorError>, Never>) in
-                if let error = pending.insert(id, waiter(continuation), bound: Self.localBound(timeoutMs)) {
-                    continuation.resume(returning: .failure(error))
-                    return
-                }
-                // A cancellation before the waiter was in the table found
-                // nothing to cancel; it is seen here, and nothing is sent. (One
-                // that came just after the insert failed the waiter itself.)
-                if Task.isCancelled {
-                    pending.cancel(id)?.fail(.callCancelled)
-                    return
-                }
-                enqueue(frame)  // if closed, didClose already failed the entry
-            }
-        } onCancel: {
-            cancelCall(id)
-        }
-        return try outcome.get()
-    }
-
-    /// A `more` call: each `continues` result, then the final result; an
-    /// error response ends the stream by throwing it.
-    /// `ended` runs once when the stream terminates, however it does.
-    func stream(
-        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
-        trace: TraceMembers? = nil, ended: (@Sendable (AsyncThrowingStream<JSONValue, any Error>.Continuation.Termination) -> Void)? = nil
-    ) -> AsyncThrowingStream<JSONValue, any Error> {
-        stream(
-            of: JSONValue.self, waiter: { .stream(StreamSink($0)) }, target, action, params: params, timeoutMs: timeoutMs,
-            keepAlive: keepAlive, trace: trace, remoteCaller: nil, ended: ended)
-    }
-
-    /// ``stream(_:_:params:timeoutMs:keepAlive:trace:ended:)`` whose items
-    /// say which response is the final one (the NATS bridge passes each on
-    /// at once, marked).
-    func markedStream(
-        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
-        remoteCaller: JSONValue? = nil
-    ) -> AsyncThrowingStream<StreamItem, any Error> {
-        stream(
-            of: StreamItem.self, waiter: { .markedStream(StreamSink($0)) }, target, action, params: params, timeoutMs: timeoutMs,
-            keepAlive: keepAlive, trace: nil, remoteCaller: remoteCaller, ended: nil)
-    }
-
-    private func stream<Item: Sendable>(
-        of: Item.Type, waiter: (AsyncThrowingStream<Item, any Error>.Continuation) -> Waiter,
-        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
-        trace: TraceMembers?, remoteCaller: JSONValue?,
-        ended: (@Sendable (AsyncThrowingStream<Item, any Error>.Continuation.Termination) -> Void)?
-    ) -> AsyncThrowingStream<Item, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Item.self)
-        let id = pending.newID()
-        let frame = OutboundMessage.request(
-            id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs, more: true,
-            traceparent: trace?.traceparent, tracestate: trace?.tracestate, remoteCaller: remoteCaller)
-        var refusal: MediatorError?
-        do {
-            try checkSize(frame)
-            refusal = pending.insert(id, waiter(continuation), bound: Self.localBound(timeoutMs))
-        } catch {
-            refusal = error
-        }
-        if let refusal {
-            ended?(.finished(refusal))
-            continuation.finish(throwing: refusal)
-            return stream
-        }
-        continuation.onTermination = { [self] termination in
-            withExtendedLifetime(keepAlive) {
-                if case .cancelled = termination { cancelCall(id) }
-            }
-            ended?(termination)
-        }
-        enqueue(frame)
-        return stream
     }
 
     /// Sends a complete frame after checking its size.

@@ -1,0 +1,144 @@
+import MediatorProtocol
+import NIOCore
+
+/// Calls and streams: each takes an id, puts its waiter in the pending
+/// table and sends its frame.
+extension Connection {
+    /// A call and its single response.
+    func call(
+        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, trace: TraceMembers? = nil,
+        remoteCaller: JSONValue? = nil
+    ) async throws(MediatorError) -> JSONValue {
+        try await call(timeoutMs: timeoutMs, waiter: Waiter.call) { id in
+            OutboundMessage.request(
+                id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs,
+                traceparent: trace?.traceparent, tracestate: trace?.tracestate, remoteCaller: remoteCaller)
+        }
+    }
+
+    /// A call whose params are one JSON object's text, answered with the
+    /// result's JSON text: the typed calls' path, which goes from Codable to
+    /// bytes and back without a JSONValue in between.
+    func call(
+        _ target: String, _ action: String, encodedParams: [UInt8], timeoutMs: Int64?, trace: TraceMembers? = nil
+    ) async throws(MediatorError) -> [UInt8] {
+        try await call(timeoutMs: timeoutMs, waiter: Waiter.encodedCall) { id in
+            OutboundMessage.request(
+                id: .int(id), target: target, action: action, encodedParams: encodedParams, timeoutMs: timeoutMs,
+                traceparent: trace?.traceparent, tracestate: trace?.tracestate)
+        }
+    }
+
+    /// A call whose params `writeParams` appends as JSON text (generated
+    /// types write theirs directly), answered with the result as a
+    /// JSONValue. Params that are not an object are refused with
+    /// `invalid_params`, and nothing is sent.
+    func call(
+        _ target: String, _ action: String, writingParams writeParams: (inout [UInt8]) -> Void, timeoutMs: Int64?,
+        trace: TraceMembers? = nil
+    ) async throws(MediatorError) -> JSONValue {
+        try await call(timeoutMs: timeoutMs, waiter: Waiter.call) { (id) throws(MediatorError) in
+            var written = 0..<0
+            let frame = OutboundMessage.request(
+                id: .int(id), target: target, action: action, timeoutMs: timeoutMs,
+                traceparent: trace?.traceparent, tracestate: trace?.tracestate
+            ) { output in
+                let start = output.count
+                writeParams(&output)
+                written = start..<output.count
+            }
+            guard !written.isEmpty, frame[written.lowerBound] == UInt8(ascii: "{") else {
+                let kind = (try? JSONParser.parse(frame[written]))?.typeName ?? "something else"
+                throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(kind)")
+            }
+            return frame
+        }
+    }
+
+    /// Takes an id, builds the frame for it, puts the waiter in the table
+    /// and sends the frame, and waits for the answer.
+    private func call<Value: Sendable>(
+        timeoutMs: Int64?, waiter: (UnsafeContinuation<Result<Value, MediatorError>, Never>) -> Waiter,
+        frame makeFrame: (Int64) throws(MediatorError) -> [UInt8]
+    ) async throws(MediatorError) -> Value {
+        let id = pending.newID()
+        let frame = try makeFrame(id)
+        try checkSize(frame)
+        let outcome = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Value, MediatorError>, Never>) in
+                if let error = pending.insert(id, waiter(continuation), bound: Self.localBound(timeoutMs)) {
+                    continuation.resume(returning: .failure(error))
+                    return
+                }
+                // A cancellation before the waiter was in the table found
+                // nothing to cancel; it is seen here, and nothing is sent. (One
+                // that came just after the insert failed the waiter itself.)
+                if Task.isCancelled {
+                    pending.cancel(id)?.fail(.callCancelled)
+                    return
+                }
+                enqueue(frame)  // if closed, didClose already failed the entry
+            }
+        } onCancel: {
+            cancelCall(id)
+        }
+        return try outcome.get()
+    }
+
+    /// A `more` call: each `continues` result, then the final result; an
+    /// error response ends the stream by throwing it.
+    /// `ended` runs once when the stream terminates, however it does.
+    func stream(
+        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
+        trace: TraceMembers? = nil, ended: (@Sendable (AsyncThrowingStream<JSONValue, any Error>.Continuation.Termination) -> Void)? = nil
+    ) -> AsyncThrowingStream<JSONValue, any Error> {
+        stream(
+            of: JSONValue.self, waiter: { .stream(StreamSink($0)) }, target, action, params: params, timeoutMs: timeoutMs,
+            keepAlive: keepAlive, trace: trace, remoteCaller: nil, ended: ended)
+    }
+
+    /// ``stream(_:_:params:timeoutMs:keepAlive:trace:ended:)`` whose items
+    /// say which response is the final one (the NATS bridge passes each on
+    /// at once, marked).
+    func markedStream(
+        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
+        remoteCaller: JSONValue? = nil
+    ) -> AsyncThrowingStream<StreamItem, any Error> {
+        stream(
+            of: StreamItem.self, waiter: { .markedStream(StreamSink($0)) }, target, action, params: params, timeoutMs: timeoutMs,
+            keepAlive: keepAlive, trace: nil, remoteCaller: remoteCaller, ended: nil)
+    }
+
+    private func stream<Item: Sendable>(
+        of: Item.Type, waiter: (AsyncThrowingStream<Item, any Error>.Continuation) -> Waiter,
+        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
+        trace: TraceMembers?, remoteCaller: JSONValue?,
+        ended: (@Sendable (AsyncThrowingStream<Item, any Error>.Continuation.Termination) -> Void)?
+    ) -> AsyncThrowingStream<Item, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Item.self)
+        let id = pending.newID()
+        let frame = OutboundMessage.request(
+            id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs, more: true,
+            traceparent: trace?.traceparent, tracestate: trace?.tracestate, remoteCaller: remoteCaller)
+        var refusal: MediatorError?
+        do {
+            try checkSize(frame)
+            refusal = pending.insert(id, waiter(continuation), bound: Self.localBound(timeoutMs))
+        } catch {
+            refusal = error
+        }
+        if let refusal {
+            ended?(.finished(refusal))
+            continuation.finish(throwing: refusal)
+            return stream
+        }
+        continuation.onTermination = { [self] termination in
+            withExtendedLifetime(keepAlive) {
+                if case .cancelled = termination { cancelCall(id) }
+            }
+            ended?(termination)
+        }
+        enqueue(frame)
+        return stream
+    }
+}
