@@ -10,8 +10,9 @@ of shape outcomes, such as "library", driven through the Swift library),
 dbus-broker and dbus-daemon (sd-bus client and service), and the direct
 Unix-socket ping-pong; then mediatord (raw) / dbus-broker and the issue's
 target. A second table has the buses' resources (a further column's daemon
-figures are the pass member KEY + "Daemon"), and a third mediator-bench's
-target-scaling run (its "targets" member), if any.
+figures are the pass member KEY + "Daemon"), a third each further column
+against the raw pair (issue 13's targets for the Swift library), and a
+fourth mediator-bench's target-scaling run (its "targets" member), if any.
 """
 import json
 import sys
@@ -142,6 +143,36 @@ def targets_table(scaling):
             "n/a" if seconds is None else "%.2f s" % seconds,
             "" if is_base else "CPU ≤ %.1f×" % FLAT_BOUND,
             "" if is_base or cpu_ratio is None else ("yes" if cpu_ratio <= FLAT_BOUND else "**no**")))
+    return out
+
+
+def library_table(passes, extras, mediator_result, in_flight):
+    """Each further column (the Swift library, typed) against the raw client
+    and component on the same daemon in the same pass: issue 13's targets,
+    pinned, are sequential p50 at most 1.3x the raw pair's and at least 60%
+    of its calls/s with calls pipelined."""
+    if not extras:
+        return []
+    out = ["", "| the Swift library against the raw client and component (same run) | ratio | target | met |",
+           "| --- | --- | --- | --- |"]
+    for name, pinned, run in passes:
+        label = "pinned" if pinned is not None else "unpinned"
+        raw_p50 = metric(mediator_result(run, "brokered", "latency"), "p50")
+        raw_rate = metric(mediator_result(run, "brokered", "pipelined"), "tput")
+        for key in extras:
+            column = column_label(key).replace("mediatord (", "").rstrip(")")
+            p50 = metric(mediator_result(run, key, "latency"), "p50")
+            rate = metric(mediator_result(run, key, "pipelined"), "tput")
+            ratio = p50 / raw_p50 if p50 is not None and raw_p50 else None
+            share = rate / raw_rate if rate is not None and raw_rate else None
+            # The issue's targets are for the pinned pass, the stable one on this VM.
+            ratio_target, share_target = (("<=", 1.3), (">=", 0.6)) if pinned is not None else (None, None)
+            out.append("| sequential p50, %s: %s / raw | %s | %s | %s |" % (
+                label, column, "n/a" if ratio is None else "%.2f×" % ratio,
+                "≤ 1.3×" if ratio_target else "", met(ratio, ratio_target)))
+            out.append("| %d pipelined calls/s, %s: %s / raw | %s | %s | %s |" % (
+                in_flight, label, column, "n/a" if share is None else "%.0f%%" % (share * 100),
+                "≥ 60%" if share_target else "", met(share, share_target)))
     return out
 
 
@@ -294,6 +325,7 @@ def main(argv):
                      + ["n/a" if r_cpu is None else "%.2f×" % r_cpu, "", ""])
             out.append("| " + " | ".join(cells) + " |")
 
+    out.extend(library_table(passes, extras, mediator_result, in_flight))
     out.extend(targets_table((report or {}).get("targets") or {}))
 
     problems = []
