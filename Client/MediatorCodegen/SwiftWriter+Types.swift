@@ -101,13 +101,8 @@ extension SwiftWriter {
             }
             out.line("var members: [String: JSONValue] = [:]")
             for field in decl.fields {
-                let name = Naming.swiftEscaped(field.swiftName)
                 let key = Self.stringLiteral(field.jsonName)
-                if field.required {
-                    out.line("members[\(key)] = self.\(name).jsonValue")
-                } else {
-                    out.line("if let value = self.\(name) { members[\(key)] = value.jsonValue }")
-                }
+                writeMember(field, into: &out) { value in ["members[\(key)] = \(value).jsonValue"] }
             }
             out.line("return .object(members)")
         }
@@ -129,22 +124,33 @@ extension SwiftWriter {
             out.line("var members = JSONConversion.ObjectMembers()")
             out.line("output.append(UInt8(ascii: \"{\"))")
             for field in decl.fields.sorted(by: { $0.jsonName < $1.jsonName }) {
-                let name = Naming.swiftEscaped(field.swiftName)
                 let prefix = Self.stringLiteral(JSONValue.string(field.jsonName).jsonText + ":")
-                if field.required {
-                    out.line("members.next(\(prefix), into: &output)")
-                    out.line("self.\(name).encodeJSON(into: &output)")
-                } else {
-                    out.line("if let value = self.\(name) {")
-                    out.indented { out in
-                        out.line("members.next(\(prefix), into: &output)")
-                        out.line("value.encodeJSON(into: &output)")
-                    }
-                    out.line("}")
+                writeMember(field, into: &out) { value in
+                    ["members.next(\(prefix), into: &output)", "\(value).encodeJSON(into: &output)"]
                 }
             }
             out.line("output.append(UInt8(ascii: \"}\"))")
         }
+        out.line("}")
+    }
+
+    /// The lines that write one member, given the expression of its value:
+    /// `self.name` when it is always written (a nullable one as `null`), and
+    /// inside `if let value = self.name` when it is left out while `nil`
+    /// (the Codable form's `encodeIfPresent`).
+    func writeMember(_ field: Field, into out: inout SourceWriter, _ lines: (String) -> [String]) {
+        let name = Naming.swiftEscaped(field.swiftName)
+        if field.required {
+            lines("self.\(name)").forEach { out.line($0) }
+            return
+        }
+        let body = lines("value")
+        if body.count == 1 {
+            out.line("if let value = self.\(name) { \(body[0]) }")
+            return
+        }
+        out.line("if let value = self.\(name) {")
+        out.indented { out in body.forEach { out.line($0) } }
         out.line("}")
     }
 
