@@ -17,7 +17,7 @@ import ServiceLifecycle
 
 /// `mediatord`: the broker daemon, and its launcher layer: socket
 /// activation, readiness and watchdog through sd_notify, the journal, SIGHUP.
-@main
+/// Started by `MediatordMain`.
 struct MediatorDaemonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mediatord",
