@@ -5,6 +5,11 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import Logging
 import MediatorDaemon
 import MediatorProtocol
@@ -39,14 +44,26 @@ struct DaemonSettings: Sendable {
         }
     }
 
+    /// The system's words for why a file could not be read ("No such file or directory"), not Foundation's
+    /// description of its error type.
+    static func readFailure(_ error: any Error) -> String {
+        guard let posix = (error as? CocoaError)?.underlying as? POSIXError else { return "\(error)" }
+        return String(cString: strerror(posix.code.rawValue))
+    }
+
     func load() throws -> Loaded {
         var configuration = DaemonConfiguration()
         var socketFromConfig: String?
         var metricsListenFromConfig: String?
         var natsFromConfig: JSONValue?
         if let configFile {
+            let data: Data
             do {
-                let data = try Data(contentsOf: URL(fileURLWithPath: configFile))
+                data = try Data(contentsOf: URL(fileURLWithPath: configFile))
+            } catch {
+                throw SettingsError(description: "cannot read config \(configFile): \(Self.readFailure(error))")
+            }
+            do {
                 let json = try JSONParser.parse(Array(data))
                 try configuration.apply(json: json)
                 socketFromConfig = json["socket"]?.stringValue

@@ -88,6 +88,18 @@ extension Integration {
             #expect(outcome.stderr.contains("max-frame-bytes"), "\(outcome)")
         }
 
+        @Test("A config file that cannot be read: exit 64, and the system's reason")
+        func unreadableConfig() throws {
+            let world = try World()
+            defer { world.close() }
+            let missing = world.directory.path + "/missing.json"
+            let outcome = try ChildProcess.run(
+                Paths.mediatord, ["--socket", world.directory.socket(), "--config", missing],
+                directory: world.directory.path)
+            #expect(outcome.status == 64, "\(outcome)")
+            #expect(outcome.stderr.contains("cannot read config \(missing): No such file or directory"), "\(outcome)")
+        }
+
         @Test("The Python component with --reconnect registers again after a daemon restart")
         func pythonReconnects() throws {
             let world = try World()
