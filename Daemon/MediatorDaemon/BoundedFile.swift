@@ -4,9 +4,10 @@ import Glibc
 
 /// Reads a whole small file with POSIX calls, at most a given size: what
 /// manifests, policy files and interface files need, without Foundation's
-/// FileHandle (the daemon links FoundationEssentials only).
-enum BoundedFile {
-    enum Failure: Error, Equatable {
+/// FileHandle (the daemon links FoundationEssentials only), and mediatord's
+/// config file.
+package enum BoundedFile {
+    package enum Failure: Error, Equatable {
         /// open(2) failed (the errno's text).
         case cannotOpen(String)
         /// read(2) failed.
@@ -15,7 +16,7 @@ enum BoundedFile {
         case tooLarge
     }
 
-    static func read(_ path: String, limit: Int) -> Result<[UInt8], Failure> {
+    package static func read(_ path: String, limit: Int) -> Result<[UInt8], Failure> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return .failure(.cannotOpen(errorText(errno))) }
         defer { close(fd) }
@@ -33,5 +34,5 @@ enum BoundedFile {
         }
     }
 
-    static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+    package static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
 }

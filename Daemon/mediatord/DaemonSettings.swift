@@ -1,15 +1,3 @@
-// FoundationEssentials, not Foundation: the daemon needs no ICU data
-// (tens of MiB of mapped memory, docs/benchmark.md "Footprint").
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 import Logging
 import MediatorDaemon
 import MediatorProtocol
@@ -44,27 +32,22 @@ struct DaemonSettings: Sendable {
         }
     }
 
-    /// The system's words for why a file could not be read ("No such file or directory"), not Foundation's
-    /// description of its error type.
-    static func readFailure(_ error: any Error) -> String {
-        guard let posix = (error as? CocoaError)?.underlying as? POSIXError else { return "\(error)" }
-        return String(cString: strerror(posix.code.rawValue))
-    }
-
     func load() throws -> Loaded {
         var configuration = DaemonConfiguration()
         var socketFromConfig: String?
         var metricsListenFromConfig: String?
         var natsFromConfig: JSONValue?
         if let configFile {
-            let data: Data
-            do {
-                data = try Data(contentsOf: URL(fileURLWithPath: configFile))
-            } catch {
-                throw SettingsError(description: "cannot read config \(configFile): \(Self.readFailure(error))")
+            let bytes: [UInt8]
+            switch BoundedFile.read(configFile, limit: ManifestLoader.maxFileBytes) {
+            case .success(let read): bytes = read
+            case .failure(.cannotOpen(let reason)), .failure(.cannotRead(let reason)):
+                throw SettingsError(description: "cannot read config \(configFile): \(reason)")
+            case .failure(.tooLarge):
+                throw SettingsError(description: "cannot use config \(configFile): larger than \(ManifestLoader.maxFileBytes) bytes")
             }
             do {
-                let json = try JSONParser.parse(Array(data))
+                let json = try JSONParser.parse(bytes)
                 try configuration.apply(json: json)
                 socketFromConfig = json["socket"]?.stringValue
                 metricsListenFromConfig = json["metrics_listen"]?.stringValue
