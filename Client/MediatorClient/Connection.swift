@@ -22,7 +22,11 @@ import Synchronization
 /// order. Callers on any task enqueue outbound frames into one buffer under a
 /// lock; the first frame into an empty buffer schedules one flush on the
 /// event loop, so every frame enqueued until that flush runs goes out in the
-/// same write: pipelined calls are batched without any timer.
+/// same write: pipelined calls are batched without any timer. While the
+/// inbound handler reads, nothing is scheduled: the handler runs the tasks
+/// the read resumed and then writes what they and the read queued, in one
+/// write (``endRead()``), so a call answered and the next one sent cost no
+/// loop task.
 final class Connection: Sendable {
     /// How long past a call's timeout the client waits before it gives up on
     /// a daemon that stopped answering.
@@ -44,6 +48,17 @@ final class Connection: Sendable {
         var buffer = ByteBuffer()
         var flushScheduled = false
         var closed = false
+        /// The inbound handler is reading and flushes when it is done.
+        var flushAfterRead = false
+
+        /// What is queued, leaving the buffer empty; nil when nothing is.
+        mutating func take() -> ByteBuffer? {
+            flushScheduled = false
+            guard buffer.readableBytes > 0 else { return nil }
+            let bytes = buffer
+            buffer = ByteBuffer()
+            return bytes
+        }
     }
 
     private struct Lifecycle: Sendable {
@@ -183,22 +198,35 @@ final class Connection: Sendable {
             box.buffer.writeBytes(frame)
             if box.flushScheduled { return false }
             box.flushScheduled = true
-            return true
+            return !box.flushAfterRead
         }
         guard let scheduleFlush else { return false }
         if scheduleFlush { channel.eventLoop.execute { [self] in flush() } }
         return true
     }
 
+    /// The inbound handler starts reading: frames queued until ``endRead()``
+    /// wait for it, and so do the tasks the read resumes. On the event loop.
+    func beginRead() {
+        outbox.withLockedValue { $0.flushAfterRead = true }
+        executor.beginReading()
+    }
+
+    /// The read is done: runs the tasks it resumed (their next frames join
+    /// the outbox), then writes everything queued. On the event loop.
+    func endRead() {
+        executor.endReading()
+        let bytes: ByteBuffer? = outbox.withLockedValue { box in
+            box.flushAfterRead = false
+            return box.flushScheduled ? box.take() : nil
+        }
+        guard let bytes else { return }
+        channel.writeAndFlush(bytes, promise: nil)
+    }
+
     /// Writes everything queued in one write. On the event loop only.
     private func flush() {
-        let bytes: ByteBuffer? = outbox.withLockedValue { box in
-            box.flushScheduled = false
-            guard box.buffer.readableBytes > 0 else { return nil }
-            let bytes = box.buffer
-            box.buffer = ByteBuffer()
-            return bytes
-        }
+        let bytes: ByteBuffer? = outbox.withLockedValue { $0.take() }
         guard let bytes else { return }
         // No promise: a failed write closes the channel, and didClose fails
         // the calls; a promise and its callback per write would cost more.

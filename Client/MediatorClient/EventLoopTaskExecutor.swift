@@ -16,13 +16,20 @@ import NIOCore
 /// per batch, instead of one loop task each (a closure and the loop's
 /// task lock per job). Each batch runs the jobs it started with; jobs they
 /// enqueue go to the next batch, so I/O is never starved.
+///
+/// While the connection's inbound handler reads (``beginReading()``), jobs
+/// are only collected: the handler runs them when the read is done
+/// (``endReading()``), without a loop task at all. That is the common case
+/// of a call: the read that carries its answer resumes the caller.
 @available(macOS 15.0, *)
 final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
-    // @unchecked: `eventLoop` is immutable; `batch` and `drainScheduled`
-    // are touched only on `eventLoop` (checked by `inEventLoop` first).
+    // @unchecked: `eventLoop` is immutable; `batch`, `drainScheduled` and
+    // `reading` are touched only on `eventLoop` (checked by `inEventLoop`
+    // first, or called by the handler).
     let eventLoop: any EventLoop
     private var batch: [UnownedJob] = []
     private var drainScheduled = false
+    private var reading = false
 
     init(_ eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
@@ -35,10 +42,23 @@ final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
             return
         }
         batch.append(job)
-        if !drainScheduled {
+        if !drainScheduled && !reading {
             drainScheduled = true
             eventLoop.execute { self.drain() }
         }
+    }
+
+    /// The connection's handler starts a read: jobs enqueued until
+    /// ``endReading()`` wait for it. On the loop.
+    func beginReading() {
+        reading = true
+    }
+
+    /// The read is done: runs the jobs it collected, unless a drain is
+    /// already scheduled (that one runs them). On the loop.
+    func endReading() {
+        reading = false
+        if !drainScheduled && !batch.isEmpty { drain() }
     }
 
     /// Runs the jobs collected so far. On the loop.
