@@ -195,7 +195,7 @@ final class InboundHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         connection.readBatch.wrappingAdd(1, ordering: .relaxed)
         connection.beginRead()
-        defer { connection.endRead() }
+        defer { connection.endRead(context) }
         var bytes = Self.unwrapInboundIn(data)
         if var earlier = partial {
             partial = nil

@@ -213,15 +213,17 @@ final class Connection: Sendable {
     }
 
     /// The read is done: runs the tasks it resumed (their next frames join
-    /// the outbox), then writes everything queued. On the event loop.
-    func endRead() {
+    /// the outbox), then writes everything queued, through the reading
+    /// handler's context: straight to the pipeline's head, as the only
+    /// handler is inbound. On the event loop.
+    func endRead(_ context: ChannelHandlerContext) {
         executor.endReading()
         let bytes: ByteBuffer? = outbox.withLockedValue { box in
             box.flushAfterRead = false
             return box.flushScheduled ? box.take() : nil
         }
         guard let bytes else { return }
-        channel.writeAndFlush(bytes, promise: nil)
+        context.writeAndFlush(NIOAny(bytes), promise: nil)
     }
 
     /// Writes everything queued in one write. On the event loop only.
