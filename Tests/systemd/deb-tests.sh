@@ -8,7 +8,8 @@
 #   1 no Swift         the root has no Swift toolchain or runtime
 #   2 apt install      `apt-get install ./mediator_*.deb` succeeds offline
 #   3 libraries        mediatord and mediatorctl need only what the base
-#                      system has (no libswift*, nothing "not found")
+#                      system has (no libswift*, no libstdc++, nothing
+#                      "not found"), and the package depends on neither
 #   4 user             the package created the mediator system user
 #   5 socket           mediatord.socket is enabled and listening
 #   6 call             a component (`mediatorctl serve --exec` of a shell
@@ -159,7 +160,10 @@ check "apt installs the package" cx apt-get install -y --no-install-recommends "
 libraries() {
     local out
     out=$(cx ldd /usr/bin/mediatord /usr/bin/mediatorctl) || { echo "$out"; return 1; }
-    if printf '%s\n' "$out" | grep -E 'not found|libswift|Foundation'; then return 1; fi
+    # libstdc++ is linked in (scripts/build-static); the root has it only because apt needs it.
+    if printf '%s\n' "$out" | grep -E 'not found|libswift|Foundation|libstdc\+\+'; then return 1; fi
+    out=$(cx dpkg-query -W -f '${Depends}' mediator) || { echo "$out"; return 1; }
+    if printf '%s\n' "$out" | grep -E 'libstdc\+\+|libswift'; then return 1; fi
 }
 check "the binaries need only the base system" libraries
 
