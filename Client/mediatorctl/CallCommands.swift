@@ -52,6 +52,7 @@ struct CallArguments: ParsableArguments {
 
 struct Call: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "call",
         abstract: "Call an action and print its result.",
         discussion: """
             Examples:
@@ -119,6 +120,7 @@ struct StreamCommand: AsyncParsableCommand {
 
 struct Open: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "open",
         abstract: "Call the action a URL names (SCHEME://TARGET/ACTION?k=v) and print its result.",
         discussion: "Query items become string params. Actions named native* or declared \"url\": false are refused."
     )

@@ -27,6 +27,7 @@ private func callDaemon(_ action: String, _ options: GlobalOptions, _ target: Ta
 
 struct Start: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "start",
         abstract: "Start a component from its manifest and wait until it has registered.",
         discussion: """
             Prints {"target": TARGET, "state": "running"} once the component has registered. \
@@ -49,6 +50,7 @@ struct Start: AsyncParsableCommand {
 
 struct Stop: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "stop",
         abstract: "Stop a component: the daemon sends it mediator.stop, then SIGTERM after a grace period.",
         discussion: """
             Prints {"target": TARGET, "state": S} at once, S being "stopping" while the component \
@@ -67,6 +69,7 @@ struct Stop: AsyncParsableCommand {
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Show a target's state, activation, instances, restarts, last exit and calls served.",
         discussion: """
             Prints the daemon's status of TARGET as JSON: "state" (running, activatable, starting, \

@@ -12,6 +12,7 @@ import MediatorProtocol
 
 struct Listen: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "listen",
         abstract: "Subscribe to events and print each as a line {\"event\": ..., \"data\": ...}.",
         discussion: """
             Patterns: an exact event name, a prefix ending in .* (user.* matches user.login), \
@@ -43,6 +44,7 @@ struct Listen: AsyncParsableCommand {
 
 struct Emit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "emit",
         abstract: "Publish an event; prints {\"delivered\": N}, the number of connections that got it.",
         discussion: """
             The data is one JSON value ('{"user": "ann"}', 5, '"text"'), or key=value words \

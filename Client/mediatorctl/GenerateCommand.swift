@@ -15,6 +15,7 @@ import MediatorProtocol
 /// typed code from interface files, or from a live target's `describe`.
 struct Generate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "generate",
         abstract: "Generate a typed Swift or Python client and service from interface files.",
         discussion: """
             Each FILE (NAME.mediator.json) gives TARGET.swift, or target.py (the target \

@@ -12,6 +12,7 @@ import MediatorProtocol
 
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "List the targets: registered ones, and those the daemon can start from a manifest.",
         discussion: """
             On a terminal, a table: TARGET, STATE (running, activatable, starting, stopping, \
@@ -51,6 +52,7 @@ struct List: AsyncParsableCommand {
 
 struct Describe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "describe",
         abstract: "Show a target's action specs (params and result schemas) and instances.")
 
     @OptionGroup var options: GlobalOptions
@@ -73,6 +75,7 @@ struct Describe: AsyncParsableCommand {
 
 struct Ping: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "ping",
         abstract: "Check that the daemon answers; prints nothing, exits 0 if it does (69 if unreachable).")
 
     @OptionGroup var options: GlobalOptions

@@ -12,6 +12,7 @@ import MediatorProtocol
 
 struct Monitor: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "monitor",
         abstract: "Print every request, response and event the daemon routes, one JSON line each.",
         discussion: """
             Each line has type (request, response or event), from and to (connection, pid, uid, \

@@ -11,6 +11,7 @@ import MediatorProtocol
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Serve a target by running a program for each call (like rpcd exec plugins).",
         discussion: """
             Each call runs PROGRAM ACTION with the params JSON on stdin, and \

@@ -12,6 +12,7 @@ import MediatorProtocol
 
 struct Stats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "stats",
         abstract: "Show what the broker counted: calls, latencies, errors, refusals, slow calls.",
         discussion: """
             One snapshot of mediator/stats (docs/daemon.md, "Statistics"). On a terminal, a \

@@ -15,6 +15,7 @@ extension TopOrder: ExpressibleByArgument {}
 /// `mediatorctl top`: `mediator/stats` polled, like `systemd-cgtop`.
 struct Top: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "top",
         abstract: "A live table of the broker's targets: calls/s, errors/s, p50/p99, in flight; who is refused.",
         discussion: """
             Refreshed every --delay seconds, like systemd-cgtop. The header has the daemon's totals \
