@@ -28,6 +28,20 @@ import Testing
         #expect(Mediatorctl.helpMessage(for: List.self).contains("--table"))
     }
 
+    /// A verb without `commandName` is named by `String(describing:)` on its
+    /// type, a scan of every conformance record at each start of
+    /// mediatorctl (docs/benchmark.md, "mediatorctl gains too").
+    @Test("Every verb, at every level, gives its name")
+    func verbsNameThemselves() {
+        var unnamed: [String] = []
+        var commands: [any ParsableCommand.Type] = [Mediatorctl.self]
+        while let command = commands.popLast() {
+            if command.configuration.commandName == nil { unnamed.append("\(command)") }
+            commands.append(contentsOf: command.configuration.subcommands)
+        }
+        #expect(unnamed.isEmpty, "verbs without commandName: \(unnamed)")
+    }
+
     @Test("list: --table forces the table; --json and --pretty force JSON; --table excludes them")
     func listFormat() throws {
         #expect(try (Mediatorctl.parseAsRoot(["list", "--table"]) as? List)?.asTable == true)
