@@ -25,7 +25,7 @@ import Synchronization
 /// same write: pipelined calls are batched without any timer. While the
 /// inbound handler reads, nothing is scheduled: the handler runs the tasks
 /// the read resumed and then writes what they and the read queued, in one
-/// write (``endRead()``), so a call answered and the next one sent cost no
+/// write (``endRead(_:)``), so a call answered and the next one sent cost no
 /// loop task.
 final class Connection: Sendable {
     /// How long past a call's timeout the client waits before it gives up on
@@ -205,7 +205,7 @@ final class Connection: Sendable {
         return true
     }
 
-    /// The inbound handler starts reading: frames queued until ``endRead()``
+    /// The inbound handler starts reading: frames queued until ``endRead(_:)``
     /// wait for it, and so do the tasks the read resumes. On the event loop.
     func beginRead() {
         outbox.withLockedValue { $0.flushAfterRead = true }
