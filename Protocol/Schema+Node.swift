@@ -11,10 +11,10 @@ extension Schema {
         let typeMask: UInt8
         let typeNames: [String]?
         let properties: [String: Node]
-        let sortedProperties: [(key: String, value: Node)]
         let required: [String]
         let items: Node?
-        let enumValues: [JSONValue]?
+        /// `enum`, read into a set once so that checking a value costs its size, not the enum's.
+        let allowed: AllowedValues?
         let additional: AdditionalRule
         let description: String?
         let title: String?
@@ -25,7 +25,7 @@ extension Schema {
 
         init(
             json: JSONValue, typeMask: UInt8 = 0, typeNames: [String]? = nil, properties: [String: Node] = [:],
-            required: [String] = [], items: Node? = nil, enumValues: [JSONValue]? = nil,
+            required: [String] = [], items: Node? = nil, allowed: AllowedValues? = nil,
             additional: AdditionalRule = .allowed, description: String?, title: String? = nil,
             definitions: [(name: String, node: Node)] = [], reference: (text: String, name: String, index: Int)? = nil
         ) {
@@ -33,10 +33,9 @@ extension Schema {
             self.typeMask = typeMask
             self.typeNames = typeNames
             self.properties = properties
-            self.sortedProperties = properties.sorted { $0.key < $1.key }
             self.required = required
             self.items = items
-            self.enumValues = enumValues
+            self.allowed = allowed
             self.additional = additional
             self.description = description
             self.title = title
@@ -145,11 +144,11 @@ extension Schema {
                 items = try read(itemSchema, path: path + ".items", depth: depth + 1, definitionIndex: definitionIndex)
             }
 
-            var enumValues: [JSONValue]?
+            var allowed: AllowedValues?
             if let values = members["enum"] {
                 guard let list = values.arrayValue else { throw malformed(path + ".enum", "must be an array") }
                 guard !list.isEmpty else { throw malformed(path + ".enum", "must not be empty") }
-                enumValues = list
+                allowed = AllowedValues(list)
             }
 
             var additional = AdditionalRule.allowed
@@ -171,7 +170,7 @@ extension Schema {
 
             return Node(
                 json: json, typeMask: typeMask, typeNames: typeNames, properties: properties, required: required,
-                items: items, enumValues: enumValues, additional: additional, description: description,
+                items: items, allowed: allowed, additional: additional, description: description,
                 title: try readString(members, "title", path: path), definitions: definitions)
         }
 
@@ -205,69 +204,6 @@ extension Schema {
             guard let value = members[keyword] else { return nil }
             guard let string = value.stringValue else { throw malformed(path + "." + keyword, "must be a string") }
             return string
-        }
-
-        // MARK: Checking
-
-        func check(_ value: JSONValue, path: String, scope: Scope?, depth: Int) -> String? {
-            if let reference {
-                // Scope.resolved skips chains of `$ref`s: one hop, whatever their length.
-                guard let scope else { return nil }
-                return scope.resolved[reference.index].check(value, path: path, scope: scope, depth: depth)
-            }
-            let kind = Kind(of: value)
-            if typeMask != 0 && !kind.isAccepted(by: typeMask) {
-                let expected = (typeNames ?? []).joined(separator: " or ")
-                return "\(path): expected \(expected), got \(kind.name)"
-            }
-
-            if let enumValues, !enumValues.contains(where: { sameValue($0, value) }) {
-                let listed = enumValues.map(render).joined(separator: ",")
-                return "\(path): expected one of [\(listed)]"
-            }
-
-            switch value {
-            case .object(let members):
-                for name in required where members[name] == nil {
-                    return "\(path): missing required member \(quoted(name))"
-                }
-                if depth >= maxValueDepth, !members.isEmpty { return "\(path): nested too deeply to check" }
-                for (name, schema) in sortedProperties {
-                    guard let member = members[name] else { continue }
-                    if let problem = schema.check(member, path: path + memberPath(name), scope: scope, depth: depth + 1) {
-                        return problem
-                    }
-                }
-                if case .allowed = additional { return nil }
-                let extras = members.keys.filter { properties[$0] == nil }
-                guard !extras.isEmpty else { return nil }
-                for name in extras.sorted() {
-                    let memberPath = path + memberPath(name)
-                    switch additional {
-                    case .allowed:
-                        return nil
-                    case .forbidden:
-                        return "\(memberPath): member not allowed"
-                    case .schema(let schema):
-                        if let member = members[name],
-                            let problem = schema.check(member, path: memberPath, scope: scope, depth: depth + 1)
-                        {
-                            return problem
-                        }
-                    }
-                }
-            case .array(let elements):
-                guard let items else { return nil }
-                if depth >= maxValueDepth, !elements.isEmpty { return "\(path): nested too deeply to check" }
-                for (index, element) in elements.enumerated() {
-                    if let problem = items.check(element, path: "\(path)[\(index)]", scope: scope, depth: depth + 1) {
-                        return problem
-                    }
-                }
-            default:
-                break
-            }
-            return nil
         }
     }
 }

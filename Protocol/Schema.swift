@@ -68,7 +68,7 @@ public struct Schema: Sendable, Hashable {
     /// The `items` keyword.
     public var items: Schema? { node.items.map { Schema(node: $0, scope: scope) } }
     /// The `enum` keyword.
-    public var enumValues: [JSONValue]? { node.enumValues }
+    public var enumValues: [JSONValue]? { node.allowed?.values }
     /// The `additionalProperties` keyword; ``AdditionalProperties/allowed`` when absent.
     public var additionalProperties: AdditionalProperties {
         switch node.additional {
@@ -108,8 +108,15 @@ public struct Schema: Sendable, Hashable {
     /// whose message names the first offending member by path, starting at
     /// `path` (`params.tags[2]: expected one of ["a","b"]`).
     public func validate(_ value: JSONValue, path: String = "params") -> MediatorError? {
-        guard let problem = node.check(value, path: path, scope: scope, depth: 0) else { return nil }
-        return MediatorError(.invalidParams, problem)
+        guard let problem = check(value).problem else { return nil }
+        return MediatorError(.invalidParams, problem.message(root: path))
+    }
+
+    /// Checks `value`, also saying how much work that took (``Checker/steps``).
+    func check(_ value: JSONValue) -> (problem: Problem?, steps: Int) {
+        var checker = Checker(scope: scope)
+        let problem = checker.check(value, against: node, depth: 0)
+        return (problem, checker.steps)
     }
 
     // MARK: - Reading
@@ -184,10 +191,7 @@ public struct Schema: Sendable, Hashable {
         case (.int(let a), .int(let b)): return a == b
         case (.double(let a), .double(let b)): return a == b
         case (.int(let a), .double(let b)), (.double(let b), .int(let a)):
-            // Compare exactly: converting a large Int64 to Double could round.
-            guard b.isFinite, b.rounded(.towardZero) == b, b >= -9.223372036854775808e18, b < 9.223372036854775808e18
-            else { return false }
-            return Int64(b) == a
+            return exactInteger(b) == a
         case (.array(let a), .array(let b)):
             return a.count == b.count && zip(a, b).allSatisfy { sameValue($0, $1) }
         case (.object(let a), .object(let b)):
@@ -199,5 +203,14 @@ public struct Schema: Sendable, Hashable {
         default:
             return lhs == rhs
         }
+    }
+
+    /// `number` as an Int64 when it is one exactly (converting a large
+    /// Int64 to Double could round, so numbers compare this way).
+    static func exactInteger(_ number: Double) -> Int64? {
+        guard number.isFinite, number.rounded(.towardZero) == number, number >= -9.223372036854775808e18,
+            number < 9.223372036854775808e18
+        else { return nil }
+        return Int64(number)
     }
 }

@@ -1,0 +1,151 @@
+// Checking a value against a schema's nodes. The broker does it on its only
+// loop, for every call and result of an action with a schema, so it costs
+// about the size of the value whatever the size of the schema (issue 23):
+// an `enum` is a set lookup, an object's members are looked up by name, and
+// the path of a member is built only for the one that failed.
+extension Schema {
+    struct Checker {
+        let scope: Scope?
+        /// Work done: one step per value checked against a schema and per
+        /// member looked up. Tests measure this rather than time.
+        private(set) var steps = 0
+
+        init(scope: Scope?) { self.scope = scope }
+
+        mutating func check(_ value: JSONValue, against schema: Node, depth: Int) -> Problem? {
+            steps += 1
+            var node = schema
+            if let reference = node.reference {
+                // Scope.resolved skips chains of `$ref`s: one hop, whatever their length.
+                guard let scope else { return nil }
+                node = scope.resolved[reference.index]
+            }
+            let kind = Kind(of: value)
+            if node.typeMask != 0 && !kind.isAccepted(by: node.typeMask) {
+                return Problem(.wrongType(expected: node.typeNames ?? [], got: kind))
+            }
+            if let allowed = node.allowed, !allowed.contains(value) {
+                return Problem(.notAllowedValue(allowed.expectation))
+            }
+            switch value {
+            case .object(let members):
+                return checkMembers(members, of: node, depth: depth)
+            case .array(let elements):
+                guard let items = node.items else { return nil }
+                if depth >= maxValueDepth, !elements.isEmpty { return Problem(.tooDeep) }
+                for (index, element) in elements.enumerated() {
+                    if let problem = check(element, against: items, depth: depth + 1) {
+                        return problem.inside(.index(index))
+                    }
+                }
+                return nil
+            default:
+                return nil
+            }
+        }
+
+        /// Looks each member up in the schema, or each declared property up
+        /// in the value when there are fewer of those and extra members do
+        /// not matter. The member reported is the first by name among the
+        /// declared ones that failed, else among the others, whatever the
+        /// order of the dictionaries.
+        private mutating func checkMembers(_ members: [String: JSONValue], of node: Node, depth: Int) -> Problem? {
+            for name in node.required where members[name] == nil {
+                return Problem(.missingRequired(name))
+            }
+            if depth >= maxValueDepth, !members.isEmpty { return Problem(.tooDeep) }
+            var declared: (name: String, problem: Problem)?
+            var extra: (name: String, problem: Problem)?
+            if case .allowed = node.additional, node.properties.count < members.count {
+                for (name, schema) in node.properties {
+                    steps += 1
+                    guard let member = members[name],
+                        let problem = check(member, against: schema, depth: depth + 1)
+                    else { continue }
+                    Self.keepFirst(&declared, name, problem)
+                }
+            } else {
+                for (name, member) in members {
+                    steps += 1
+                    if let schema = node.properties[name] {
+                        if let problem = check(member, against: schema, depth: depth + 1) {
+                            Self.keepFirst(&declared, name, problem)
+                        }
+                        continue
+                    }
+                    // Extra members are reported only when no declared one failed.
+                    guard declared == nil else { continue }
+                    switch node.additional {
+                    case .allowed:
+                        continue
+                    case .forbidden:
+                        Self.keepFirst(&extra, name, Problem(.memberNotAllowed))
+                    case .schema(let schema):
+                        if let problem = check(member, against: schema, depth: depth + 1) {
+                            Self.keepFirst(&extra, name, problem)
+                        }
+                    }
+                }
+            }
+            guard let failed = declared ?? extra else { return nil }
+            return failed.problem.inside(.member(failed.name))
+        }
+
+        private static func keepFirst(_ first: inout (name: String, problem: Problem)?, _ name: String, _ problem: Problem) {
+            if first.map({ name < $0.name }) ?? true { first = (name, problem) }
+        }
+    }
+
+    /// Why a value did not match, and where. The path is collected on the
+    /// way back up from the member that failed, and turned into text once.
+    struct Problem {
+        enum Reason {
+            case wrongType(expected: [String], got: Kind)
+            /// The text is ``AllowedValues/expectation``, built at `register`.
+            case notAllowedValue(String)
+            case missingRequired(String)
+            case memberNotAllowed
+            case tooDeep
+        }
+
+        enum Step {
+            case member(String)
+            case index(Int)
+        }
+
+        let reason: Reason
+        /// From the member that failed up to the value checked.
+        private var reversedPath: [Step] = []
+
+        init(_ reason: Reason) { self.reason = reason }
+
+        func inside(_ step: Step) -> Problem {
+            var outer = self
+            outer.reversedPath.append(step)
+            return outer
+        }
+
+        /// `params.tags[2]: expected one of ["a","b"]`, for a value checked as `root`.
+        func message(root: String) -> String {
+            var text = root
+            for step in reversedPath.reversed() {
+                switch step {
+                case .member(let name): text += memberPath(name)
+                case .index(let index): text += "[\(index)]"
+                }
+            }
+            switch reason {
+            case .wrongType(let expected, let kind):
+                return text + ": expected \(expected.joined(separator: " or ")), got \(kind.name)"
+            case .notAllowedValue(let expectation):
+                return text + ": " + expectation
+            case .missingRequired(let name):
+                return text + ": missing required member \(quoted(name))"
+            case .memberNotAllowed:
+                return text + ": member not allowed"
+            case .tooDeep:
+                return text + ": nested too deeply to check"
+            }
+        }
+    }
+}
