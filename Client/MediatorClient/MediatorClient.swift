@@ -267,26 +267,38 @@ public final class MediatorClient: Sendable {
 
     /// `mediator/stats`: what the broker counted (docs/daemon.md,
     /// "Statistics"); needs the policy's monitor grant. The daemon pages
-    /// the targets like `list`; this follows the pages and returns one
-    /// answer with all of them. `target`: that target alone; `slowCalls`
-    /// false leaves the slow-call log out.
+    /// the targets like `list`, a page sometimes ending inside a target
+    /// (`next_action`); this follows the pages and returns one answer with
+    /// all of them, a target cut across pages joined again. `target`: that
+    /// target alone; `slowCalls` false leaves the slow-call log out.
     public func stats(target: String? = nil, slowCalls: Bool = true) async throws(MediatorError) -> JSONValue {
         var params: [String: JSONValue] = ["slow": .bool(slowCalls)]
         if let target { params["target"] = .string(target) }
         var first = try await call(ProtocolConstants.daemonTarget, "stats", params: .object(params))
         var targets = first["targets"]?.arrayValue ?? []
-        var next = first["next"]?.stringValue
-        // Bounded: each page moves past at least one target, by name.
-        while let after = next {
+        var cursor = (first["next"]?.stringValue, first["next_action"]?.stringValue)
+        // Bounded: each page moves past at least one target or action.
+        while let after = cursor.0 {
             params["after"] = .string(after)
+            params["after_action"] = cursor.1.map { .string($0) }
             let page = try await call(ProtocolConstants.daemonTarget, "stats", params: .object(params))
-            targets += page["targets"]?.arrayValue ?? []
-            next = page["next"]?.stringValue
-            if next == after { break }
+            var entries = page["targets"]?.arrayValue ?? []
+            if cursor.1 != nil, let continued = entries.first, continued["target"]?.stringValue == after,
+                case .object(var members)? = targets.popLast()
+            {
+                members["actions"] = .array((members["actions"]?.arrayValue ?? []) + (continued["actions"]?.arrayValue ?? []))
+                targets.append(.object(members))
+                entries.removeFirst()
+            }
+            targets += entries
+            let next = (page["next"]?.stringValue, page["next_action"]?.stringValue)
+            if next == cursor { break }
+            cursor = next
         }
         if case .object(var members) = first {
             members["targets"] = .array(targets)
             members["next"] = nil
+            members["next_action"] = nil
             first = .object(members)
         }
         return first

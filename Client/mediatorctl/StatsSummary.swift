@@ -49,6 +49,11 @@ public enum StatsSummary {
             }
             text += TargetTable.layout(slowRows, width: nil)
         }
+        // The daemon bounds its reply; what it left out, it counts.
+        if let omitted = stats["omitted"]?.objectValue, !omitted.isEmpty {
+            let counts = omitted.keys.sorted().map { "\(number(omitted[$0])) \($0.split(separator: "_").joined(separator: " "))" }
+            text += "\nleft out of the reply (over its size): \(counts.joined(separator: ", "))\n"
+        }
         return text
     }
 

@@ -30,8 +30,9 @@ extension Broker {
     }
 
     /// The `code` of an error answer's body; errors only, so results are never decoded for it.
+    /// Bounded to what the statistics keep by name (``ActionCounters/countedCode(_:)``).
     func errorCode(of body: ByteBuffer) -> String {
-        decode(body)?["code"]?.stringValue ?? ActionCounters.otherCode
+        decode(body)?["code"]?.stringValue.map(ActionCounters.countedCode) ?? ActionCounters.otherCode
     }
 
     /// From now on, each call's latency also goes to a timer of `factory`
@@ -45,7 +46,7 @@ extension Broker {
         StatisticsSnapshot(statistics: statistics, live: liveFigures(now: now))
     }
 
-    /// `stats {"target"?: T, "slow"?: bool, "after"?: T, "limit"?: n}`: granted like `monitor`.
+    /// `stats {"target"?: T, "slow"?: bool, "after"?: T, "after_action"?: A, "limit"?: n}`: granted like `monitor`.
     func statsAction(_ params: [String: JSONValue], _ connection: ConnectionID, now: NIODeadline) -> Result<JSONValue, MediatorError> {
         guard let peer = peers[connection] else { return .failure(MediatorError(.internal, "unknown connection")) }
         if let denial = checkPolicy(.monitor, peer.credentials) { return .failure(denial) }
@@ -63,11 +64,18 @@ extension Broker {
             slowCalls = flag
         }
         // Paged like `list` (same members, same page size), so a daemon with
-        // thousands of actions answers in frames a client can read.
+        // thousands of actions answers in frames a client can read; a page
+        // may also end inside a target (`next_action`, passed as `after_action`).
         var page = StatisticsSnapshot.Page(bytes: listPageBytes)
         if let raw = params["after"] {
             guard let name = raw.stringValue else { return .failure(MediatorError(.badRequest, "\"after\" must be a target name")) }
             page.after = name
+        }
+        if let raw = params["after_action"] {
+            guard let name = raw.stringValue, page.after != nil else {
+                return .failure(MediatorError(.badRequest, "\"after_action\" must be an action name, given with \"after\""))
+            }
+            page.afterAction = name
         }
         if let raw = params["limit"] {
             guard let number = raw.intValue ?? raw.stringValue.flatMap({ Int64($0) }), number > 0 else {

@@ -1,3 +1,5 @@
+import MediatorProtocol
+
 /// What happened to the calls of one target's action since the daemon
 /// started. Calls in flight and held are not kept here: they are read from
 /// the broker's own state when a snapshot is taken.
@@ -6,6 +8,10 @@ public struct ActionCounters: Sendable, Equatable {
     /// has the rest counted under ``otherCode``.
     public static let maxErrorCodes = 16
     public static let otherCode = "other"
+    /// The longest code counted by name. A component's code travels to its
+    /// caller unchanged, but what the statistics keep for the daemon's
+    /// lifetime must stay small: a longer code counts as ``otherCode``.
+    public static let maxCodeBytes = 64
 
     public let target: String
     public let action: String
@@ -34,7 +40,15 @@ public struct ActionCounters: Sendable, Equatable {
 
     public var errorCount: Int { errors.values.reduce(0, +) }
 
+    /// `code` when the statistics may keep it by name: 1 to ``maxCodeBytes``
+    /// bytes of `[A-Za-z_][A-Za-z0-9_.-]*` (the action-name rule, which the
+    /// daemon's own snake_case codes follow); else ``otherCode``.
+    public static func countedCode(_ code: String) -> String {
+        code.utf8.count <= maxCodeBytes && NameRules.isValidAction(code) ? code : otherCode
+    }
+
     mutating func countError(_ code: String) {
+        let code = Self.countedCode(code)
         if errors[code] != nil || errors.count < Self.maxErrorCodes {
             errors[code, default: 0] += 1
         } else {

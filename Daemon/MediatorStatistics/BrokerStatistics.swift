@@ -97,7 +97,12 @@ public struct BrokerStatistics: Sendable {
     public mutating func cancelled(_ slot: Int) { actions[slot].cancels += 1 }
     public mutating func callerGone(_ slot: Int) { actions[slot].callerGone += 1 }
 
-    public mutating func logSlowCall(_ call: SlowCall) { slowCalls.append(call) }
+    /// The call's code is kept as the counters keep it (``ActionCounters/countedCode(_:)``).
+    public mutating func logSlowCall(_ call: SlowCall) {
+        var call = call
+        call.code = ActionCounters.countedCode(call.code)
+        slowCalls.append(call)
+    }
 
     /// Calls forwarded to a target, all its actions together.
     public func calls(ofTarget target: String) -> Int {

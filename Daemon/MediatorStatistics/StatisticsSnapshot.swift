@@ -44,62 +44,139 @@ public struct StatisticsSnapshot: Sendable {
         })
     }
 
-    /// One page of targets: those after `after` (by name), at most `limit`
-    /// of them and about `bytes` of JSON (at least one).
+    /// One page of a reply: the targets after `after` (by name), at most
+    /// `limit` of them and about `bytes` of JSON, so that a reply stays well
+    /// within what a reader may have queued whatever the daemon counted.
+    /// With `afterAction` too, the page begins inside the target `after`,
+    /// with its actions after that one (a page that ended inside a target
+    /// says so with `next_action`).
     public struct Page: Sendable {
         public var after: String?
+        public var afterAction: String?
         public var limit: Int
         public var bytes: Int
-        public init(after: String? = nil, limit: Int = .max, bytes: Int = .max) {
+        public init(after: String? = nil, afterAction: String? = nil, limit: Int = .max, bytes: Int = .max) {
             self.after = after
+            self.afterAction = afterAction
             self.limit = limit
             self.bytes = bytes
         }
     }
 
     /// `target`: only that target (and its component); `slowCalls`: whether
-    /// the slow-call log is included. With `page`, the targets come in pages
-    /// (`next` names the last one when more follow); the first page (no
-    /// `after`) has everything else too, later ones only their targets.
-    public func json(target: String? = nil, slowCalls: Bool = true, page: Page) -> JSONValue {
-        guard target == nil else { return json(target: target, slowCalls: slowCalls) }
-        var names = targetNames(only: nil).map { Array($0.utf8) }
-        if let after = page.after.map({ Array($0.utf8) }) { names.removeAll { !after.lexicographicallyPrecedes($0) } }
-        var entries: [JSONValue] = []
-        var bytes = 0
-        var next: String?
-        for name in names {
-            guard let entry = targetsJSON(names: [String(decoding: name, as: UTF8.self)]).first else { continue }
-            let size = entry.encoded.count
-            if entries.count >= max(1, page.limit) || (!entries.isEmpty && bytes + size > page.bytes) {
-                next = entries.last?["target"]?.stringValue
-                break
+    /// the slow-call log is included. The targets come in pages: `next`
+    /// names the last target of a page when more follow, and `next_action`
+    /// its last action when the page ended inside it. The first page (no
+    /// `after`) has everything else too, later ones only `uptime_s` and
+    /// their targets. The lists beside the targets (slow calls, components,
+    /// uids) share at most half of the page's bytes; what does not fit is
+    /// left out, newest slow calls kept, and counted in `omitted`.
+    /// Every page has at least one target or action, so paging ends.
+    public func json(target: String? = nil, slowCalls: Bool = true, page: Page = Page()) -> JSONValue {
+        let pageBytes = max(1, page.bytes)
+        var members: [String: JSONValue] = ["uptime_s": .double(Self.seconds(live.uptimeNanoseconds))]
+        var used = 0
+        if page.after == nil {
+            members.merge(headerJSON()) { $1 }
+            var side = Budget(bytes: pageBytes / Self.sideListsShare)
+            var omitted: [String: JSONValue] = [:]
+            func fit(_ entries: [JSONValue], _ name: String) -> [JSONValue] {
+                let kept = side.fit(entries)
+                if kept.count < entries.count { omitted[name] = .int(Int64(entries.count - kept.count)) }
+                return kept
             }
-            entries.append(entry)
-            bytes += size
+            if slowCalls {
+                var log = slowCallsJSON(only: target)
+                // The newest first to fit, then back in order (oldest first).
+                log.calls = fit(log.calls.reversed(), "slow_calls").reversed()
+                members["slow_calls"] = log.json
+            }
+            members["components"] = .array(fit(componentsJSON(only: target), "components"))
+            if target == nil { members["uids"] = .array(fit(uidsJSON(), "uids")) }
+            if !omitted.isEmpty { members["omitted"] = .object(omitted) }
+            used = side.used
         }
-        var members: [String: JSONValue]
-        if page.after == nil, case .object(let everything) = json(slowCalls: slowCalls, targets: false) {
-            members = everything
-        } else {
-            members = ["uptime_s": .double(Self.seconds(live.uptimeNanoseconds))]
-        }
+        let (entries, next, nextAction) = targetsPage(only: target, page: page, bytes: max(1, pageBytes - used))
         members["targets"] = .array(entries)
         if let next { members["next"] = .string(next) }
+        if let nextAction { members["next_action"] = .string(nextAction) }
         return .object(members)
     }
 
-    /// `target`: only that target (and its component); `slowCalls`: whether the slow-call log is included.
-    public func json(target: String? = nil, slowCalls: Bool = true) -> JSONValue {
-        json(target: target, slowCalls: slowCalls, targets: true)
+    /// The lists beside the targets take at most 1/this of a first page, so
+    /// that targets always have the rest.
+    static let sideListsShare = 2
+
+    /// Entries kept while their JSON fits in `bytes`.
+    struct Budget {
+        let bytes: Int
+        var used = 0
+
+        mutating func fits(_ size: Int) -> Bool {
+            guard used + size <= bytes else { return false }
+            used += size
+            return true
+        }
+
+        mutating func fit(_ entries: [JSONValue]) -> [JSONValue] {
+            var kept: [JSONValue] = []
+            for entry in entries {
+                guard fits(entry.encoded.count) else { break }
+                kept.append(entry)
+            }
+            return kept
+        }
     }
 
-    private func json(target: String? = nil, slowCalls: Bool, targets: Bool) -> JSONValue {
+    /// The targets of one page, and where the next page begins (nil, nil
+    /// when this one is the last): a target entry whose actions do not all
+    /// fit is cut after an action and continued on the next page, its
+    /// totals repeated. The first entry and its first action always go in.
+    func targetsPage(only target: String?, page: Page, bytes: Int) -> (entries: [JSONValue], next: String?, nextAction: String?) {
+        var names = targetNames(only: target).map { Array($0.utf8) }
+        if let after = page.after.map({ Array($0.utf8) }) {
+            // Inside `after`: it stays; else the page begins after it.
+            let inside = page.afterAction != nil
+            names.removeAll { inside ? $0.lexicographicallyPrecedes(after) : !after.lexicographicallyPrecedes($0) }
+        }
+        var budget = Budget(bytes: bytes)
+        var entries: [JSONValue] = []
+        for nameBytes in names {
+            let name = String(decoding: nameBytes, as: UTF8.self)
+            let last = entries.last?["target"]?.stringValue
+            guard entries.count < max(1, page.limit) else { return (entries, last, nil) }
+            var slots = statistics.slots(ofTarget: name)
+            if name == page.after, let afterAction = page.afterAction,
+                let index = slots.firstIndex(where: { statistics.actions[$0].action == afterAction })
+            {
+                slots.removeFirst(index + 1)
+            }
+            let totals = targetJSON(name)
+            guard budget.fits(totals.encoded.count) || entries.isEmpty else { return (entries, last, nil) }
+            var actions: [JSONValue] = []
+            var cut = false
+            for slot in slots {
+                let action = actionJSON(statistics.actions[slot], inFlight: live.inFlightBySlot[slot] ?? 0)
+                guard budget.fits(action.encoded.count) || (entries.isEmpty && actions.isEmpty) else {
+                    cut = true
+                    break
+                }
+                actions.append(action)
+            }
+            // A target none of whose remaining actions fit waits for the next page.
+            if cut && actions.isEmpty { return (entries, last, nil) }
+            entries.append(Self.with(totals, actions: actions))
+            if cut { return (entries, name, actions.last?["action"]?.stringValue) }
+        }
+        return (entries, nil, nil)
+    }
+
+    /// The members of the first page besides the lists.
+    private func headerJSON() -> [String: JSONValue] {
         let daemon = statistics.daemon
         let inFlight = live.inFlightBySlot.values.reduce(0, +)
         let held = live.heldByTarget.values.reduce(0, +)
-        var members: [String: JSONValue] = [
-            "uptime_s": .double(Self.seconds(live.uptimeNanoseconds)),
+        return [
             "daemon": [
                 "connections": .int(Int64(live.connections)),
                 "connections_opened": .int(Int64(daemon.connectionsOpened)),
@@ -116,12 +193,7 @@ public struct StatisticsSnapshot: Sendable {
                 "backlog_disconnects": .int(Int64(daemon.backlogDisconnects)),
             ],
             "latency_bucket_bounds_ns": Self.bucketBoundsJSON,
-            "targets": .array(targets ? targetsJSON(names: targetNames(only: target)) : []),
-            "components": .array(componentsJSON(only: target)),
         ]
-        if target == nil { members["uids"] = .array(uidsJSON()) }
-        if slowCalls { members["slow_calls"] = slowCallsJSON(only: target) }
-        return .object(members)
     }
 
     /// The targets with counters or held calls, sorted byte by byte.
@@ -132,22 +204,26 @@ public struct StatisticsSnapshot: Sendable {
         return names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
     }
 
-    func targetsJSON(names: [String]) -> [JSONValue] {
-        names.map { name in
-            let slots = statistics.slots(ofTarget: name)
-            let actions = slots.map { slot in actionJSON(statistics.actions[slot], inFlight: live.inFlightBySlot[slot] ?? 0) }
-            var latency = LatencyHistogram()
-            for slot in slots { latency.merge(statistics.actions[slot].latency) }
-            return [
-                "target": .string(name),
-                "calls": .int(Int64(slots.reduce(0) { $0 + statistics.actions[$1].calls })),
-                "errors": .int(Int64(slots.reduce(0) { $0 + statistics.actions[$1].errorCount })),
-                "in_flight": .int(Int64(slots.reduce(0) { $0 + (live.inFlightBySlot[$1] ?? 0) })),
-                "held": .int(Int64(live.heldByTarget[name] ?? 0)),
-                "latency": Self.latencyJSON(latency, buckets: false),
-                "actions": .array(actions),
-            ]
-        }
+    /// A target's totals over all its actions (`actions` left empty).
+    func targetJSON(_ name: String) -> JSONValue {
+        let slots = statistics.slots(ofTarget: name)
+        var latency = LatencyHistogram()
+        for slot in slots { latency.merge(statistics.actions[slot].latency) }
+        return [
+            "target": .string(name),
+            "calls": .int(Int64(slots.reduce(0) { $0 + statistics.actions[$1].calls })),
+            "errors": .int(Int64(slots.reduce(0) { $0 + statistics.actions[$1].errorCount })),
+            "in_flight": .int(Int64(slots.reduce(0) { $0 + (live.inFlightBySlot[$1] ?? 0) })),
+            "held": .int(Int64(live.heldByTarget[name] ?? 0)),
+            "latency": Self.latencyJSON(latency, buckets: false),
+            "actions": [],
+        ]
+    }
+
+    static func with(_ target: JSONValue, actions: [JSONValue]) -> JSONValue {
+        guard case .object(var members) = target else { return target }
+        members["actions"] = .array(actions)
+        return .object(members)
     }
 
     func actionJSON(_ counters: ActionCounters, inFlight: Int) -> JSONValue {
@@ -210,7 +286,17 @@ public struct StatisticsSnapshot: Sendable {
         }
     }
 
-    func slowCallsJSON(only: String?) -> JSONValue {
+    /// The slow-call log's members; `calls` oldest first.
+    struct SlowCallsJSON {
+        var thresholdMilliseconds: Double
+        var total: Int
+        var calls: [JSONValue]
+        var json: JSONValue {
+            ["threshold_ms": .double(thresholdMilliseconds), "total": .int(Int64(total)), "calls": .array(calls)]
+        }
+    }
+
+    func slowCallsJSON(only: String?) -> SlowCallsJSON {
         let calls = statistics.slowCalls.entries.filter { only == nil || $0.target == only }.map { call -> JSONValue in
             var members: [String: JSONValue] = [
                 "target": .string(call.target), "action": .string(call.action),
@@ -221,11 +307,9 @@ public struct StatisticsSnapshot: Sendable {
             if let uid = call.uid { members["uid"] = .int(Int64(uid)) }
             return .object(members)
         }
-        return [
-            "threshold_ms": .double(Self.milliseconds(statistics.slowCallThresholdNanoseconds)),
-            "total": .int(Int64(statistics.slowCalls.total)),
-            "calls": .array(calls),
-        ]
+        return SlowCallsJSON(
+            thresholdMilliseconds: Self.milliseconds(statistics.slowCallThresholdNanoseconds),
+            total: statistics.slowCalls.total, calls: calls)
     }
 
     /// Milliseconds with microsecond precision.

@@ -59,5 +59,47 @@ extension Integration {
             let other = try cli.json("stats", ["Weather"])
             #expect(other["targets"] == [])
         }
+
+        @Test("Codes a component invents count as other, and stats stays readable whatever was counted (issue 23)")
+        func boundedCodesAndPagedReplies() throws {
+            let world = try World()
+            defer { world.close() }
+            // A quarter of this is a page: 64 KiB.
+            let daemon = try world.daemon(["--max-outbound-bytes", String(256 << 10)])
+            // 400 actions of one target (about 280 KiB of statistics), each
+            // answered with a 4 KiB code (1.6 MiB more if kept): one reply
+            // holding them would be over the outbound limit.
+            let actions = 400
+            let component = try world.peer(daemon)
+            _ = try component.register("Hostile", actions: (0..<actions).map { .string("a\($0)") })
+            let caller = try world.peer(daemon)
+            let longCode = String(repeating: "x", count: 4096)
+            for number in 0..<actions {
+                let id = try caller.request("Hostile", "a\(number)")
+                let request = try component.incomingRequest()
+                try component.reply(to: request, error: number == 0 ? "Not Valid!" : longCode, message: "no")
+                #expect(try caller.response(to: id).errorCode == (number == 0 ? "Not Valid!" : longCode))
+            }
+
+            let cli = CLI(daemon)
+            let stats = try cli.json("stats")
+            let hostile = try #require(stats["targets"]?.arrayValue?.first { $0["target"] == "Hostile" })
+            let entries = hostile["actions"]?.arrayValue ?? []
+            #expect(entries.compactMap { $0["action"]?.stringValue } == (0..<actions).map { "a\($0)" })
+            #expect(entries.allSatisfy { $0["answers"] == ["ok": 0, "other": 1] })
+            #expect(stats["daemon"]?["backlog_disconnects"] == 0)
+            let alone = try cli.json("stats", ["Hostile"])
+            #expect(alone["targets"]?.arrayValue?.count == 1)
+            #expect(alone["targets"]?.arrayValue?.first?["actions"]?.arrayValue?.count == actions)
+            let top = try cli.run("top", ["--iterations", "1", "--target", "Hostile"])
+            #expect(top.status == 0, "\(top)")
+            // One page, raw: within the page size, ending inside the target.
+            let page = try caller.call("mediator", "stats", params: ["target": "Hostile"])
+            let text = page.encoded.count
+            #expect(text < (64 << 10) + 4096, "\(text) bytes")
+            #expect(page["result"]?["next"] == "Hostile" && page["result"]?["next_action"] != nil)
+            let after = try cli.json("stats")
+            #expect(after["daemon"]?["backlog_disconnects"] == 0)
+        }
     }
 }

@@ -70,6 +70,87 @@ import Testing
         #expect(statistics.actions[slot].errors[ActionCounters.otherCode] == 5)
     }
 
+    @Test func errorCodesOutsideTheRuleOrTooLongCountAsOther() {
+        var statistics = BrokerStatistics(slowCallThresholdNanoseconds: 1)
+        let slot = statistics.slot(target: "T", action: "a")
+        let longest = String(repeating: "c", count: ActionCounters.maxCodeBytes)
+        let codes = [
+            longest, longest + "c", String(repeating: "x", count: 1 << 20), "Not Valid!", "", "9lives", "é", "ok_code",
+            "http.404",
+        ]
+        for code in codes { _ = statistics.answered(slot, code: code, durationNanoseconds: 1) }
+        #expect(statistics.actions[slot].errors == [longest: 1, "ok_code": 1, "http.404": 1, ActionCounters.otherCode: 6])
+        statistics.heldCallEnded(slot, code: String(repeating: "y", count: 100))
+        #expect(statistics.actions[slot].errors[ActionCounters.otherCode] == 7)
+        statistics.logSlowCall(SlowCall(
+            target: "T", action: "a", pid: nil, uid: nil, durationNanoseconds: 1, code: String(repeating: "z", count: 4096),
+            endedAtNanoseconds: 0))
+        #expect(statistics.slowCalls.entries.map(\.code) == [ActionCounters.otherCode])
+    }
+
+    /// A snapshot with one target of `actions` actions (each answered with a
+    /// distinct code) and `uids` uids.
+    static func crowded(actions: Int, uids: Int) -> StatisticsSnapshot {
+        var statistics = BrokerStatistics()
+        for number in 0..<actions {
+            let slot = statistics.slot(target: "Big", action: "action\(number)")
+            statistics.callRouted(slot, stream: false)
+            _ = statistics.answered(slot, code: "code\(number)", durationNanoseconds: 1000)
+        }
+        _ = statistics.slot(target: "After", action: "x")
+        for uid in 0..<UInt32(uids) { statistics.connectionOpened(uid: uid) }
+        return StatisticsSnapshot(statistics: statistics, live: LiveFigures())
+    }
+
+    @Test func pagesStayWithinTheirBytesAndATargetCutAcrossPagesComesBackWhole() throws {
+        let snapshot = Self.crowded(actions: 300, uids: 0)
+        let bytes = 16 << 10
+        var page = StatisticsSnapshot.Page(bytes: bytes)
+        var actions: [String] = []
+        var targets: [String] = []
+        var pages = 0
+        while true {
+            let reply = snapshot.json(page: page)
+            pages += 1
+            // An entry's worth over the page at most (the first always goes in).
+            #expect(reply.encoded.count < bytes + 4096, "page \(pages): \(reply.encoded.count) bytes")
+            for entry in reply["targets"]?.arrayValue ?? [] {
+                let name = try #require(entry["target"]?.stringValue)
+                if targets.last != name { targets.append(name) }
+                if name == "Big" {
+                    #expect(entry["calls"] == .int(300), "the totals are the whole target's on every page")
+                    actions += (entry["actions"]?.arrayValue ?? []).compactMap { $0["action"]?.stringValue }
+                }
+            }
+            guard let next = reply["next"]?.stringValue, pages < 1000 else { break }
+            page.after = next
+            page.afterAction = reply["next_action"]?.stringValue
+        }
+        #expect(pages > 5)
+        #expect(targets == ["After", "Big"])
+        #expect(actions == (0..<300).map { "action\($0)" })
+
+        // One target asked for alone is paged the same way.
+        let alone = snapshot.json(target: "Big", page: StatisticsSnapshot.Page(bytes: bytes))
+        #expect(alone.encoded.count < bytes + 4096)
+        #expect(alone["next"] == "Big" && alone["next_action"] != nil)
+    }
+
+    @Test func listsBesideTheTargetsAreCutWithAMarker() {
+        let snapshot = Self.crowded(actions: 1, uids: 2000)
+        let bytes = 64 << 10
+        let reply = snapshot.json(page: StatisticsSnapshot.Page(bytes: bytes))
+        #expect(reply.encoded.count < bytes + 4096)
+        let kept = reply["uids"]?.arrayValue?.count ?? 0
+        #expect(kept > 0 && kept < 2000)
+        #expect(reply["omitted"] == ["uids": .int(Int64(2000 - kept))])
+        // Targets still have room.
+        #expect(reply["targets"]?.arrayValue?.count == 2)
+        // Unbounded, nothing is left out.
+        #expect(snapshot.json()["omitted"] == nil)
+        #expect(snapshot.json()["uids"]?.arrayValue?.count == 2000)
+    }
+
     @Test func snapshotJSON() throws {
         var statistics = BrokerStatistics(slowCallThresholdNanoseconds: 1_000_000)
         let slot = statistics.slot(target: "Notes", action: "get")

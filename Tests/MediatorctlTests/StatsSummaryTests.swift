@@ -35,6 +35,12 @@ import Testing
         #expect(lines.contains("Notes/add      1.5s      ok    7    1000  1m05s"))
     }
 
+    @Test func saysWhatTheDaemonLeftOut() {
+        let text = StatsSummary.render(["uptime_s": 1, "targets": [], "omitted": ["uids": 1200, "slow_calls": 3]])
+        #expect(text.hasSuffix("\nleft out of the reply (over its size): 3 slow calls, 1200 uids\n"), "\(text)")
+        #expect(!StatsSummary.render(["uptime_s": 1, "targets": []]).contains("left out"))
+    }
+
     @Test func parsesTheVerb() throws {
         let command = try Mediatorctl.parseAsRoot(["stats", "Notes", "--json"])
         #expect((command as? Stats)?.target == "Notes")
