@@ -1,9 +1,17 @@
 /// How JSON names become identifiers (contract section 2): words are split at
 /// `_`, `-`, `.`, spaces and lower-to-upper case changes, then joined in the
 /// casing each language expects.
+///
+/// Identifiers are ASCII: Swift and Python accept different sets of other
+/// characters (`²` is a Swift identifier character, not a Python one), and
+/// Python folds identifiers by NFKC (`ﬁ` is `fi`), so two names distinct in
+/// one language could be one in the other. Each non-ASCII character becomes
+/// a word of its own, `u` and its code point in hex (`x²` → `x_u00b2`);
+/// names that then collide get suffixes (``NameAllocator``).
 enum Naming {
     /// The words of a JSON name: `note_kind` and `noteKind` both give
-    /// `["note", "kind"]` (case kept); `HTTPServer` gives `["HTTP", "Server"]`.
+    /// `["note", "kind"]` (case kept); `HTTPServer` gives `["HTTP", "Server"]`;
+    /// `café` gives `["caf", "u00e9"]`.
     static func words(_ name: String) -> [String] {
         var words: [String] = []
         var current: [Character] = []
@@ -13,6 +21,11 @@ enum Naming {
             current = []
         }
         for (index, character) in characters.enumerated() {
+            guard character.isASCII else {
+                flush()
+                words += character.unicodeScalars.map(codePointWord)
+                continue
+            }
             guard character.isLetter || character.isNumber else {
                 flush()
                 continue
@@ -31,6 +44,12 @@ enum Naming {
         }
         flush()
         return words
+    }
+
+    /// `u00b2`: at least four hex digits, as Python's `\u` escape writes it.
+    private static func codePointWord(_ scalar: Unicode.Scalar) -> String {
+        let hex = String(scalar.value, radix: 16)
+        return "u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
     }
 
     static func upperCamel(_ name: String) -> String {
@@ -87,9 +106,16 @@ enum Naming {
         pythonKeywords.contains(identifier) || identifier == "self" ? identifier + "_" : identifier
     }
 
-    /// The module/file stem of a target: `Notes` → `notes`, `org.example-x` → `org_example_x`.
+    /// The modules a generated Python module imports: a module of the same
+    /// name would import itself in their place.
+    static let pythonImportedModules: Set<String> = ["dataclasses", "enum", "typing", "mediator", "__future__"]
+
+    /// The module/file stem of a target: `Notes` → `notes`, `org.example-x` →
+    /// `org_example_x`; a keyword (`class`) or an imported module's name
+    /// (`typing`) gets a trailing `_`, so that `import` can name it.
     static func pythonModule(_ target: String) -> String {
-        String(target.lowercased().map { $0 == "." || $0 == "-" ? "_" : $0 })
+        let stem = String(target.lowercased().map { $0 == "." || $0 == "-" ? "_" : $0 })
+        return pythonImportedModules.contains(stem) ? stem + "_" : pythonEscaped(stem)
     }
 }
 

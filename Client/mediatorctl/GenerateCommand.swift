@@ -67,14 +67,14 @@ struct Generate: AsyncParsableCommand {
         } else {
             for file in files {
                 guard let data = FileManager.default.contents(atPath: file) else {
-                    Output.write(STDERR_FILENO, "mediatorctl: \(file): cannot read the file\n")
+                    Output.log("\(file): cannot read the file")
                     failed = true
                     continue
                 }
                 do {
                     inputs.append((try JSONParser.parse(data), URL(fileURLWithPath: file).lastPathComponent))
                 } catch {
-                    Output.write(STDERR_FILENO, "mediatorctl: \(file): not JSON: \(error)\n")
+                    Output.log("\(file): not JSON: \(error)")
                     failed = true
                 }
             }
@@ -85,7 +85,7 @@ struct Generate: AsyncParsableCommand {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         } catch {
-            Output.write(STDERR_FILENO, "mediatorctl: cannot make the output folder \(folder.path): \(error)\n")
+            Output.log("cannot make the output folder \(folder.path): \(error)")
             throw ExitCode(Output.Status.error)
         }
         for input in inputs {
@@ -95,7 +95,7 @@ struct Generate: AsyncParsableCommand {
                 try Data(source.utf8).write(to: path, options: .atomic)
                 Output.write(STDOUT_FILENO, path.path + "\n")
             } catch {
-                Output.write(STDERR_FILENO, "mediatorctl: \(input.name): \(error)\n")
+                Output.log("\(input.name): \(error)")
                 failed = true
             }
         }

@@ -55,8 +55,9 @@ struct GlobalOptions: ParsableArguments {
     var timeoutDuration: Duration { .milliseconds(Int64((timeoutSeconds * 1000).rounded(.up))) }
 
     var output: Output {
-        Output(style: json ? .compact : pretty ? .pretty : (isatty(STDOUT_FILENO) != 0 ? .pretty : .compact),
-               prettyAsked: pretty)
+        let terminal = isatty(STDOUT_FILENO) != 0
+        return Output(style: json ? .compact : pretty ? .pretty : (terminal ? .pretty : .compact),
+                      prettyAsked: pretty, forPeople: !json && (pretty || terminal))
     }
 
     /// Connects (failure: `unreachable`, exit status 69), within the

@@ -55,7 +55,7 @@ struct InterfaceCheckVerb: ParsableCommand {
             }
         }
         guard problems.isEmpty else {
-            Output.write(STDERR_FILENO, problems.map { $0.description + "\n" }.joined())
+            Output.write(STDERR_FILENO, problems.map { Output.escaped($0.description) + "\n" }.joined())
             throw ExitCode(Output.Status.error)
         }
     }
@@ -98,7 +98,7 @@ struct InterfaceDiffVerb: ParsableCommand {
         if options.json || options.pretty {
             options.output.result(.array(changes.map(\.json)))
         } else {
-            Output.write(STDOUT_FILENO, changes.map { $0.description + "\n" }.joined())
+            Output.write(STDOUT_FILENO, changes.map { Output.escaped($0.description) + "\n" }.joined())
         }
         if changes.contains(where: \.breaking) { throw ExitCode(Output.Status.error) }
     }
@@ -116,7 +116,7 @@ struct InterfaceDiffVerb: ParsableCommand {
                 problems = error.problems
             }
         }
-        Output.write(STDERR_FILENO, problems.map { $0.description + "\n" }.joined())
+        Output.write(STDERR_FILENO, problems.map { Output.escaped($0.description) + "\n" }.joined())
         throw ExitCode(Output.Status.usage)
     }
 }

@@ -20,6 +20,12 @@ struct Output: Sendable {
     /// Whether `--pretty` was given: line-per-value verbs (`listen`,
     /// `stream`) stay compact unless it was.
     var prettyAsked: Bool
+    /// Whether JSON goes to people (a terminal, or `--pretty`) rather than to
+    /// a program (`--json`, or compact JSON into a pipe): then the C1 and
+    /// bidirectional controls that JSON leaves raw are written as `\u0085`
+    /// escapes (``ControlEscaping``), the same JSON value. `--json` output
+    /// is never touched.
+    var forPeople: Bool
 
     /// The exit statuses (`--help` lists them).
     enum Status {
@@ -30,12 +36,16 @@ struct Output: Sendable {
 
     /// A single result.
     func result(_ value: JSONValue) {
-        Self.write(STDOUT_FILENO, (style == .pretty ? value.prettyText() : value.jsonText) + "\n")
+        json(style == .pretty ? value.prettyText() : value.jsonText)
     }
 
     /// One of many values, one per line.
     func line(_ value: JSONValue) {
-        Self.write(STDOUT_FILENO, (prettyAsked ? value.prettyText() : value.jsonText) + "\n")
+        json(prettyAsked ? value.prettyText() : value.jsonText)
+    }
+
+    private func json(_ text: String) {
+        Self.write(STDOUT_FILENO, (forPeople ? ControlEscaping.escaped(text, .json) : text) + "\n")
     }
 
     /// Prints `mediatorctl: CODE: message` (and the data on a second line) and
@@ -46,19 +56,34 @@ struct Output: Sendable {
         return ExitCode(Self.status(for: error))
     }
 
+    /// The code and message come from the daemon or a component: escaped,
+    /// so that they cannot drive the terminal or forge a line.
     static func error(_ error: MediatorError) {
-        var text = "mediatorctl: \(error.code.rawValue): \(error.message)\n"
-        if let data = error.data { text += data.jsonText + "\n" }
-        write(STDERR_FILENO, text)
+        write(STDERR_FILENO, errorText(error))
+    }
+
+    static func errorText(_ error: MediatorError) -> String {
+        var text = "mediatorctl: \(escaped(error.code.rawValue)): \(escaped(error.message))\n"
+        if let data = error.data { text += ControlEscaping.escaped(data.jsonText, .json) + "\n" }
+        return text
+    }
+
+    /// Text for people that may hold a peer's strings, with its control
+    /// characters shown as systemctl shows them (`\x1b`, `\n`; see
+    /// ``ControlEscaping``). Everything printed for people but JSON goes
+    /// through here.
+    static func escaped(_ text: String) -> String {
+        ControlEscaping.escaped(text, .terminal)
     }
 
     static func status(for error: MediatorError) -> Int32 {
         error.code == .unreachable || error.code == .disconnected ? Status.unavailable : Status.error
     }
 
-    /// A line on stderr for the operator (`serving TARGET`).
+    /// A line on stderr for the operator (`serving TARGET`), escaped: it may
+    /// name what a file or the daemon said.
     static func log(_ message: String) {
-        write(STDERR_FILENO, "mediatorctl: \(message)\n")
+        write(STDERR_FILENO, "mediatorctl: \(escaped(message))\n")
     }
 
     /// `2.5`, `30` (no trailing `.0`).

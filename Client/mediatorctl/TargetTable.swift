@@ -39,7 +39,7 @@ public enum TargetTable {
             target["uptime_s"]?.doubleValue.map(uptime) ?? none,
             target["calls_served"]?.intValue.map { String($0) } ?? none,
             text(target["activation"]) ?? none,
-            text(target["description"]).map(oneLine) ?? "",
+            text(target["description"]) ?? "",
         ]
     }
 
@@ -79,7 +79,14 @@ public enum TargetTable {
     /// Columns padded to their widest cell, two spaces apart, the last one
     /// unpadded and cut to `width` when given (never below the width of
     /// its header).
-    static func layout(_ rows: [[String]], width: Int?) -> String {
+    ///
+    /// Cells hold what the daemon and components said (names, descriptions,
+    /// error codes): each is escaped here (``Output/escaped(_:)``), so a
+    /// newline cannot forge a row nor ESC drive the terminal, and is then
+    /// measured as it is shown. Every table mediatorctl prints (list, stats,
+    /// top) is laid out here.
+    static func layout(_ cells: [[String]], width: Int?) -> String {
+        let rows = cells.map { $0.map(Output.escaped) }
         guard let columns = rows.first?.count, columns > 0 else { return "" }
         var widths = [Int](repeating: 0, count: columns)
         for row in rows {
@@ -123,16 +130,8 @@ public enum TargetTable {
     static func text(_ value: JSONValue?) -> String? {
         switch value {
         case nil, .null?: return nil
-        case .string(let text)?: return text.isEmpty ? nil : oneLine(text)
+        case .string(let text)?: return text.isEmpty ? nil : text
         case let other?: return other.jsonText
         }
-    }
-
-    /// Control characters (a newline in a description) as spaces, so that a
-    /// row stays one line.
-    static func oneLine(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map {
-            $0.properties.generalCategory == .control ? " " : $0
-        }))
     }
 }

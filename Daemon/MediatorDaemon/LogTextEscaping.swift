@@ -1,4 +1,5 @@
 import Logging
+import MediatorProtocol
 
 /// Escapes the characters that let text reaching a log forge or hide log
 /// lines: a peer's `hello` name or executable path with a newline in it would
@@ -17,36 +18,10 @@ import Logging
 ///
 /// Everything else, other non-ASCII text included, passes unchanged.
 public enum LogTextEscaping {
-    /// `text` with every character above escaped; the same string when
-    /// there is nothing to escape (the common case costs one scan).
+    /// `text` with every character above escaped (``ControlEscaping``, the
+    /// notation of a Swift string literal).
     public static func escaped(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: needsEscaping) else { return text }
-        var result = ""
-        result.reserveCapacity(text.utf8.count + 8)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case "\\": result += "\\\\"
-            case _ where isControl(scalar): result += "\\u{" + String(scalar.value, radix: 16) + "}"
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result
-    }
-
-    /// Whether `scalar` is written other than as itself.
-    static func needsEscaping(_ scalar: Unicode.Scalar) -> Bool {
-        scalar == "\\" || isControl(scalar)
-    }
-
-    /// C0, DEL, C1, and the line and paragraph separators.
-    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029: return true
-        default: return false
-        }
+        ControlEscaping.escaped(text, .swiftLiteral)
     }
 
     /// A metadata value with every string in it escaped, however deeply it is

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MediatorProtocol
 import Testing
 
 @testable import MediatorDaemon
@@ -28,7 +29,7 @@ struct LogTextEscapingTests {
     func escapesText(input: String, expected: String) {
         let escaped = LogTextEscaping.escaped(input)
         #expect(escaped == expected)
-        #expect(!escaped.unicodeScalars.contains { LogTextEscaping.isControl($0) })
+        #expect(!escaped.unicodeScalars.contains { ControlEscaping.isControl($0) })
     }
 
     @Test("Every string in nested metadata is escaped: keys, strings, descriptions, dictionaries, arrays")

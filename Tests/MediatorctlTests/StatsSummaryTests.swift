@@ -41,6 +41,23 @@ import Testing
         #expect(!StatsSummary.render(["uptime_s": 1, "targets": []]).contains("left out"))
     }
 
+    @Test("A component's error code in the slow calls cannot drive the terminal or forge a row")
+    func hostileCodeEscaped() {
+        let code = "x\u{1b}]0;pwned\u{7}\u{1b}[2J\nNotes  999"
+        let stats: JSONValue = [
+            "uptime_s": 10, "daemon": [:],
+            "targets": [["target": "Notes", "calls": 1, "actions": [["action": "add", "calls": 1]]]],
+            "slow_calls": [
+                "threshold_ms": 1.0, "total": 1,
+                "calls": [["target": "Notes", "action": "add", "duration_ms": 5.0, "code": .string(code), "pid": 7, "uid": 1000, "at_s": 5.0]],
+            ],
+        ]
+        let text = StatsSummary.render(stats)
+        #expect(!text.unicodeScalars.contains { $0 != "\n" && ControlEscaping.isControl($0) })
+        #expect(text.contains(#"x\x1b]0;pwned\x07\x1b[2J\nNotes  999"#))
+        #expect(!text.split(separator: "\n").contains { $0.hasPrefix("Notes  999") })
+    }
+
     @Test func parsesTheVerb() throws {
         let command = try Mediatorctl.parseAsRoot(["stats", "Notes", "--json"])
         #expect((command as? Stats)?.target == "Notes")

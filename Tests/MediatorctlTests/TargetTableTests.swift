@@ -79,8 +79,24 @@ import Testing
         ]
         let lines = TargetTable.render(list).split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == 4)  // header, two rows, and the final empty one
-        #expect(lines[1].hasPrefix("?       5      ?,?     -       -      -           two lines and a tab"))
+        #expect(lines[1].hasPrefix("?       5      ?,?     -       -      -           two\\nlines\\tand a tab"))
         #expect(lines[2] == "?       -      -       -       -      -")
+    }
+
+    @Test("A peer's name, state or description cannot drive the terminal or forge a row: escaped, and measured escaped")
+    func hostileStrings() {
+        let list: JSONValue = [
+            "targets": [
+                ["target": "T", "state": "run\u{1b}[2J", "description": "\u{1b}]0;pwned\u{7}\nEvil    running  1"],
+                ["target": "U\u{9b}31m", "state": "running"],
+            ],
+        ]
+        let text = TargetTable.render(list)
+        #expect(!text.unicodeScalars.contains { $0 != "\n" && ControlEscaping.isControl($0) })
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines[1] == #"T         run\x1b[2J  -       -       -      -           \x1b]0;pwned\x07\nEvil    running  1"#)
+        #expect(lines[2] == #"U\x9b31m  running     -       -       -      -"#)
     }
 
     @Test("With a width the description is cut to fit, never below its header")

@@ -404,6 +404,238 @@ public struct ImportThing2Params: Codable, Sendable, Equatable, JSONValueConvert
 
 public typealias ImportThing2Result = JSONValue
 
+public struct UnicodeParams: Codable, Sendable, Equatable, JSONValueConvertible {
+    public var value: String?
+    public var cafU00e9: String?
+    public var `case`: String?
+    public var field: String?
+    public var grU00f6U00dfE: GrU00f6U00dfEU00b2?
+    public var match: String?
+    public var type: String?
+    public var unit: UnicodeParamsUnit?
+    /// Collides with x² once escaped: gets a suffix
+    public var xU00b2: String?
+    public var xU00b22: String?
+    public var u00b2: Int?
+    public var ufb01Eld: String?
+
+    public init(value: String? = nil, cafU00e9: String? = nil, `case`: String? = nil, field: String? = nil, grU00f6U00dfE: GrU00f6U00dfEU00b2? = nil, match: String? = nil, type: String? = nil, unit: UnicodeParamsUnit? = nil, xU00b2: String? = nil, xU00b22: String? = nil, u00b2: Int? = nil, ufb01Eld: String? = nil) {
+        self.value = value
+        self.cafU00e9 = cafU00e9
+        self.`case` = `case`
+        self.field = field
+        self.grU00f6U00dfE = grU00f6U00dfE
+        self.match = match
+        self.type = type
+        self.unit = unit
+        self.xU00b2 = xU00b2
+        self.xU00b22 = xU00b22
+        self.u00b2 = u00b2
+        self.ufb01Eld = ufb01Eld
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case value = "_"
+        case cafU00e9 = "café"
+        case `case` = "case"
+        case field = "field"
+        case grU00f6U00dfE = "größe"
+        case match = "match"
+        case type = "type"
+        case unit = "unit"
+        case xU00b2 = "x_u00b2"
+        case xU00b22 = "x²"
+        case u00b2 = "²"
+        case ufb01Eld = "ﬁeld"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.value = try container.decodeIfPresent(String.self, forKey: .value)
+        self.cafU00e9 = try container.decodeIfPresent(String.self, forKey: .cafU00e9)
+        self.`case` = try container.decodeIfPresent(String.self, forKey: .`case`)
+        self.field = try container.decodeIfPresent(String.self, forKey: .field)
+        self.grU00f6U00dfE = try container.decodeIfPresent(GrU00f6U00dfEU00b2.self, forKey: .grU00f6U00dfE)
+        self.match = try container.decodeIfPresent(String.self, forKey: .match)
+        self.type = try container.decodeIfPresent(String.self, forKey: .type)
+        self.unit = try container.decodeIfPresent(UnicodeParamsUnit.self, forKey: .unit)
+        self.xU00b2 = try container.decodeIfPresent(String.self, forKey: .xU00b2)
+        self.xU00b22 = try container.decodeIfPresent(String.self, forKey: .xU00b22)
+        self.u00b2 = try container.decodeIfPresent(Int.self, forKey: .u00b2)
+        self.ufb01Eld = try container.decodeIfPresent(String.self, forKey: .ufb01Eld)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.value, forKey: .value)
+        try container.encodeIfPresent(self.cafU00e9, forKey: .cafU00e9)
+        try container.encodeIfPresent(self.`case`, forKey: .`case`)
+        try container.encodeIfPresent(self.field, forKey: .field)
+        try container.encodeIfPresent(self.grU00f6U00dfE, forKey: .grU00f6U00dfE)
+        try container.encodeIfPresent(self.match, forKey: .match)
+        try container.encodeIfPresent(self.type, forKey: .type)
+        try container.encodeIfPresent(self.unit, forKey: .unit)
+        try container.encodeIfPresent(self.xU00b2, forKey: .xU00b2)
+        try container.encodeIfPresent(self.xU00b22, forKey: .xU00b22)
+        try container.encodeIfPresent(self.u00b2, forKey: .u00b2)
+        try container.encodeIfPresent(self.ufb01Eld, forKey: .ufb01Eld)
+    }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "UnicodeParams")
+        self.value = try JSONConversion.optional(members, "_")
+        self.cafU00e9 = try JSONConversion.optional(members, "café")
+        self.`case` = try JSONConversion.optional(members, "case")
+        self.field = try JSONConversion.optional(members, "field")
+        self.grU00f6U00dfE = try JSONConversion.optional(members, "größe")
+        self.match = try JSONConversion.optional(members, "match")
+        self.type = try JSONConversion.optional(members, "type")
+        self.unit = try JSONConversion.optional(members, "unit")
+        self.xU00b2 = try JSONConversion.optional(members, "x_u00b2")
+        self.xU00b22 = try JSONConversion.optional(members, "x²")
+        self.u00b2 = try JSONConversion.optional(members, "²")
+        self.ufb01Eld = try JSONConversion.optional(members, "ﬁeld")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.value { members["_"] = value.jsonValue }
+        if let value = self.cafU00e9 { members["café"] = value.jsonValue }
+        if let value = self.`case` { members["case"] = value.jsonValue }
+        if let value = self.field { members["field"] = value.jsonValue }
+        if let value = self.grU00f6U00dfE { members["größe"] = value.jsonValue }
+        if let value = self.match { members["match"] = value.jsonValue }
+        if let value = self.type { members["type"] = value.jsonValue }
+        if let value = self.unit { members["unit"] = value.jsonValue }
+        if let value = self.xU00b2 { members["x_u00b2"] = value.jsonValue }
+        if let value = self.xU00b22 { members["x²"] = value.jsonValue }
+        if let value = self.u00b2 { members["²"] = value.jsonValue }
+        if let value = self.ufb01Eld { members["ﬁeld"] = value.jsonValue }
+        return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.value {
+            members.next("\"_\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.cafU00e9 {
+            members.next("\"café\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.`case` {
+            members.next("\"case\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.field {
+            members.next("\"field\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.grU00f6U00dfE {
+            members.next("\"größe\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.match {
+            members.next("\"match\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.type {
+            members.next("\"type\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.unit {
+            members.next("\"unit\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.xU00b2 {
+            members.next("\"x_u00b2\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.xU00b22 {
+            members.next("\"x²\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.u00b2 {
+            members.next("\"²\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        if let value = self.ufb01Eld {
+            members.next("\"ﬁeld\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+    }
+}
+
+public struct GrU00f6U00dfEU00b2: Codable, Sendable, Equatable, JSONValueConvertible {
+    public var u00b5: Double?
+
+    public init(u00b5: Double? = nil) {
+        self.u00b5 = u00b5
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case u00b5 = "µ"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.u00b5 = try container.decodeIfPresent(Double.self, forKey: .u00b5)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.u00b5, forKey: .u00b5)
+    }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "GrU00f6U00dfEU00b2")
+        self.u00b5 = try JSONConversion.optional(members, "µ")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.u00b5 { members["µ"] = value.jsonValue }
+        return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.u00b5 {
+            members.next("\"µ\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+    }
+}
+
+public enum UnicodeParamsUnit: String, Codable, Sendable, Equatable, CaseIterable, JSONValueConvertible {
+    case mU00b2 = "m²"
+    case mU00b3 = "m³"
+    case u00b5 = "µ"
+    case `case` = "case"
+    case match = "match"
+    case value = "_"
+    case ufb01 = "ﬁ"
+    case fi = "fi"
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        guard case .string(let text) = jsonValue, let value = Self(rawValue: text) else {
+            throw JSONConversionError(expected: "one of \"m²\", \"m³\", \"µ\", \"case\", \"match\", \"_\", \"ﬁ\", \"fi\" (UnicodeParamsUnit)", got: jsonValue)
+        }
+        self = value
+    }
+
+    public var jsonValue: JSONValue { .string(rawValue) }
+
+    public func encodeJSON(into output: inout [UInt8]) { JSONValue.encodeString(rawValue, into: &output) }
+}
+
+public typealias UnicodeResult = JSONValue
+
 /// Typed calls to the target "Keywords" through a `MediatorClient`.
 public struct KeywordsClient: Sendable {
     public static let target = "Keywords"
@@ -429,6 +661,11 @@ public struct KeywordsClient: Sendable {
     public func importThing2(_ params: ImportThing2Params, timeout: Duration? = nil) async throws(MediatorError) -> ImportThing2Result {
         try await client.call(target, "import.thing-2", params, as: ImportThing2Result.self, timeout: timeout)
     }
+
+    /// Names that are not identifiers in Python (², NFKC folds), and soft keywords
+    public func unicode(_ params: UnicodeParams, timeout: Duration? = nil) async throws(MediatorError) -> UnicodeResult {
+        try await client.call(target, "unicode", params, as: UnicodeResult.self, timeout: timeout)
+    }
 }
 
 /// The actions of "Keywords", to implement and serve with `Component(serving:)`.
@@ -439,6 +676,9 @@ public protocol KeywordsService: Sendable {
     func `default`(_ params: DefaultParams, context: CallContext) async throws -> DefaultResult
 
     func importThing2(_ params: ImportThing2Params, context: CallContext) async throws -> ImportThing2Result
+
+    /// Names that are not identifiers in Python (², NFKC folds), and soft keywords
+    func unicode(_ params: UnicodeParams, context: CallContext) async throws -> UnicodeResult
 }
 
 extension Component {
@@ -460,6 +700,10 @@ extension Component {
             case "import.thing-2":
                 action(spec) { (params: ImportThing2Params, context: CallContext) async throws -> ImportThing2Result in
                     try await service.importThing2(params, context: context)
+                }
+            case "unicode":
+                action(spec) { (params: UnicodeParams, context: CallContext) async throws -> UnicodeResult in
+                    try await service.unicode(params, context: context)
                 }
             default:
                 break
@@ -588,6 +832,68 @@ public enum KeywordsInterface {
           "params": {
             "properties": {
               "while": {
+                "type": "string"
+              }
+            },
+            "type": "object"
+          }
+        },
+        {
+          "description": "Names that are not identifiers in Python (², NFKC folds), and soft keywords",
+          "name": "unicode",
+          "params": {
+            "properties": {
+              "_": {
+                "type": "string"
+              },
+              "café": {
+                "type": "string"
+              },
+              "case": {
+                "type": "string"
+              },
+              "field": {
+                "type": "string"
+              },
+              "größe": {
+                "properties": {
+                  "µ": {
+                    "type": "number"
+                  }
+                },
+                "title": "Größe²",
+                "type": "object"
+              },
+              "match": {
+                "type": "string"
+              },
+              "type": {
+                "type": "string"
+              },
+              "unit": {
+                "enum": [
+                  "m²",
+                  "m³",
+                  "µ",
+                  "case",
+                  "match",
+                  "_",
+                  "ﬁ",
+                  "fi"
+                ],
+                "type": "string"
+              },
+              "x_u00b2": {
+                "description": "Collides with x² once escaped: gets a suffix",
+                "type": "string"
+              },
+              "x²": {
+                "type": "string"
+              },
+              "²": {
+                "type": "integer"
+              },
+              "ﬁeld": {
                 "type": "string"
               }
             },

@@ -130,6 +130,68 @@ INTERFACE: typing.Dict[str, typing.Any] = {
                 "type": "object",
             },
         },
+        {
+            "description": "Names that are not identifiers in Python (², NFKC folds), and soft keywords",
+            "name": "unicode",
+            "params": {
+                "properties": {
+                    "_": {
+                        "type": "string",
+                    },
+                    "café": {
+                        "type": "string",
+                    },
+                    "case": {
+                        "type": "string",
+                    },
+                    "field": {
+                        "type": "string",
+                    },
+                    "größe": {
+                        "properties": {
+                            "µ": {
+                                "type": "number",
+                            },
+                        },
+                        "title": "Größe²",
+                        "type": "object",
+                    },
+                    "match": {
+                        "type": "string",
+                    },
+                    "type": {
+                        "type": "string",
+                    },
+                    "unit": {
+                        "enum": [
+                            "m²",
+                            "m³",
+                            "µ",
+                            "case",
+                            "match",
+                            "_",
+                            "ﬁ",
+                            "fi",
+                        ],
+                        "type": "string",
+                    },
+                    "x_u00b2": {
+                        "description": "Collides with x² once escaped: gets a suffix",
+                        "type": "string",
+                    },
+                    "x²": {
+                        "type": "string",
+                    },
+                    "²": {
+                        "type": "integer",
+                    },
+                    "ﬁeld": {
+                        "type": "string",
+                    },
+                },
+                "type": "object",
+            },
+        },
     ],
     "target": "Keywords",
 }
@@ -295,7 +357,98 @@ class ImportThing2Params:
         )
 
 
+@dataclasses.dataclass
+class UnicodeParams:
+    value: typing.Optional[str] = None
+    caf_u00e9: typing.Optional[str] = None
+    case: typing.Optional[str] = None
+    field: typing.Optional[str] = None
+    gr_u00f6_u00df_e: typing.Optional[GrU00f6U00dfEU00b2] = None
+    match: typing.Optional[str] = None
+    type: typing.Optional[str] = None
+    unit: typing.Optional[UnicodeParamsUnit] = None
+    # Collides with x² once escaped: gets a suffix
+    x_u00b2: typing.Optional[str] = None
+    x_u00b22: typing.Optional[str] = None
+    u00b2: typing.Optional[int] = None
+    ufb01_eld: typing.Optional[str] = None
+
+    def to_json(self) -> typing.Dict[str, typing.Any]:
+        result: typing.Dict[str, typing.Any] = {}
+        if self.value is not None:
+            result["_"] = self.value
+        if self.caf_u00e9 is not None:
+            result["café"] = self.caf_u00e9
+        if self.case is not None:
+            result["case"] = self.case
+        if self.field is not None:
+            result["field"] = self.field
+        if self.gr_u00f6_u00df_e is not None:
+            result["größe"] = self.gr_u00f6_u00df_e.to_json()
+        if self.match is not None:
+            result["match"] = self.match
+        if self.type is not None:
+            result["type"] = self.type
+        if self.unit is not None:
+            result["unit"] = self.unit.value
+        if self.x_u00b2 is not None:
+            result["x_u00b2"] = self.x_u00b2
+        if self.x_u00b22 is not None:
+            result["x²"] = self.x_u00b22
+        if self.u00b2 is not None:
+            result["²"] = self.u00b2
+        if self.ufb01_eld is not None:
+            result["ﬁeld"] = self.ufb01_eld
+        return result
+
+    @classmethod
+    def from_json(cls, value: typing.Dict[str, typing.Any]) -> UnicodeParams:
+        return cls(
+            value=value.get("_"),
+            caf_u00e9=value.get("café"),
+            case=value.get("case"),
+            field=value.get("field"),
+            gr_u00f6_u00df_e=(None if value.get("größe") is None else GrU00f6U00dfEU00b2.from_json(value.get("größe"))),
+            match=value.get("match"),
+            type=value.get("type"),
+            unit=(None if value.get("unit") is None else UnicodeParamsUnit(value.get("unit"))),
+            x_u00b2=value.get("x_u00b2"),
+            x_u00b22=value.get("x²"),
+            u00b2=value.get("²"),
+            ufb01_eld=value.get("ﬁeld"),
+        )
+
+
+@dataclasses.dataclass
+class GrU00f6U00dfEU00b2:
+    u00b5: typing.Optional[float] = None
+
+    def to_json(self) -> typing.Dict[str, typing.Any]:
+        result: typing.Dict[str, typing.Any] = {}
+        if self.u00b5 is not None:
+            result["µ"] = self.u00b5
+        return result
+
+    @classmethod
+    def from_json(cls, value: typing.Dict[str, typing.Any]) -> GrU00f6U00dfEU00b2:
+        return cls(
+            u00b5=value.get("µ"),
+        )
+
+
+class UnicodeParamsUnit(str, enum.Enum):
+    M_U00B2 = "m²"
+    M_U00B3 = "m³"
+    U00B5 = "µ"
+    CASE = "case"
+    MATCH = "match"
+    VALUE = "_"
+    UFB01 = "ﬁ"
+    FI = "fi"
+
+
 ImportThing2Result = typing.Any
+UnicodeResult = typing.Any
 
 
 class KeywordsClient:
@@ -319,6 +472,11 @@ class KeywordsClient:
         value = self._client.call(self.TARGET, "import.thing-2", params.to_json(), timeout=timeout)
         return value
 
+    def unicode(self, params: UnicodeParams, timeout: typing.Optional[float] = None) -> UnicodeResult:
+        # Names that are not identifiers in Python (², NFKC folds), and soft keywords
+        value = self._client.call(self.TARGET, "unicode", params.to_json(), timeout=timeout)
+        return value
+
 
 class KeywordsService:
     """Subclass and override; serve(service) registers INTERFACE's specs exactly."""
@@ -332,6 +490,10 @@ class KeywordsService:
 
     def import_thing_2(self, params: ImportThing2Params, ctx: mediator.CallContext) -> ImportThing2Result:
         raise NotImplementedError("Keywords.import.thing-2")
+
+    def unicode(self, params: UnicodeParams, ctx: mediator.CallContext) -> UnicodeResult:
+        # Names that are not identifiers in Python (², NFKC folds), and soft keywords
+        raise NotImplementedError("Keywords.unicode")
 
 
 def make_service(service: KeywordsService, target: typing.Optional[str] = None, mode: str = "exclusive") -> mediator.Service:
@@ -358,6 +520,10 @@ def make_service(service: KeywordsService, target: typing.Optional[str] = None, 
     @svc.action("import.thing-2")
     def _import_thing_2(params: typing.Dict[str, typing.Any], ctx: mediator.CallContext) -> typing.Any:
         return service.import_thing_2(ImportThing2Params.from_json(params), ctx)
+
+    @svc.action("unicode")
+    def _unicode(params: typing.Dict[str, typing.Any], ctx: mediator.CallContext) -> typing.Any:
+        return service.unicode(UnicodeParams.from_json(params), ctx)
 
     return svc
 

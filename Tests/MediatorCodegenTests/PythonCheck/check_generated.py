@@ -29,6 +29,11 @@ assert shapes.DrawParams.from_json(wire) == draw
 params = keywords.ClassParams(class_="c", default=1, self_=True, type=keywords.ClassParamsType.NONE, import_="i")
 assert params.to_json() == {"class": "c", "default": 1, "self": True, "Type": "None", "import": "i"}, params.to_json()
 assert keywords.ClassParams.from_json(params.to_json()) == params
+# Non-ASCII names as escapes (x² and x_u00b2 collide once escaped: suffix), wire names kept.
+unicode = keywords.UnicodeParams(x_u00b2="a", x_u00b22="b", u00b2=2, ufb01_eld="f", field="g",
+                                 unit=keywords.UnicodeParamsUnit.M_U00B2)
+assert unicode.to_json() == {"x_u00b2": "a", "x²": "b", "²": 2, "ﬁeld": "f", "field": "g", "unit": "m²"}, unicode.to_json()
+assert keywords.UnicodeParams.from_json(unicode.to_json()) == unicode
 
 # Streams and oneway.
 client = mediator.Client([{"i": 1}, {"i": 2, "done": True}])
