@@ -57,7 +57,7 @@ final class BridgeSession: Sendable {
         var natsOptions = settings.nats
         // Its own calls and events never come back to it through NATS.
         natsOptions.noEcho = true
-        let nats = try NATSConnection.connect(natsOptions) { [logger] event in
+        let events: @Sendable (NATSConnectionEvent) -> Void = { [logger] event in
             switch event {
             case .disconnected:
                 logger.warning("NATS disconnected; calls to other hosts fail until it is back")
@@ -69,6 +69,7 @@ final class BridgeSession: Sendable {
                 logger.warning("NATS reported an error", metadata: ["error": "\(error.text)", "during": "\(error.operation)", "status": "\(error.status)"])
             }
         }
+        let nats = try connectNATS(natsOptions, events: events)
         defer { nats.close() }
         let client = try await connectLocal()
         let exports = ExportedCalls(client: client, connection: nats, logger: logger)
@@ -114,6 +115,27 @@ final class BridgeSession: Sendable {
         localEvents?.cancel()
         _ = (inbox, hosts, cancels, eventSubscription)
         await client.close()
+    }
+
+    /// Connects to NATS; when no server answers, says why in the log and
+    /// leaves libnats to keep trying in the background. (libnats's own
+    /// retrying first connect only says "not yet connected": one attempt
+    /// without it first gives the reason, e.g. a refused connection or
+    /// credentials.)
+    private func connectNATS(
+        _ options: NATSOptions, events: @escaping @Sendable (NATSConnectionEvent) -> Void
+    ) throws -> NATSConnection {
+        guard options.retryFirstConnect else { return try NATSConnection.connect(options, events: events) }
+        var once = options
+        once.retryFirstConnect = false
+        do {
+            return try NATSConnection.connect(once, events: events)
+        } catch {
+            logger.warning("NATS not reachable; retrying in the background every \(options.reconnectWait)", metadata: [
+                "servers": "\(options.servers.joined(separator: ","))", "error": "\(error.text)", "status": "\(error.status)",
+            ])
+        }
+        return try NATSConnection.connect(options, events: events)
     }
 
     /// The local daemon, once it listens (it starts in the same process).

@@ -16,7 +16,7 @@ import MediatorProtocol
 /// Flags win over the config file's `"nats"` member, one setting at a time.
 struct NATSFlags: ParsableArguments {
     @Option(name: .customLong("nats-url"), help: ArgumentHelp(
-        "A NATS server, nats://HOST:PORT or tls://HOST:PORT (repeatable). Turns the bridge to other hosts on.",
+        "A NATS server, nats://HOST:PORT or tls://HOST:PORT, or a comma-separated list of them (repeatable). Turns the bridge to other hosts on.",
         valueName: "url"))
     var urls: [String] = []
 
@@ -70,7 +70,8 @@ struct NATSFlags: ParsableArguments {
     func bridgeSettings(config: JSONValue?, socketPath: String) throws -> NATSBridgeSettings? {
         func strings(_ key: String) -> [String] { config?[key]?.arrayValue?.compactMap(\.stringValue) ?? [] }
         func string(_ key: String) -> String? { config?[key]?.stringValue }
-        let servers = urls.isEmpty ? strings("urls") : urls
+        // "nats://A,nats://B" as NATS clients take it: two servers.
+        let servers = NATSOptions.splitURLs(urls.isEmpty ? strings("urls") : urls)
         guard !servers.isEmpty else { return nil }
 
         var options = NATSOptions(servers: servers)
