@@ -36,7 +36,15 @@ final class BridgeSession: Sendable {
         var proxies: [String: Task<Void, Never>] = [:]
         /// The specs of each exported target, read once with `describe`.
         var exportedSpecs: [String: BridgeMessages.Announcement.Target] = [:]
+        /// Other daemons heard announcing this host's name, each logged once.
+        var nameClashes: Set<String> = []
     }
+
+    /// This daemon process among those that announce on one NATS: tells
+    /// another daemon using the same host name from this one.
+    static let instance = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    /// Other daemons using this host's name that are logged; past it, no more.
+    static let maxNameClashesLogged = 16
 
     private let state = Mutex(State())
     /// Set when another host announces targets not seen before: the next
@@ -85,7 +93,7 @@ final class BridgeSession: Sendable {
             eventSubscription = try nats.subscribe(subjects.events) { events.received($0, client: client) }
         }
         logger.info("NATS bridge up", metadata: [
-            "host": "\(settings.host)", "prefix": "\(settings.prefix)",
+            "host": "\(settings.host)", "instance": "\(Self.instance)", "prefix": "\(settings.prefix)",
             "exports": "\(settings.exports)", "imports": "\(settings.imports)", "events": "\(settings.events)",
         ])
 
@@ -102,7 +110,8 @@ final class BridgeSession: Sendable {
 
         // Leaving: the others drop this host's targets now, not after three intervals.
         try? nats.publish(subjects.hosts, payload: BridgeMessages.Announcement(
-            host: settings.host, targets: [], intervalMs: RemoteCalls.milliseconds(settings.announceInterval), leaving: true
+            host: settings.host, targets: [], intervalMs: RemoteCalls.milliseconds(settings.announceInterval), leaving: true,
+            instance: Self.instance
         ).encoded)
         try? nats.flush(timeout: .milliseconds(500))
         exports.cancelAll()
@@ -154,8 +163,12 @@ final class BridgeSession: Sendable {
 
     /// An announcement from `<prefix>.hosts` (a libnats thread).
     private func heard(_ message: NATSMessage) {
-        guard let announcement = BridgeMessages.Announcement.decode(message.payload),
-              announcement.host != settings.host else { return }
+        guard let announcement = BridgeMessages.Announcement.decode(message.payload) else { return }
+        guard announcement.host != settings.host else {
+            // NATS does not echo this connection's messages: this is another daemon.
+            if announcement.instance != Self.instance { nameClash(announcement) }
+            return
+        }
         let changed = state.withLock { state -> Bool in
             let before = Set(state.remotes[announcement.host]?.announcement.targets.map(\.name) ?? [])
             if announcement.leaving {
@@ -166,6 +179,21 @@ final class BridgeSession: Sendable {
             return Set(announcement.targets.map(\.name)) != before
         }
         if changed { news.store(true, ordering: .relaxed) }
+    }
+
+    /// Another daemon announces the host name this one uses: each drops the
+    /// other's targets as its own, and callers cannot tell them apart. Said
+    /// once per other daemon.
+    private func nameClash(_ announcement: BridgeMessages.Announcement) {
+        let other = announcement.instance ?? "unknown"
+        let isNew = state.withLock { state -> Bool in
+            guard state.nameClashes.count < Self.maxNameClashesLogged else { return false }
+            return state.nameClashes.insert(other).inserted
+        }
+        guard isNew else { return }
+        logger.error(
+            "another Mediator daemon announces this host's name on NATS; each ignores the other's targets: give each daemon its own --nats-host",
+            metadata: ["host": "\(settings.host)", "instance": "\(Self.instance)", "other_instance": "\(other)"])
     }
 
     /// One round: what is local and exported, what is remote and imported.
@@ -221,7 +249,8 @@ final class BridgeSession: Sendable {
         }
         for subscription in gone { subscription.unsubscribe() }
         let announcement = BridgeMessages.Announcement(
-            host: settings.host, targets: announced, intervalMs: RemoteCalls.milliseconds(settings.announceInterval))
+            host: settings.host, targets: announced, intervalMs: RemoteCalls.milliseconds(settings.announceInterval),
+            instance: Self.instance)
         try? nats.publish(subjects.hosts, payload: announcement.encoded)
     }
 

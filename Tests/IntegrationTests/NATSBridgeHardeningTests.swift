@@ -49,3 +49,34 @@ extension Integration.NATSBridge {
         }
     }
 }
+
+extension Integration.NATSBridge {
+    @Test("Two daemons on one machine and one NATS, without --nats-host: each has its own name and sees the other's targets; a shared name is logged as an error")
+    func hostNamesPerDaemonInstance() throws {
+        let world = try World()
+        defer { world.close() }
+        let nats = try NATSServer(world)
+        defer { nats.stop() }
+        let config = try Self.config(world)
+        let a = try world.daemon(
+            ["--config", config, "--nats-url", nats.url, "--nats-import", "*"], socketPath: world.directory.socket("a"))
+        let b = try world.daemon(
+            ["--config", config, "--nats-url", nats.url, "--nats-export", "*"], socketPath: world.directory.socket("b"))
+        _ = try world.notes(b)
+        try a.waitForTarget("Notes")
+        let host = try a.listing("Notes")?["instances"]?.arrayValue?.first?["remote_host"]?.stringValue
+        #expect(host?.hasSuffix(":" + b.socketPath) == true, "\(String(describing: host))")
+        #expect(try CLI(a).json("call", ["Notes", "echo", "x=1"])["x"] == 1)
+
+        // The same name given to two daemons: both say so.
+        let c = try world.daemon(
+            ["--config", config, "--nats-url", nats.url, "--nats-host", "same"], socketPath: world.directory.socket("c"))
+        let d = try world.daemon(
+            ["--config", config, "--nats-url", nats.url, "--nats-host", "same"], socketPath: world.directory.socket("d"))
+        for daemon in [c, d] {
+            try waitUntil("the name clash to be logged\(daemon.process.logTail())") {
+                daemon.process.stderr.contains("another Mediator daemon announces this host's name")
+            }
+        }
+    }
+}
