@@ -72,8 +72,8 @@ public struct NATSOptions: Sendable, Equatable {
     public func validate() throws(NATSError) {
         let operation = "NATS options"
         guard !servers.isEmpty else { throw .invalid("no server URL", operation) }
-        for url in servers where !(url.hasPrefix("nats://") || url.hasPrefix("tls://")) {
-            throw .invalid("\(url): expected nats://HOST:PORT or tls://HOST:PORT", operation)
+        for url in servers {
+            if let problem = Self.problem(withURL: url) { throw .invalid(problem, operation) }
         }
         if (user == nil) != (password == nil) { throw .invalid("a user needs a password and a password a user", operation) }
         let methods = [user != nil, token != nil, credentialsFile != nil, nkeySeedFile != nil].filter { $0 }.count
@@ -92,6 +92,45 @@ public struct NATSOptions: Sendable, Equatable {
         for (duration, what) in [(timeout, "timeout"), (reconnectWait, "reconnect wait")] where duration <= .zero {
             throw .invalid("the \(what) must be more than zero", operation)
         }
+    }
+
+    /// Server URLs as NATS clients take them (nats.c's `natsOptions_SetURL`):
+    /// each value may be a comma-separated list, and the spaces around each
+    /// URL do not count. Empty pieces are kept, for ``validate()`` to refuse.
+    public static func splitURLs(_ values: [String]) -> [String] {
+        values.flatMap { value in
+            value.split(separator: ",", omittingEmptySubsequences: false).map { piece in
+                var piece = piece
+                while piece.first?.isWhitespace == true { piece.removeFirst() }
+                while piece.last?.isWhitespace == true { piece.removeLast() }
+                return String(piece)
+            }
+        }
+    }
+
+    /// Why `url` is not one server URL (`nats://` or `tls://`, an optional
+    /// `user:password@`, a host, an optional port), or nil when it is.
+    /// libnats would take some of these and then never connect, silently.
+    static func problem(withURL url: String) -> String? {
+        let expected = "expected nats://HOST:PORT or tls://HOST:PORT"
+        if url.isEmpty { return "an empty server URL (two commas in a row, or one at an end?); \(expected)" }
+        if url.contains(",") { return "\(url): one URL per entry (NATSOptions.splitURLs splits a comma list)" }
+        guard let scheme = ["nats://", "tls://"].first(where: { url.hasPrefix($0) }) else { return "\(url): \(expected)" }
+        var authority = Substring(url.dropFirst(scheme.count))
+        // A trailing slash is harmless; a path is not a server.
+        if authority.hasSuffix("/") { authority = authority.dropLast() }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        if authority.contains(where: { $0 == "/" || $0 == " " || $0 == "\t" }) { return "\(url): \(expected)" }
+        var host = authority
+        if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
+            host = authority[..<colon]
+            let port = authority[authority.index(after: colon)...]
+            guard let number = Int(port), (1...65535).contains(number) else {
+                return "\(url): the port must be a number from 1 to 65535; \(expected)"
+            }
+        }
+        if host.isEmpty || host == "[]" { return "\(url): no host; \(expected)" }
+        return nil
     }
 
     /// A new `natsOptions` with these settings; the caller destroys it.

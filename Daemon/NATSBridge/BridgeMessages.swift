@@ -106,12 +106,17 @@ public enum BridgeMessages {
         public var intervalMs: Int64
         /// The host's bridge is stopping: drop its targets now.
         public var leaving: Bool
+        /// A token of the daemon process that announces: two daemons that
+        /// announce the same host name differ by it (nil from bridges that
+        /// predate it).
+        public var instance: String?
 
-        public init(host: String, targets: [Target], intervalMs: Int64, leaving: Bool = false) {
+        public init(host: String, targets: [Target], intervalMs: Int64, leaving: Bool = false, instance: String? = nil) {
             self.host = host
             self.targets = targets
             self.intervalMs = intervalMs
             self.leaving = leaving
+            self.instance = instance
         }
 
         public var encoded: [UInt8] {
@@ -122,6 +127,7 @@ public enum BridgeMessages {
             }
             var members: [String: JSONValue] = ["host": .string(host), "targets": .array(list), "interval_ms": .int(intervalMs)]
             if leaving { members["leaving"] = .bool(true) }
+            if let instance { members["instance"] = .string(instance) }
             return JSONValue.object(members).encoded
         }
 
@@ -138,7 +144,9 @@ public enum BridgeMessages {
                 let specs = (item["actions"]?.arrayValue ?? []).compactMap { try? ActionSpec(json: $0) }
                 targets.append(Target(name: name, description: item["description"]?.stringValue, actions: specs))
             }
-            return Announcement(host: host, targets: targets, intervalMs: interval, leaving: members["leaving"] == .bool(true))
+            return Announcement(
+                host: host, targets: targets, intervalMs: interval, leaving: members["leaving"] == .bool(true),
+                instance: members["instance"]?.stringValue.map { String($0.prefix(64)) })
         }
     }
 }

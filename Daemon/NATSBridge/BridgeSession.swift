@@ -36,7 +36,15 @@ final class BridgeSession: Sendable {
         var proxies: [String: Task<Void, Never>] = [:]
         /// The specs of each exported target, read once with `describe`.
         var exportedSpecs: [String: BridgeMessages.Announcement.Target] = [:]
+        /// Other daemons heard announcing this host's name, each logged once.
+        var nameClashes: Set<String> = []
     }
+
+    /// This daemon process among those that announce on one NATS: tells
+    /// another daemon using the same host name from this one.
+    static let instance = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    /// Other daemons using this host's name that are logged; past it, no more.
+    static let maxNameClashesLogged = 16
 
     private let state = Mutex(State())
     /// Set when another host announces targets not seen before: the next
@@ -57,7 +65,7 @@ final class BridgeSession: Sendable {
         var natsOptions = settings.nats
         // Its own calls and events never come back to it through NATS.
         natsOptions.noEcho = true
-        let nats = try NATSConnection.connect(natsOptions) { [logger] event in
+        let events: @Sendable (NATSConnectionEvent) -> Void = { [logger] event in
             switch event {
             case .disconnected:
                 logger.warning("NATS disconnected; calls to other hosts fail until it is back")
@@ -69,6 +77,7 @@ final class BridgeSession: Sendable {
                 logger.warning("NATS reported an error", metadata: ["error": "\(error.text)", "during": "\(error.operation)", "status": "\(error.status)"])
             }
         }
+        let nats = try connectNATS(natsOptions, events: events)
         defer { nats.close() }
         let client = try await connectLocal()
         let exports = ExportedCalls(client: client, connection: nats, logger: logger)
@@ -84,7 +93,7 @@ final class BridgeSession: Sendable {
             eventSubscription = try nats.subscribe(subjects.events) { events.received($0, client: client) }
         }
         logger.info("NATS bridge up", metadata: [
-            "host": "\(settings.host)", "prefix": "\(settings.prefix)",
+            "host": "\(settings.host)", "instance": "\(Self.instance)", "prefix": "\(settings.prefix)",
             "exports": "\(settings.exports)", "imports": "\(settings.imports)", "events": "\(settings.events)",
         ])
 
@@ -101,7 +110,8 @@ final class BridgeSession: Sendable {
 
         // Leaving: the others drop this host's targets now, not after three intervals.
         try? nats.publish(subjects.hosts, payload: BridgeMessages.Announcement(
-            host: settings.host, targets: [], intervalMs: RemoteCalls.milliseconds(settings.announceInterval), leaving: true
+            host: settings.host, targets: [], intervalMs: RemoteCalls.milliseconds(settings.announceInterval), leaving: true,
+            instance: Self.instance
         ).encoded)
         try? nats.flush(timeout: .milliseconds(500))
         exports.cancelAll()
@@ -114,6 +124,27 @@ final class BridgeSession: Sendable {
         localEvents?.cancel()
         _ = (inbox, hosts, cancels, eventSubscription)
         await client.close()
+    }
+
+    /// Connects to NATS; when no server answers, says why in the log and
+    /// leaves libnats to keep trying in the background. (libnats's own
+    /// retrying first connect only says "not yet connected": one attempt
+    /// without it first gives the reason, e.g. a refused connection or
+    /// credentials.)
+    private func connectNATS(
+        _ options: NATSOptions, events: @escaping @Sendable (NATSConnectionEvent) -> Void
+    ) throws -> NATSConnection {
+        guard options.retryFirstConnect else { return try NATSConnection.connect(options, events: events) }
+        var once = options
+        once.retryFirstConnect = false
+        do {
+            return try NATSConnection.connect(once, events: events)
+        } catch {
+            logger.warning("NATS not reachable; retrying in the background every \(options.reconnectWait)", metadata: [
+                "servers": "\(options.servers.joined(separator: ","))", "error": "\(error.text)", "status": "\(error.status)",
+            ])
+        }
+        return try NATSConnection.connect(options, events: events)
     }
 
     /// The local daemon, once it listens (it starts in the same process).
@@ -132,8 +163,12 @@ final class BridgeSession: Sendable {
 
     /// An announcement from `<prefix>.hosts` (a libnats thread).
     private func heard(_ message: NATSMessage) {
-        guard let announcement = BridgeMessages.Announcement.decode(message.payload),
-              announcement.host != settings.host else { return }
+        guard let announcement = BridgeMessages.Announcement.decode(message.payload) else { return }
+        guard announcement.host != settings.host else {
+            // NATS does not echo this connection's messages: this is another daemon.
+            if announcement.instance != Self.instance { nameClash(announcement) }
+            return
+        }
         let changed = state.withLock { state -> Bool in
             let before = Set(state.remotes[announcement.host]?.announcement.targets.map(\.name) ?? [])
             if announcement.leaving {
@@ -144,6 +179,21 @@ final class BridgeSession: Sendable {
             return Set(announcement.targets.map(\.name)) != before
         }
         if changed { news.store(true, ordering: .relaxed) }
+    }
+
+    /// Another daemon announces the host name this one uses: each drops the
+    /// other's targets as its own, and callers cannot tell them apart. Said
+    /// once per other daemon.
+    private func nameClash(_ announcement: BridgeMessages.Announcement) {
+        let other = announcement.instance ?? "unknown"
+        let isNew = state.withLock { state -> Bool in
+            guard state.nameClashes.count < Self.maxNameClashesLogged else { return false }
+            return state.nameClashes.insert(other).inserted
+        }
+        guard isNew else { return }
+        logger.error(
+            "another Mediator daemon announces this host's name on NATS; each ignores the other's targets: give each daemon its own --nats-host",
+            metadata: ["host": "\(settings.host)", "instance": "\(Self.instance)", "other_instance": "\(other)"])
     }
 
     /// One round: what is local and exported, what is remote and imported.
@@ -199,7 +249,8 @@ final class BridgeSession: Sendable {
         }
         for subscription in gone { subscription.unsubscribe() }
         let announcement = BridgeMessages.Announcement(
-            host: settings.host, targets: announced, intervalMs: RemoteCalls.milliseconds(settings.announceInterval))
+            host: settings.host, targets: announced, intervalMs: RemoteCalls.milliseconds(settings.announceInterval),
+            instance: Self.instance)
         try? nats.publish(subjects.hosts, payload: announcement.encoded)
     }
 

@@ -14,7 +14,8 @@ public struct NATSBridgeSettings: Sendable, Equatable {
     public var events: [String] = []
     /// The first token(s) of every subject: one Mediator domain.
     public var prefix = "mediator"
-    /// This host's name in announcements and in the calls it forwards.
+    /// This host's name in announcements and in the calls it forwards
+    /// (default ``defaultHost(machine:userUID:socketPath:socketIsDefault:)``).
     public var host: String
     /// The local daemon's socket, which the bridge uses as a client and to
     /// register the imported targets.
@@ -28,6 +29,19 @@ public struct NATSBridgeSettings: Sendable, Equatable {
         self.imports = imports
         self.host = host
         self.socketPath = socketPath
+    }
+
+    /// The host name when none is given: unique per daemon instance on a
+    /// machine, so that two daemons bridged to one NATS (the system one and
+    /// a user's, or two in a test) do not take each other's announcements
+    /// for their own. The machine's name for the system instance on its
+    /// default socket; `/user:UID` added for a user instance (`--user`);
+    /// `:SOCKET` added for a socket that is not the instance's default.
+    public static func defaultHost(machine: String, userUID: UInt32?, socketPath: String, socketIsDefault: Bool) -> String {
+        var name = machine
+        if let userUID { name += "/user:\(userUID)" }
+        if !socketIsDefault { name += ":" + socketPath }
+        return name
     }
 
     public func validate() throws(NATSError) {

@@ -14,6 +14,9 @@ import MediatorProtocol
 import MediatorSystemd
 import NIOCore
 import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `mediatord`: the broker daemon, and its launcher layer: socket
 /// activation, readiness and watchdog through sd_notify, the journal, SIGHUP.
@@ -200,8 +203,13 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         // The NATS bridge's settings, now and at each SIGHUP (flags, then the config file's "nats").
         let natsFlags = nats
         let bridgeSocket = listener.socketPath ?? ""
+        // This instance's socket when none is given: the default host name says only what differs from it.
+        let defaultSocket = ProtocolConstants.socketPath(
+            explicit: nil, environment: ProcessInfo.processInfo.environment.filter { $0.key == "XDG_RUNTIME_DIR" },
+            userInstance: user)
+        let userUID = user ? getuid() : nil
         let natsSettings: @Sendable (JSONValue?) throws -> NATSBridgeSettings? = { config in
-            try natsFlags.bridgeSettings(config: config, socketPath: bridgeSocket)
+            try natsFlags.bridgeSettings(config: config, socketPath: bridgeSocket, defaultSocketPath: defaultSocket, userUID: userUID)
         }
         let bridge: NATSBridge
         do {

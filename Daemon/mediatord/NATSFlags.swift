@@ -16,7 +16,7 @@ import MediatorProtocol
 /// Flags win over the config file's `"nats"` member, one setting at a time.
 struct NATSFlags: ParsableArguments {
     @Option(name: .customLong("nats-url"), help: ArgumentHelp(
-        "A NATS server, nats://HOST:PORT or tls://HOST:PORT (repeatable). Turns the bridge to other hosts on.",
+        "A NATS server, nats://HOST:PORT or tls://HOST:PORT, or a comma-separated list of them (repeatable). Turns the bridge to other hosts on.",
         valueName: "url"))
     var urls: [String] = []
 
@@ -35,7 +35,7 @@ struct NATSFlags: ParsableArguments {
     @Option(name: .customLong("nats-prefix"), help: "The first token(s) of the bridge's NATS subjects (default mediator).")
     var prefix: String?
 
-    @Option(name: .customLong("nats-host"), help: "This host's name towards the others (default: the host name).")
+    @Option(name: .customLong("nats-host"), help: "This host's name towards the others (default: the host name, with /user:UID for a user instance and :SOCKET for a socket not the default).")
     var host: String?
 
     @Option(name: .customLong("nats-user"), help: "NATS user name; the password comes from --nats-password-file.")
@@ -67,14 +67,21 @@ struct NATSFlags: ParsableArguments {
 
     /// The bridge's settings, or nil when no NATS server is given anywhere.
     /// `config` is the config file's `"nats"` member, if any.
-    func bridgeSettings(config: JSONValue?, socketPath: String) throws -> NATSBridgeSettings? {
+    /// `defaultSocketPath` is the socket of this instance (system or user)
+    /// when none is given, and `userUID` set for a user instance: both make
+    /// the default host name (``NATSBridgeSettings/defaultHost(machine:userUID:socketPath:socketIsDefault:)``).
+    func bridgeSettings(
+        config: JSONValue?, socketPath: String, defaultSocketPath: String, userUID: UInt32?
+    ) throws -> NATSBridgeSettings? {
         func strings(_ key: String) -> [String] { config?[key]?.arrayValue?.compactMap(\.stringValue) ?? [] }
         func string(_ key: String) -> String? { config?[key]?.stringValue }
-        let servers = urls.isEmpty ? strings("urls") : urls
+        // "nats://A,nats://B" as NATS clients take it: two servers.
+        let servers = NATSOptions.splitURLs(urls.isEmpty ? strings("urls") : urls)
         guard !servers.isEmpty else { return nil }
 
         var options = NATSOptions(servers: servers)
-        let hostName = host ?? string("host") ?? Self.hostName()
+        let hostName = host ?? string("host") ?? NATSBridgeSettings.defaultHost(
+            machine: Self.hostName(), userUID: userUID, socketPath: socketPath, socketIsDefault: socketPath == defaultSocketPath)
         options.name = "mediatord@\(hostName)"
         options.user = user ?? string("user")
         if let file = passwordFile ?? string("password_file") {

@@ -98,6 +98,12 @@ struct NATSConnectionTests {
     @Test(arguments: [
         (NATSOptions(servers: []), "no server URL"),
         (NATSOptions(servers: ["http://x:1"]), "expected nats://"),
+        (NATSOptions(servers: ["nats://a:1,nats://b:2"]), "one URL per entry"),
+        (NATSOptions(servers: NATSOptions.splitURLs(["nats://a:1,,nats://b:2"])), "an empty server URL"),
+        (NATSOptions(servers: ["nats://a:x"]), "the port must be a number"),
+        (NATSOptions(servers: ["nats://a:70000"]), "the port must be a number"),
+        (NATSOptions(servers: ["nats://:4222"]), "no host"),
+        (NATSOptions(servers: ["nats://a:1/path"]), "expected nats://"),
         ({ var options = NATSOptions(servers: ["nats://127.0.0.1:1"]); options.reconnectBufferSize = 0; return options }(),
          "reconnect buffer"),
         ({ var options = NATSOptions(servers: ["nats://127.0.0.1:1"]); options.timeout = .zero; return options }(),
@@ -106,6 +112,24 @@ struct NATSConnectionTests {
     func badOptionsAreRefusedBeforeConnecting(options: NATSOptions, message: String) {
         let error = #expect(throws: NATSError.self) { try options.validate() }
         #expect(error?.text.contains(message) == true)
+    }
+
+    @Test func commaSeparatedURLsAreSplitAsNATSClientsDo() throws {
+        #expect(NATSOptions.splitURLs(["nats://a:1, tls://b:2 ,nats://c", "nats://d:4"])
+                == ["nats://a:1", "tls://b:2", "nats://c", "nats://d:4"])
+        for good in ["nats://a:1", "tls://user:pw@host.example:4222", "nats://[::1]:4222", "nats://host", "nats://h:1/"] {
+            #expect(throws: Never.self) { try NATSOptions(servers: [good]).validate() }
+        }
+        // A server down first in the list: the next one is used.
+        let probe = try NATSServerProcess()
+        let dead = probe.url
+        probe.stop()
+        let server = try NATSServerProcess()
+        defer { server.stop() }
+        var options = NATSOptions(servers: NATSOptions.splitURLs(["\(dead),\(server.url)"]))
+        options.retryFirstConnect = false
+        let connection = try NATSConnection.connect(options) { _ in }
+        #expect(connection.connectedURL?.hasSuffix(":\(server.port)") == true, "\(String(describing: connection.connectedURL))")
     }
 
     @Test func reconnectsAfterTheServerRestartsAndSubscriptionsWorkAgain() async throws {
