@@ -48,8 +48,17 @@ struct Output: Sendable {
 
     static func error(_ error: MediatorError) {
         var text = "mediatorctl: \(error.code.rawValue): \(error.message)\n"
-        if let data = error.data { text += data.jsonText + "\n" }
+        if let data = shownData(error.data) { text += data.jsonText + "\n" }
         write(STDERR_FILENO, text)
+    }
+
+    /// An error's data as printed: without `delivered`, which every error
+    /// of the daemon has and which is for programs that retry, not for
+    /// the person at the terminal (nil when nothing else is left).
+    static func shownData(_ data: JSONValue?) -> JSONValue? {
+        guard case .object(var members)? = data else { return data }
+        members[MediatorError.deliveredMember] = nil
+        return members.isEmpty ? nil : .object(members)
     }
 
     static func status(for error: MediatorError) -> Int32 {
