@@ -242,14 +242,16 @@ final class Connection: Sendable {
         let length = frame.count - 1
         if length > limit {
             throw MediatorError(
-                .frameTooLarge, "the message is \(length) bytes, over the daemon's limit of \(limit) bytes")
+                .frameTooLarge, "the message is \(length) bytes, over the daemon's limit of \(limit) bytes"
+            ).delivered(.no)
         }
     }
 
     /// Sends a complete frame after checking its size.
     func sendFrame(_ frame: [UInt8]) throws(MediatorError) {
         try checkSize(frame)
-        guard enqueue(frame) else { throw closedError }
+        // Never written: no component got it.
+        guard enqueue(frame) else { throw closedError.delivered(.no) }
     }
 
     /// A oneway request: no id, no response.

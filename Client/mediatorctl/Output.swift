@@ -64,7 +64,7 @@ struct Output: Sendable {
 
     static func errorText(_ error: MediatorError) -> String {
         var text = "mediatorctl: \(escaped(error.code.rawValue)): \(escaped(error.message))\n"
-        if let data = error.data { text += ControlEscaping.escaped(data.jsonText, .json) + "\n" }
+        if let data = shownData(error.data) { text += ControlEscaping.escaped(data.jsonText, .json) + "\n" }
         return text
     }
 
@@ -74,6 +74,15 @@ struct Output: Sendable {
     /// through here.
     static func escaped(_ text: String) -> String {
         ControlEscaping.escaped(text, .terminal)
+    }
+
+    /// An error's data as printed: without `delivered`, which every error
+    /// of the daemon has and which is for programs that retry, not for
+    /// the person at the terminal (nil when nothing else is left).
+    static func shownData(_ data: JSONValue?) -> JSONValue? {
+        guard case .object(var members)? = data else { return data }
+        members[MediatorError.deliveredMember] = nil
+        return members.isEmpty ? nil : .object(members)
     }
 
     static func status(for error: MediatorError) -> Int32 {

@@ -293,7 +293,7 @@ extension Broker {
             for call in component.held where (call.deadline.map { $0 <= now } ?? false) {
                 if let idBytes = call.request.idBytes, peers[call.caller] != nil {
                     send(call.caller, writer.error(callerID: idBytes, MediatorError(
-                        .timeout, "\"\(target)\" did not start within the call's timeout")))
+                        .timeout, "\"\(target)\" did not start within the call's timeout"), delivered: .no))
                 }
                 heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
                 countHeldEnd(call, code: ErrorCode.timeout.rawValue)

@@ -91,7 +91,7 @@ extension Broker {
         guard let idBytes else { return }  // oneway: never an answer, not even an error
         switch outcome {
         case .success(let value): send(connection, writer.result(callerID: idBytes, value))
-        case .failure(let error): send(connection, writer.error(callerID: idBytes, error))
+        case .failure(let error): send(connection, writer.error(callerID: idBytes, error, delivered: .no))
         }
     }
 
@@ -340,7 +340,8 @@ extension Broker {
             finish(daemonID)
             statistics.cancelled(call.statisticsSlot)
             recordAnswer(call, code: ErrorCode.cancelled.rawValue, now: now)
-            send(connection, writer.error(callerID: call.callerIDBytes, MediatorError(.cancelled, "the caller cancelled the call")))
+            send(connection, writer.error(
+                callerID: call.callerIDBytes, MediatorError(.cancelled, "the caller cancelled the call"), delivered: forwardedDelivery(call)))
             sendCancelEvent(call)
         } else if !heldCalls.isEmpty {
             _ = cancelHeld(caller: connection, id: id)

@@ -16,7 +16,7 @@ extension Broker {
         guard !components.isEmpty, let component = components[request.target] else { return false }
         if component.state == .running, registry.target(request.target) != nil { return false }
         func fail(_ error: MediatorError) -> Bool {
-            if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error)) }
+            if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error, delivered: .no)) }
             return true
         }
         if component.state == .failed {
@@ -74,7 +74,7 @@ extension Broker {
         for waiter in startWaiters.removeValue(forKey: target) ?? [] {
             heldCalls.remove(caller: waiter.connection, id: waiter.id, bytes: waiter.bytes)
             if let idBytes = waiter.idBytes, peers[waiter.connection] != nil {
-                send(waiter.connection, writer.error(callerID: idBytes, error))
+                send(waiter.connection, writer.error(callerID: idBytes, error, delivered: .no))
             }
         }
         guard let held = components[target]?.held else { return }
@@ -83,7 +83,7 @@ extension Broker {
             heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
             countHeldEnd(call, code: error.code.rawValue)
             if let idBytes = call.request.idBytes, peers[call.caller] != nil {
-                send(call.caller, writer.error(callerID: idBytes, error))
+                send(call.caller, writer.error(callerID: idBytes, error, delivered: .no))
             }
         }
     }
@@ -125,7 +125,9 @@ extension Broker {
             heldCalls.remove(caller: connection, id: id, bytes: waiter.bytes)
             idBytes = waiter.idBytes
         }
-        if let idBytes { send(connection, writer.error(callerID: idBytes, MediatorError(.cancelled, "the caller cancelled the call"))) }
+        if let idBytes {
+            send(connection, writer.error(callerID: idBytes, MediatorError(.cancelled, "the caller cancelled the call"), delivered: .no))
+        }
         return true
     }
 }

@@ -67,7 +67,8 @@ extension Broker {
         recordAnswer(call, code: ErrorCode.invalidResult.rawValue, now: now)
         let error = MediatorError(
             .invalidResult, problem, data: ["target": .string(call.target), "action": .string(call.action)])
-        let answer = writer.error(callerID: call.callerIDBytes, error)
+        // The component ran it: it answered.
+        let answer = writer.error(callerID: call.callerIDBytes, error, delivered: .yes)
         send(call.caller, answer)
         send(connection, writer.event("mediator.invalid_result", data: ["id": .int(daemonID), "message": .string(problem)]))
         if partial { sendCancelEvent(call) }

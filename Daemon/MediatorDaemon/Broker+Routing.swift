@@ -10,7 +10,7 @@ extension Broker {
         if let id = envelope.id,
             pending.isInFlight(caller: connection, id: id) || (!heldCalls.isEmpty && heldCalls.target(caller: connection, id: id) != nil)
         {
-            send(connection, writer.error(callerID: nil, MediatorError(.badRequest, "id \(id) is already in flight on this connection")))
+            send(connection, writer.error(callerID: nil, MediatorError(.badRequest, "id \(id) is already in flight on this connection"), delivered: .no))
             return
         }
         let params = envelope.paramsRange.map { slice(frame, $0) }
@@ -24,7 +24,7 @@ extension Broker {
             switch remoteCaller(range, in: frame, from: connection) {
             case .success(let caller): remote = caller
             case .failure(let error):
-                if let idBytes { send(connection, writer.error(callerID: idBytes, error)) }
+                if let idBytes { send(connection, writer.error(callerID: idBytes, error, delivered: .no)) }
                 return
             }
         }
@@ -75,7 +75,7 @@ extension Broker {
     /// for a component being started, or answers why not.
     func route(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) {
         func fail(_ error: MediatorError) {
-            if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error)) }
+            if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error, delivered: .no)) }
         }
         let notFound = { MediatorError(.targetNotFound, "no component serves target \"\(request.target)\"") }
         guard let (uid, connectionCaller) = caller(connection) else { return fail(notFound()) }

@@ -155,7 +155,8 @@ public final class Broker {
             if call.caller != connection {
                 recordAnswer(call, code: ErrorCode.componentUnavailable.rawValue, now: now)
                 send(call.caller, writer.error(callerID: call.callerIDBytes, MediatorError(
-                    .componentUnavailable, "the component serving \"\(call.target)\" disconnected with the call in flight")))
+                    .componentUnavailable, "the component serving \"\(call.target)\" disconnected with the call in flight"),
+                    delivered: forwardedDelivery(call)))
             }
         }
         for call in pending.calls(fromCaller: connection) {
@@ -186,7 +187,7 @@ public final class Broker {
             statistics.timedOut(call.statisticsSlot)
             recordAnswer(call, code: ErrorCode.timeout.rawValue, now: now)
             send(call.caller, writer.error(callerID: call.callerIDBytes, MediatorError(
-                .timeout, "no response from \"\(call.target)\" within \(call.timeoutMs) ms")))
+                .timeout, "no response from \"\(call.target)\" within \(call.timeoutMs) ms"), delivered: forwardedDelivery(call)))
             sendCancelEvent(call)
         }
         if let next = pending.earliestDeadline { wakeUp(at: next) }
@@ -199,7 +200,7 @@ public final class Broker {
         for call in pending.all {
             finish(call.daemonID)
             recordAnswer(call, code: error.code.rawValue, now: nil)
-            send(call.caller, writer.error(callerID: call.callerIDBytes, error))
+            send(call.caller, writer.error(callerID: call.callerIDBytes, error, delivered: forwardedDelivery(call)))
             sendCancelEvent(call)
         }
         return takeEffects()
@@ -232,13 +233,22 @@ public final class Broker {
         return call
     }
 
+    /// What the daemon knows of a call it forwarded and answers itself: a
+    /// local component got it (and may have run it); a stand-in for another
+    /// host's target (the NATS bridge) may not have got it to that host.
+    func forwardedDelivery(_ call: PendingCalls.Call) -> CallDelivery {
+        // Error path only: the registry is looked at when a call fails, never when it succeeds.
+        let remote = registry.target(call.target)?.instances.contains { $0.instance == call.instance && $0.remoteHost != nil }
+        return remote == true ? .unknown : .yes
+    }
+
     func sendCancelEvent(_ call: PendingCalls.Call) {
         guard peers[call.callee] != nil else { return }
         send(call.callee, writer.event("mediator.cancel", data: ["id": .int(call.daemonID)]))
     }
 
     func badFrame(from connection: ConnectionID, idBytes: ByteBuffer?, _ error: MediatorError, answer: Bool = true) {
-        if answer { send(connection, writer.error(callerID: idBytes, error)) }
+        if answer { send(connection, writer.error(callerID: idBytes, error, delivered: .no)) }
         statistics.daemon.badFrames += 1
         let count = (peers[connection]?.consecutiveBadFrames ?? 0) + 1
         peers[connection]?.consecutiveBadFrames = count

@@ -131,12 +131,14 @@ public struct FrameWriter: Sendable {
     }
 
     /// An error answer; `callerID` is the id's bytes as they arrived, nil for `"id": null`.
-    public func error(callerID: ByteBuffer?, _ error: MediatorError) -> ByteBuffer {
-        var out = allocator.buffer(capacity: 64 + error.message.utf8.count)
+    /// `delivered` says whether the call was handed to a component
+    /// (docs/protocol.md): every error the daemon makes for a request says it.
+    public func error(callerID: ByteBuffer?, _ error: MediatorError, delivered: CallDelivery) -> ByteBuffer {
+        var out = allocator.buffer(capacity: 80 + error.message.utf8.count)
         out.writeStaticString("{\"id\":")
         if let callerID { out.writeImmutableBuffer(callerID) } else { out.writeStaticString("null") }
         out.writeStaticString(",\"error\":")
-        out.writeBytes(error.json.encoded)
+        out.writeBytes(error.delivered(delivered).json.encoded)
         out.writeStaticString("}\n")
         return out
     }

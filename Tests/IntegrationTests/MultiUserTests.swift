@@ -263,15 +263,20 @@ extension Integration {
         ]
 
         /// An `overloaded` reply naming the quota and its limit.
+        /// `delivered` is the daemon's `data.delivered` on an answer to a
+        /// request (nil: none, as on a refused connection's only line).
         static func expectQuota(
-            _ reply: JSONValue, _ quota: String, _ limit: Int, uid: UInt32, sourceLocation: SourceLocation = #_sourceLocation
+            _ reply: JSONValue, _ quota: String, _ limit: Int, uid: UInt32, delivered: Bool? = false,
+            sourceLocation: SourceLocation = #_sourceLocation
         ) {
+            var data: [String: JSONValue] = ["quota": .string(quota), "limit": .int(Int64(limit))]
+            if let delivered { data["delivered"] = .bool(delivered) }
             #expect(reply.errorCode == "overloaded", "\(reply.jsonText)", sourceLocation: sourceLocation)
             #expect(
                 reply["error"]?["message"]?.stringValue == "uid \(uid) reached its quota \(quota) = \(limit)",
                 "\(reply.jsonText)", sourceLocation: sourceLocation)
             #expect(
-                reply["error"]?["data"] == ["quota": .string(quota), "limit": .int(Int64(limit))], "\(reply.jsonText)",
+                reply["error"]?["data"] == .object(data), "\(reply.jsonText)",
                 sourceLocation: sourceLocation)
         }
 
@@ -310,7 +315,7 @@ extension Integration {
             #expect(refused.count == 2)
             for reply in refused {
                 #expect(reply["id"] == .null)
-                Self.expectQuota(reply, "max_connections_per_uid", 3, uid: 4102)
+                Self.expectQuota(reply, "max_connections_per_uid", 3, uid: 4102, delivered: nil)
             }
             // Meanwhile another uid, and root, are served.
             _ = try Self.alice.connect(daemon)

@@ -113,7 +113,7 @@ extension Integration {
             }
             let answer = try #require(refusal, "no call was refused after \(routed) calls\(daemon.process.logTail())")
             #expect(answer.errorCode == "overloaded", "\(answer.jsonText)")
-            #expect(answer["error"]?["data"] == ["quota": "max_queued_bytes_per_uid", "limit": .int(Int64(Self.quota))])
+            #expect(answer["error"]?["data"] == ["quota": "max_queued_bytes_per_uid", "limit": .int(Int64(Self.quota)), "delivered": false])
             #expect(
                 answer["error"]?["message"]?.stringValue?.hasPrefix(
                     "uid 65534 reached its quota max_queued_bytes_per_uid = \(Self.quota)") == true,

@@ -453,6 +453,7 @@ struct ClientTests {
         let big = JSONValue.string(String(repeating: "x", count: 1 << 20))
         let error = await mediatorError { try await client.call("Echo", "echo", params: ["big": big]) }
         #expect(error?.code == .frameTooLarge)
+        #expect(error?.delivered == .no, "never sent: a retry is safe")
         #expect(client.connection.pending.count == 0)
         try await withTimeout { try await client.ping() }
         await client.close()

@@ -72,6 +72,8 @@ struct BrokerActivationTests {
         let answer = d.takeOne(1)
         #expect(answer?["error"]?["code"] == "activation_failed")
         #expect(answer?["error"]?["message"] == #""Notes" exited with status 3 before it registered"#)
+        // Never forwarded: a retry is safe.
+        #expect(answer?["error"]?["data"] == ["delivered": false])
         // The next call tries again.
         d.send(#"{"id":2,"target":"Notes","action":"add"}"#, from: 1)
         #expect(d.spawns.count == 2)
@@ -98,7 +100,10 @@ struct BrokerActivationTests {
         d.send(#"{"id":1,"target":"Notes","action":"add","timeout_ms":200}"#, from: 1)
         d.advance(ms: 200)
         d.expire()
-        #expect(d.takeOne(1)?["error"]?["code"] == "timeout")
+        let answer = d.takeOne(1)
+        #expect(answer?["error"]?["code"] == "timeout")
+        // Unlike a call in flight, a held one never reached the component.
+        #expect(answer?["error"]?["data"] == ["delivered": false])
     }
 
     @Test func heldCallsCountAgainstTheCallsInFlightLimit() {

@@ -32,7 +32,7 @@ struct BrokerCallLifecycleTests {
         #expect(d.lastEffects.count == 1)
         d.advance(ms: 1)
         let fired = d.expire()
-        #expect(d.take(1) == [errorLine(id: #""c1""#, "timeout", #"no response from "T" within 100 ms"#)])
+        #expect(d.take(1) == [errorLine(id: #""c1""#, "timeout", #"no response from "T" within 100 ms"#, delivered: true)])
         #expect(d.takeJSON(2) == [Self.cancelEvent(1)])
         #expect(d.wakeUpEffects(fired).isEmpty, "nothing left to wait for")
         #expect(d.broker.pending.count == 0)
@@ -51,7 +51,7 @@ struct BrokerCallLifecycleTests {
         #expect(d.wakeUpEffects(effects) == [d.at(ms: 1234)])
         d.advance(ms: 1234)
         d.expire()
-        #expect(d.take(1) == [errorLine(id: "1", "timeout", #"no response from "T" within 1234 ms"#)])
+        #expect(d.take(1) == [errorLine(id: "1", "timeout", #"no response from "T" within 1234 ms"#, delivered: true)])
     }
 
     @Test func onlyExpiredCallsTimeOutOldestFirst() {
@@ -144,7 +144,7 @@ struct BrokerCallLifecycleTests {
         #expect(d.take(1).isEmpty)
         d.advance(ms: 1)
         d.expire()
-        #expect(d.take(1) == [errorLine(id: #""m""#, "timeout", #"no response from "T" within 100 ms"#)])
+        #expect(d.take(1) == [errorLine(id: #""m""#, "timeout", #"no response from "T" within 100 ms"#, delivered: true)])
         #expect(d.takeJSON(2) == [Self.cancelEvent(1)])
     }
 
@@ -186,14 +186,14 @@ struct BrokerCallLifecycleTests {
         _ = d.take(2)
         d.send(#"{"id":"c","target":"mediator","action":"cancel","params":{"id":"job"}}"#, from: 1)
         #expect(d.take(1) == [
-            errorLine(id: #""job""#, "cancelled", "the caller cancelled the call"), #"{"id":"c","result":{}}"#,
+            errorLine(id: #""job""#, "cancelled", "the caller cancelled the call", delivered: true), #"{"id":"c","result":{}}"#,
         ])
         #expect(d.takeJSON(2) == [Self.cancelEvent(1)])
         #expect(d.broker.pending.count == 1)
         // A late response to the cancelled call is dropped; the other call is unaffected.
         #expect(d.send(#"{"id":1,"result":"late"}"#, from: 2).isEmpty)
         d.send(#"{"id":"c","target":"mediator","action":"cancel","params":{"id":7.0}}"#, from: 1)
-        #expect(d.take(1) == [errorLine(id: "7", "cancelled", "the caller cancelled the call"), #"{"id":"c","result":{}}"#])
+        #expect(d.take(1) == [errorLine(id: "7", "cancelled", "the caller cancelled the call", delivered: true), #"{"id":"c","result":{}}"#])
         #expect(d.takeJSON(2) == [Self.cancelEvent(2)])
         #expect(d.broker.registry.target("T")?.instances[0].inFlight == 0)
     }
@@ -236,8 +236,8 @@ struct BrokerCallLifecycleTests {
         #expect(d.broker.pending.count == 4)
         let effects = d.disconnect(2)
         let unavailable = #"the component serving "T" disconnected with the call in flight"#
-        #expect(d.take(1) == [errorLine(id: "1", "component_unavailable", unavailable), errorLine(id: "2", "component_unavailable", unavailable)])
-        #expect(d.take(3) == [errorLine(id: #""x""#, "component_unavailable", unavailable)])
+        #expect(d.take(1) == [errorLine(id: "1", "component_unavailable", unavailable, delivered: true), errorLine(id: "2", "component_unavailable", unavailable, delivered: true)])
+        #expect(d.take(3) == [errorLine(id: #""x""#, "component_unavailable", unavailable, delivered: true)])
         #expect(d.take(9) == [#"{"event":"mediator.unregistered","data":{"instance":1,"reason":"disconnected","target":"T"}}"#])
         #expect(!effects.contains { if case .send(2, _) = $0 { true } else { false } }, "nothing is sent to the closed connection")
         #expect(d.broker.pending.count == 1)
@@ -289,8 +289,8 @@ struct BrokerCallLifecycleTests {
         d.send(#"{"id":"b","target":"T","action":"a"}"#, from: 3)
         _ = d.take(2)
         d.answerAllPending(MediatorError(.componentUnavailable, "mediatord is stopping"))
-        #expect(d.take(1) == [errorLine(id: "1", "component_unavailable", "mediatord is stopping")])
-        #expect(d.take(3) == [errorLine(id: #""b""#, "component_unavailable", "mediatord is stopping")])
+        #expect(d.take(1) == [errorLine(id: "1", "component_unavailable", "mediatord is stopping", delivered: true)])
+        #expect(d.take(3) == [errorLine(id: #""b""#, "component_unavailable", "mediatord is stopping", delivered: true)])
         #expect(d.takeJSON(2) == [Self.cancelEvent(1), Self.cancelEvent(2)])
         #expect(d.broker.pending.count == 0)
         #expect(d.answerAllPending(MediatorError(.internal, "x")).isEmpty)

@@ -204,11 +204,14 @@ extension String {
     }
 }
 
-/// An error line, as the daemon writes it (members of `error` sorted).
-func errorLine(id: String, _ code: String, _ message: String) -> String {
+/// An error line, as the daemon writes it (members of `error` sorted),
+/// with the `data.delivered` every error the daemon makes for a request has
+/// (nil: null, unknown).
+func errorLine(id: String, _ code: String, _ message: String, delivered: Bool?) -> String {
     var escaped: [UInt8] = []
     JSONValue.encodeString(message, into: &escaped)
-    return #"{"id":\#(id),"error":{"code":"\#(code)","message":\#(String(decoding: escaped, as: UTF8.self))}}"#
+    let data = delivered.map { $0 ? "true" : "false" } ?? "null"
+    return #"{"id":\#(id),"error":{"code":"\#(code)","data":{"delivered":\#(data)},"message":\#(String(decoding: escaped, as: UTF8.self))}}"#
 }
 
 /// The error code and id of a parsed line, for looser checks.

@@ -108,7 +108,7 @@ struct BrokerEventTests {
         d.connect(2)
         d.subscribe(["*"], from: 2)
         #expect(publish(d, #"{"event":"mediator.registered","data":{}}"#, from: 1) == errorLine(
-            id: #""d""#, "forbidden", #"events named "mediator.*" are sent only by the daemon"#).json)
+            id: #""d""#, "forbidden", #"events named "mediator.*" are sent only by the daemon"#, delivered: false).json)
         #expect(errorCode(publish(d, #"{"event":"mediator.cancel","data":{"id":1}}"#, from: 1)) == "forbidden")
         #expect(d.take(2).isEmpty)
         // `mediator` itself (no dot) and `mediatorx.y` are ordinary names.

@@ -10,7 +10,7 @@ struct BrokerFrameTests {
         let d = BrokerDriver { $0.maxFrameBytes = 2048 }
         d.connect(1)
         d.sendTooLarge(from: 1)
-        #expect(d.take(1) == [errorLine(id: "null", "frame_too_large", "frame longer than 2048 bytes")])
+        #expect(d.take(1) == [errorLine(id: "null", "frame_too_large", "frame longer than 2048 bytes", delivered: false)])
         #expect(d.closed.isEmpty)
         // The connection stays usable.
         d.send(#"{"id":1,"target":"mediator","action":"ping"}"#, from: 1)

@@ -48,7 +48,7 @@ struct BrokerQueuedBytesTests {
         let answer = d.takeOne(3)
         #expect(answer?["id"] == 7)
         #expect(errorCode(answer) == "overloaded")
-        #expect(answer?["error"]?["data"] == #"{"quota":"max_queued_bytes_per_uid","limit":1000}"#.json)
+        #expect(answer?["error"]?["data"] == #"{"quota":"max_queued_bytes_per_uid","limit":1000,"delivered":false}"#.json)
         let message = answer?["error"]?["message"]?.stringValue ?? ""
         #expect(message.hasPrefix("uid 1000 reached its quota max_queued_bytes_per_uid = 1000"), "\(message)")
         #expect(message.contains("\"Svc\""), "\(message)")

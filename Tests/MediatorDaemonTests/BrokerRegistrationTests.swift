@@ -59,7 +59,7 @@ struct BrokerRegistrationTests {
         d.connect(1)
         d.send(#"{"id":5,"target":"mediator","action":"hello","params":{"protocol":2,"name":"x"}}"#, from: 1)
         #expect(d.take(1) == [
-            #"{"id":5,"error":{"code":"unsupported_protocol","data":{"protocols":[1]},"message":"protocol 2 is not spoken here; mediatord speaks 1"}}"#
+            #"{"id":5,"error":{"code":"unsupported_protocol","data":{"delivered":false,"protocols":[1]},"message":"protocol 2 is not spoken here; mediatord speaks 1"}}"#
         ])
         // A string "1" is not the integer 1.
         #expect(errorCode(d.daemon("hello", #"{"protocol":"1"}"#, from: 1)) == "unsupported_protocol")
@@ -129,7 +129,7 @@ struct BrokerRegistrationTests {
         d.connect(2)
         d.send(#"{"id":1,"target":"mediator","action":"register","params":{"target":"mediator","actions":["x"]}}"#, from: 2)
         #expect(d.take(2) == [
-            errorLine(id: "1", "bad_request", #"the target "mediator" is the daemon itself and cannot be registered"#)
+            errorLine(id: "1", "bad_request", #"the target "mediator" is the daemon itself and cannot be registered"#, delivered: false)
         ])
     }
 
@@ -164,7 +164,7 @@ struct BrokerRegistrationTests {
         #expect(d.broker.registry.target("P")?.instances.map(\.instance) == [1, 2])
         // Different specs: refused.
         let answer = d.daemon("register", #"{"target":"P","actions":["a",{"name":"b","description":"other"}],"mode":"pool"}"#, from: 4)
-        #expect(answer == errorLine(id: #""d""#, "already_registered", #"pool "P" has different action specs"#).json)
+        #expect(answer == errorLine(id: #""d""#, "already_registered", #"pool "P" has different action specs"#, delivered: false).json)
         #expect(errorCode(d.daemon("register", #"{"target":"P","actions":["a"],"mode":"pool"}"#, from: 4)) == "already_registered")
         // An exclusive registration of a pool: refused.
         #expect(errorCode(d.daemon("register", #"{"target":"P","actions":["a",{"name":"b","description":"B"}]}"#, from: 4)) == "already_registered")
@@ -204,7 +204,7 @@ struct BrokerRegistrationTests {
         #expect(d.take(9) == [#"{"event":"mediator.unregistered","data":{"instance":1,"reason":"unregistered","target":"X"}}"#])
         #expect(d.broker.registry.target("X") == nil)
         d.send(#"{"id":1,"target":"X","action":"a"}"#, from: 1)
-        #expect(d.take(1) == [errorLine(id: "1", "target_not_found", #"no component serves target "X""#)])
+        #expect(d.take(1) == [errorLine(id: "1", "target_not_found", #"no component serves target "X""#, delivered: false)])
         // Disconnecting later publishes nothing more for X.
         d.disconnect(2)
         #expect(d.take(9).isEmpty)
@@ -218,7 +218,7 @@ struct BrokerRegistrationTests {
         d.register("X", from: 2)
         d.subscribe(["*"], from: 9)
         #expect(d.daemon("unregister", #"{"target":"X"}"#, id: "4", from: 3) == errorLine(
-            id: "4", "forbidden", #"target "X" was registered by another connection"#).json)
+            id: "4", "forbidden", #"target "X" was registered by another connection"#, delivered: false).json)
         #expect(d.broker.registry.target("X")?.instances.map(\.connection) == [2])
         #expect(d.take(9).isEmpty)
     }
@@ -227,7 +227,7 @@ struct BrokerRegistrationTests {
         let d = BrokerDriver()
         d.connect(2)
         #expect(d.daemon("unregister", #"{"target":"Ghost"}"#, id: "4", from: 2) == errorLine(
-            id: "4", "target_not_found", #"no component serves target "Ghost""#).json)
+            id: "4", "target_not_found", #"no component serves target "Ghost""#, delivered: false).json)
         #expect(errorCode(d.daemon("unregister", #"{"target":"mediator"}"#, from: 2)) == "target_not_found")
         #expect(errorCode(d.daemon("unregister", #"{"target":3}"#, from: 2)) == "bad_request")
         #expect(errorCode(d.daemon("unregister", "{}", from: 2)) == "bad_request")
@@ -334,7 +334,7 @@ struct BrokerRegistrationTests {
             "hello", "register", "unregister", "list", "describe", "open", "subscribe", "unsubscribe", "publish", "cancel", "ping", "status", "start", "stop", "monitor", "stats",
         ], "every action the daemon answers, the managed-component and monitor ones included")
         #expect(d.daemon("describe", #"{"target":"Nope"}"#, from: 1) == errorLine(
-            id: #""d""#, "target_not_found", #"no component serves target "Nope""#).json)
+            id: #""d""#, "target_not_found", #"no component serves target "Nope""#, delivered: false).json)
         #expect(errorCode(d.daemon("describe", "{}", from: 1)) == "bad_request")
     }
 
@@ -344,7 +344,7 @@ struct BrokerRegistrationTests {
         d.send(#"{"id":1,"target":"mediator","action":"ping"}"#, from: 1)
         #expect(d.take(1) == [#"{"id":1,"result":{}}"#])
         d.send(#"{"id":2,"target":"mediator","action":"frobnicate","params":{}}"#, from: 1)
-        #expect(d.take(1) == [errorLine(id: "2", "action_not_found", #"target "mediator" has no action "frobnicate""#)])
+        #expect(d.take(1) == [errorLine(id: "2", "action_not_found", #"target "mediator" has no action "frobnicate""#, delivered: false)])
     }
 
     @Test func daemonRequestsDoNotOccupyTheirId() {

@@ -33,7 +33,8 @@ struct BrokerResultCheckTests {
             "id": id.json,
             "error": .object([
                 "code": "invalid_result", "message": .string(message),
-                "data": .object(["target": "Notes", "action": .string(action)]),
+                // The component answered: it got the call.
+                "data": .object(["target": "Notes", "action": .string(action), "delivered": true]),
             ]),
         ])
     }
@@ -144,7 +145,7 @@ struct BrokerResultCheckTests {
     @Test func referenceInParamsIsEnforcedOnCalls() {
         let d = setUp()
         d.send(#"{"id":"a","target":"Notes","action":"add","params":{"note":{"id":"x","text":"t"}}}"#, from: 1)
-        #expect(d.take(1) == [errorLine(id: #""a""#, "invalid_params", "params.note.id: expected integer, got string")])
+        #expect(d.take(1) == [errorLine(id: #""a""#, "invalid_params", "params.note.id: expected integer, got string", delivered: false)])
         #expect(d.take(2).isEmpty)
         d.send(#"{"id":"b","target":"Notes","action":"add","params":{"note":{"id":1,"text":"t"}}}"#, from: 1)
         #expect(d.takeOne(2)?["params"] == #"{"note":{"id":1,"text":"t"}}"#.json)

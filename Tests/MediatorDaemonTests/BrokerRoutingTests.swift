@@ -217,8 +217,8 @@ struct BrokerRoutingTests {
         d.send(#"{"id":1,"target":"T","action":"nope"}"#, from: 1)
         d.send(#"{"id":2,"target":"Missing","action":"known"}"#, from: 1)
         #expect(d.take(1) == [
-            errorLine(id: "1", "action_not_found", #"target "T" has no action "nope""#),
-            errorLine(id: "2", "target_not_found", #"no component serves target "Missing""#),
+            errorLine(id: "1", "action_not_found", #"target "T" has no action "nope""#, delivered: false),
+            errorLine(id: "2", "target_not_found", #"no component serves target "Missing""#, delivered: false),
         ])
         #expect(d.take(2).isEmpty)
         #expect(d.broker.pending.count == 0)
@@ -291,7 +291,7 @@ struct BrokerRoutingTests {
         d.register("Detail", actions: Self.openActions, from: 2)
         func open(_ url: String) -> JSONValue? { d.daemon("open", #"{"url":"\#(url)"}"#, id: "3", from: 1) }
         #expect(open("app://Detail/hidden") == errorLine(
-            id: "3", "forbidden", #"action "Detail/hidden" cannot be reached through a URL"#).json)
+            id: "3", "forbidden", #"action "Detail/hidden" cannot be reached through a URL"#, delivered: false).json)
         #expect(errorCode(open("app://Detail/nativeCall?x=1")) == "forbidden")
         #expect(errorCode(open("app://Detail/nope")) == "action_not_found")
         #expect(errorCode(open("app://Nobody/show")) == "target_not_found")
@@ -342,9 +342,9 @@ struct BrokerRoutingTests {
         d.send(#"{"id":8,"target":"mediator","action":"open","params":{"url":"app://Detail/show"}}"#, from: 1)
         _ = d.take(2)
         d.send(#"{"id":8,"target":"mediator","action":"open","params":{"url":"app://Detail/show"}}"#, from: 1)
-        #expect(d.take(1) == [errorLine(id: "null", "bad_request", "id 8 is already in flight on this connection")])
+        #expect(d.take(1) == [errorLine(id: "null", "bad_request", "id 8 is already in flight on this connection", delivered: false)])
         d.send(#"{"id":9,"target":"mediator","action":"cancel","params":{"id":8}}"#, from: 1)
-        #expect(d.take(1) == [errorLine(id: "8", "cancelled", "the caller cancelled the call"), #"{"id":9,"result":{}}"#])
+        #expect(d.take(1) == [errorLine(id: "8", "cancelled", "the caller cancelled the call", delivered: true), #"{"id":9,"result":{}}"#])
         #expect(d.takeJSON(2) == [#"{"event":"mediator.cancel","data":{"id":1}}"#.json])
     }
 
@@ -418,8 +418,8 @@ struct BrokerRoutingTests {
         d.send(#"{"id":5,"target":"T","action":"a"}"#, from: 1)
         d.send(#"{"id":5.0,"target":"Nobody","action":"a"}"#, from: 1)
         #expect(d.take(1) == [
-            errorLine(id: "null", "bad_request", "id 5 is already in flight on this connection"),
-            errorLine(id: "null", "bad_request", "id 5 is already in flight on this connection"),
+            errorLine(id: "null", "bad_request", "id 5 is already in flight on this connection", delivered: false),
+            errorLine(id: "null", "bad_request", "id 5 is already in flight on this connection", delivered: false),
         ])
         #expect(d.take(2).isEmpty)
         // A string "5" is another id; another connection's 5 too.
@@ -443,7 +443,7 @@ struct BrokerRoutingTests {
         d.send(#"{"id":2,"target":"T","action":"a"}"#, from: 1)
         d.send(#"{"id":3,"target":"T","action":"a"}"#, from: 1)
         #expect(d.take(1) == [
-            errorLine(id: "3", "overloaded", "this connection has 2 calls in flight, the limit")
+            errorLine(id: "3", "overloaded", "this connection has 2 calls in flight, the limit", delivered: false)
         ])
         #expect(d.takeJSON(2).map { $0["id"] } == [1, 2])
         // The limit is per connection.

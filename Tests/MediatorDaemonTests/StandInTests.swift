@@ -71,6 +71,34 @@ struct StandInTests {
         #expect(instance?["remote_host"] == "hostB", "\(String(describing: listed))")
     }
 
+    /// The daemon handed the call to the bridge, not to the other host's
+    /// component: whether that one ran it, it cannot tell.
+    @Test func aCallToAStandInThatTheDaemonAnswersHasAnUnknownDelivery() {
+        let d = BrokerDriver()
+        d.broker.ownProcessID = BrokerDriver.credentials(2).pid
+        d.connect(1)
+        d.connect(2)
+        d.connect(3)
+        d.send(#"{"id":1,"target":"mediator","action":"register","params":{"target":"T","actions":["a"],"mode":"pool","remote":{"host":"hostB"}}}"#, from: 2)
+        _ = d.take(2)
+        d.send(#"{"id":"t","target":"T","action":"a","timeout_ms":100}"#, from: 1)
+        d.send(#"{"id":"u","target":"T","action":"a","timeout_ms":60000}"#, from: 1)
+        _ = d.take(2)
+        d.advance(ms: 100)
+        d.expire()
+        #expect(d.take(1) == [errorLine(id: #""t""#, "timeout", #"no response from "T" within 100 ms"#, delivered: nil)])
+        d.disconnect(2)
+        #expect(d.take(1) == [errorLine(
+            id: #""u""#, "component_unavailable", #"the component serving "T" disconnected with the call in flight"#, delivered: nil)])
+        // A local instance: it got the call.
+        d.register("T", actions: #"["a"]"#, mode: "pool", from: 3)
+        d.send(#"{"id":"v","target":"T","action":"a","timeout_ms":100}"#, from: 1)
+        _ = d.take(3)
+        d.advance(ms: 100)
+        d.expire()
+        #expect(d.take(1) == [errorLine(id: #""v""#, "timeout", #"no response from "T" within 100 ms"#, delivered: true)])
+    }
+
     @Test func aRemoteCallerIsHonouredFromTheDaemonsOwnProcessOnly() {
         let d = BrokerDriver()
         d.connect(1)

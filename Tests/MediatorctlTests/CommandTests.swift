@@ -51,3 +51,14 @@ import Testing
         #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot(["list", "--table", "--pretty"]) }
     }
 }
+
+/// What `mediatorctl` prints of an error's data.
+@Suite struct ErrorOutputTests {
+    @Test func deliveredIsLeftOutOfThePrintedData() {
+        #expect(Output.shownData(["delivered": false]) == nil)
+        #expect(Output.shownData(["quota": "q", "delivered": true]) == ["quota": "q"])
+        #expect(Output.shownData(["id": 3]) == ["id": 3])
+        #expect(Output.shownData([1, 2]) == [1, 2])
+        #expect(Output.shownData(nil) == nil)
+    }
+}

@@ -1,4 +1,5 @@
 """The one error type of the package, carrying the wire's error code."""
+import enum
 from typing import Any
 
 #: Codes used locally, never sent on the wire (docs/protocol.md).
@@ -6,6 +7,16 @@ UNREACHABLE = "unreachable"    # no daemon at the socket
 DISCONNECTED = "disconnected"  # the connection closed before an answer
 #: What a service answers when a handler raises something else than MediatorError.
 FAILED = "failed"
+
+
+class CallDelivery(enum.Enum):
+    """Whether a failed call reached a component (`data.delivered`, docs/protocol.md)."""
+    #: Handed to a component, which may have run it: a retry may run it twice.
+    YES = "yes"
+    #: No component got it: a retry runs it at most once.
+    NO = "no"
+    #: Nobody on the way can tell (no boolean `delivered`).
+    UNKNOWN = "unknown"
 
 
 class MediatorError(Exception):
@@ -19,6 +30,17 @@ class MediatorError(Exception):
 
     def __repr__(self) -> str:
         return "MediatorError(%r, %r, %r)" % (self.code, self.message, self.data)
+
+    @property
+    def delivered(self) -> CallDelivery:
+        """Whether the call reached a component, as `data.delivered` says:
+        `CallDelivery.NO` means a retry is safe."""
+        value = self.data.get("delivered") if isinstance(self.data, dict) else None
+        if value is True:
+            return CallDelivery.YES
+        if value is False:
+            return CallDelivery.NO
+        return CallDelivery.UNKNOWN
 
     def to_wire(self) -> dict:
         """The `error` member of a response."""

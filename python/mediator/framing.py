@@ -22,8 +22,10 @@ def encode(message: dict) -> bytes:
 def check_size(frame: bytes, limit: Optional[int]) -> None:
     """Raises `frame_too_large` when `frame` (with its LF) is over the peer's limit."""
     if limit is not None and len(frame) - 1 > limit:
+        # Never sent: no component got it.
         raise MediatorError("frame_too_large",
-                            "the message is %d bytes; the limit is %d" % (len(frame) - 1, limit))
+                            "the message is %d bytes; the limit is %d" % (len(frame) - 1, limit),
+                            {"delivered": False})
 
 
 def timeout_ms(timeout: Optional[float]) -> Optional[int]:

@@ -99,17 +99,20 @@ class SyncClientTests(DaemonTestCase):
 
     def test_errors_pass_through_with_their_code(self):
         cases = [
-            (("Notes", "fail", {"kind": "mediator"}), "not_found", {"id": 3}),
-            (("Notes", "fail", {}), "failed", None),
-            (("Notes", "add", {"text": 3}), "invalid_params", None),
-            (("Nobody", "x", {}), "target_not_found", None),
+            # A component's errors pass through unchanged: whether they say delivered is theirs to say.
+            (("Notes", "fail", {"kind": "mediator"}), "not_found", {"id": 3}, mediator.CallDelivery.UNKNOWN),
+            (("Notes", "fail", {}), "failed", None, mediator.CallDelivery.UNKNOWN),
+            # The daemon's own errors say whether the call reached a component.
+            (("Notes", "add", {"text": 3}), "invalid_params", {"delivered": False}, mediator.CallDelivery.NO),
+            (("Nobody", "x", {}), "target_not_found", {"delivered": False}, mediator.CallDelivery.NO),
         ]
-        for args, code, data in cases:
+        for args, code, data, delivered in cases:
             with self.subTest(args=args):
                 with self.assertRaises(mediator.MediatorError) as caught:
                     self.client.call(*args)
                 self.assertEqual(caught.exception.code, code)
                 self.assertEqual(caught.exception.data, data)
+                self.assertEqual(caught.exception.delivered, delivered)
         with self.assertRaises(mediator.MediatorError) as caught:
             self.client.call("Notes", "fail")
         self.assertIn("the disk is on fire", caught.exception.message)
@@ -142,6 +145,8 @@ class SyncClientTests(DaemonTestCase):
         with self.assertRaises(mediator.MediatorError) as caught:
             self.client.call("Notes", "sleep", {"s": 20}, timeout=0.3)
         self.assertEqual(caught.exception.code, "timeout")
+        # The handler got it: a retry could run it twice.
+        self.assertEqual(caught.exception.delivered, mediator.CallDelivery.YES)
         self.assertLess(time.monotonic() - started, 5)
         what, cancelled, call_id = self.events.get(timeout=10)
         self.assertEqual((what, cancelled), ("sleep", True))

@@ -46,6 +46,7 @@ class FramingTests(unittest.TestCase):
         with self.assertRaises(mediator.MediatorError) as caught:
             framing.check_size(b"x" * 11 + b"\n", 10)
         self.assertEqual(caught.exception.code, "frame_too_large")
+        self.assertEqual(caught.exception.delivered, mediator.CallDelivery.NO)
 
     def test_kinds(self):
         self.assertEqual(framing.kind({"id": 1, "target": "T", "action": "a"}), "request")
@@ -88,6 +89,15 @@ class ErrorTests(unittest.TestCase):
         self.assertEqual(error.to_wire(), {"code": "not_found", "message": "no note", "data": {"id": 3}})
         self.assertEqual(mediator.MediatorError("x", "y").to_wire(), {"code": "x", "message": "y"})
         self.assertIn("not_found", str(error))
+
+    def test_delivered(self):
+        def delivered(data):
+            return mediator.MediatorError("timeout", "", data).delivered
+        self.assertEqual(delivered({"delivered": True}), mediator.CallDelivery.YES)
+        self.assertEqual(delivered({"delivered": False, "quota": "calls"}), mediator.CallDelivery.NO)
+        # Null, absent, not a boolean, or no object data: nobody can tell.
+        for data in ({"delivered": None}, {}, {"delivered": 1}, None, [False], "no"):
+            self.assertEqual(delivered(data), mediator.CallDelivery.UNKNOWN, data)
 
     def test_malformed_errors(self):
         self.assertEqual(mediator.MediatorError.from_wire("oops").code, "internal")
