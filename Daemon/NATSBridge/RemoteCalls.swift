@@ -74,8 +74,8 @@ final class RemoteCalls: Sendable {
         return min(max(Self.milliseconds(livenessTimeout / 3), range.lowerBound), range.upperBound)
     }
 
-    /// A reply arrived on the inbox (a libnats thread).
-    func deliver(_ message: NATSMessage) {
+    /// A reply arrived on the inbox (a libnats thread) at `now`.
+    func deliver(_ message: NATSMessage, now: ContinuousClock.Instant = .now) {
         guard let token = message.subject.split(separator: ".").last.map(String.init) else { return }
         let reply: BridgeMessages.Reply
         if message.isNoResponders {
@@ -86,7 +86,6 @@ final class RemoteCalls: Sendable {
         } else {
             reply = .error(MediatorError(.internal, "an unreadable reply from another host").delivered(.unknown))
         }
-        let now = ContinuousClock.now
         let continuation = state.withLock { state -> AsyncStream<BridgeMessages.Reply>.Continuation? in
             // Changed where it is stored: the dictionary's getter would copy it.
             guard let slot = state.waiting.index(forKey: token) else { return nil }
@@ -194,24 +193,32 @@ final class RemoteCalls: Sendable {
         return any
     }
 
+    /// Starts waiting on a call to `target` about to be sent: the token of
+    /// its reply subject, and the replies as they come.
+    func expect(
+        _ target: String, timeout: Duration?, now: ContinuousClock.Instant = .now
+    ) -> (token: String, replies: AsyncStream<BridgeMessages.Reply>) {
+        let token = String(nextToken.add(1, ordering: .relaxed).oldValue)
+        let (replies, continuation) = AsyncStream.makeStream(of: BridgeMessages.Reply.self)
+        // The daemon times the call out itself; this bound only ends a wait
+        // on a host that vanished without a word and sent no keep-alives (see sweep()).
+        let bound = (timeout ?? .milliseconds(ProtocolConstants.defaultTimeoutMs)) + .seconds(1)
+        state.withLock { state in
+            state.waiting[token] = Waiting(
+                continuation: continuation, target: target, deadline: now + bound, lastHeard: now,
+                watched: keptAlive(target, in: state))
+        }
+        return (token, replies)
+    }
+
     /// Sends one call of a proxied target to whichever host serves it, and
     /// answers the local caller: partials as they come, then the result.
     func forward(_ target: String, over connection: NATSConnection, _ context: CallContext) async throws -> JSONValue {
         guard connection.isConnected else {
             throw MediatorError(.componentUnavailable, "\"\(target)\" is on another host and NATS is not reachable").delivered(.no)
         }
-        let token = String(nextToken.add(1, ordering: .relaxed).oldValue)
+        let (token, replies) = expect(target, timeout: context.timeout)
         let reply = inbox + "." + token
-        let (replies, continuation) = AsyncStream.makeStream(of: BridgeMessages.Reply.self)
-        // The daemon times the call out itself; this bound only ends a wait
-        // on a host that vanished without a word and sent no keep-alives (see sweep()).
-        let bound = (context.timeout ?? .milliseconds(ProtocolConstants.defaultTimeoutMs)) + .seconds(1)
-        let now = ContinuousClock.now
-        state.withLock { state in
-            state.waiting[token] = Waiting(
-                continuation: continuation, target: target, deadline: now + bound, lastHeard: now,
-                watched: keptAlive(target, in: state))
-        }
         let request = BridgeMessages.CallRequest(
             action: context.action, params: context.params,
             timeoutMs: context.timeout.map { Self.milliseconds($0) }, more: context.acceptsPartials, keepAliveMs: keepAliveMs)
