@@ -96,6 +96,17 @@ struct RemoteCallsTests {
         #expect(await first(fromC) == .result(1, continues: false))
     }
 
+    @Test func eachCallAsksForAKeepAliveEveryThirdOfTheLivenessTimeout() throws {
+        #expect(calls.keepAliveMs == 334)
+        var settings = NATSBridgeSettings(
+            nats: NATSOptions(servers: ["nats://127.0.0.1:4222"]), exports: [], imports: [], host: "h", socketPath: "/s")
+        #expect(settings.livenessTimeout == .seconds(3))
+        try settings.validate()
+        // Shorter than three keep-alives at the fastest rate a host sends them: refused.
+        settings.livenessTimeout = .milliseconds(299)
+        #expect(throws: NATSError.self) { try settings.validate() }
+    }
+
     @Test func noRespondersMeansTheCallReachedNobody() async {
         let (token, replies) = calls.expect("Notes", timeout: nil)
         calls.deliver(NATSMessage(subject: "_INBOX.test.\(token)", isNoResponders: true))
