@@ -20,18 +20,28 @@ public enum BridgeMessages {
         public var params: JSONValue
         public var timeoutMs: Int64?
         public var more: Bool
+        /// How often the caller asks to hear that the call still runs
+        /// (``Reply/alive(host:)``); nil: it does not ask (a plain NATS
+        /// client, an older bridge).
+        public var keepAliveMs: Int64?
 
-        public init(action: String, params: JSONValue, timeoutMs: Int64?, more: Bool) {
+        /// The range of `keepalive_ms` a serving bridge honours: a caller
+        /// cannot make it publish more often than every 100 ms.
+        public static let keepAliveRange: ClosedRange<Int64> = 100...60_000
+
+        public init(action: String, params: JSONValue, timeoutMs: Int64?, more: Bool, keepAliveMs: Int64? = nil) {
             self.action = action
             self.params = params
             self.timeoutMs = timeoutMs
             self.more = more
+            self.keepAliveMs = keepAliveMs
         }
 
         public var encoded: [UInt8] {
             var members: [String: JSONValue] = ["action": .string(action), "params": params]
             if let timeoutMs { members["timeout_ms"] = .int(timeoutMs) }
             if more { members["more"] = .bool(true) }
+            if let keepAliveMs { members["keepalive_ms"] = .int(keepAliveMs) }
             return JSONValue.object(members).encoded
         }
 
@@ -46,22 +56,28 @@ public enum BridgeMessages {
             }
             let params = members["params"] ?? .object([:])
             guard case .object = params else { return .failure(MediatorError(.badRequest, "\"params\" must be an object")) }
-            var timeoutMs: Int64?
-            if let value = members["timeout_ms"] {
+            var positive: [String: Int64] = [:]
+            for name in ["timeout_ms", "keepalive_ms"] {
+                guard let value = members[name] else { continue }
                 guard let number = value.intValue, number > 0 else {
-                    return .failure(MediatorError(.badRequest, "\"timeout_ms\" must be a positive integer"))
+                    return .failure(MediatorError(.badRequest, "\"\(name)\" must be a positive integer"))
                 }
-                timeoutMs = number
+                positive[name] = number
             }
-            return .success(CallRequest(action: action, params: params, timeoutMs: timeoutMs, more: members["more"] == .bool(true)))
+            return .success(CallRequest(
+                action: action, params: params, timeoutMs: positive["timeout_ms"], more: members["more"] == .bool(true),
+                keepAliveMs: positive["keepalive_ms"].map { min(max($0, keepAliveRange.lowerBound), keepAliveRange.upperBound) }))
         }
     }
 
     /// One answer on a call's reply subject: a result (a partial one when
-    /// `continues`), or an error.
+    /// `continues`), or an error; or, not an answer, a keep-alive.
     public enum Reply: Sendable, Equatable {
         case result(JSONValue, continues: Bool)
         case error(MediatorError)
+        /// The call still runs on `host` (sent every `keepalive_ms` to a
+        /// caller that asked): neither a partial nor an answer.
+        case alive(host: String)
 
         public var encoded: [UInt8] {
             switch self {
@@ -71,6 +87,8 @@ public enum BridgeMessages {
                 return JSONValue.object(members).encoded
             case .error(let error):
                 return JSONValue.object(["error": error.json]).encoded
+            case .alive(let host):
+                return JSONValue.object(["alive": .bool(true), "host": .string(host)]).encoded
             }
         }
 
@@ -80,6 +98,7 @@ public enum BridgeMessages {
             if let error = members["error"] {
                 return .error(MediatorError(json: error) ?? MediatorError(.internal, "unreadable error from the remote host"))
             }
+            if members["alive"] == .bool(true) { return .alive(host: members["host"]?.stringValue ?? "") }
             guard let result = members["result"] else { return nil }
             return .result(result, continues: members["continues"] == .bool(true))
         }
@@ -110,13 +129,21 @@ public enum BridgeMessages {
         /// announce the same host name differ by it (nil from bridges that
         /// predate it).
         public var instance: String?
+        /// The host sends keep-alives on the calls that ask for them
+        /// (`keepalive_ms`): a caller may then give up on a call to it that
+        /// goes silent. False from a bridge that predates them.
+        public var keepsAlive: Bool
 
-        public init(host: String, targets: [Target], intervalMs: Int64, leaving: Bool = false, instance: String? = nil) {
+        public init(
+            host: String, targets: [Target], intervalMs: Int64, leaving: Bool = false, instance: String? = nil,
+            keepsAlive: Bool = true
+        ) {
             self.host = host
             self.targets = targets
             self.intervalMs = intervalMs
             self.leaving = leaving
             self.instance = instance
+            self.keepsAlive = keepsAlive
         }
 
         public var encoded: [UInt8] {
@@ -128,6 +155,7 @@ public enum BridgeMessages {
             var members: [String: JSONValue] = ["host": .string(host), "targets": .array(list), "interval_ms": .int(intervalMs)]
             if leaving { members["leaving"] = .bool(true) }
             if let instance { members["instance"] = .string(instance) }
+            if keepsAlive { members["keepalive"] = .bool(true) }
             return JSONValue.object(members).encoded
         }
 
@@ -146,7 +174,8 @@ public enum BridgeMessages {
             }
             return Announcement(
                 host: host, targets: targets, intervalMs: interval, leaving: members["leaving"] == .bool(true),
-                instance: members["instance"]?.stringValue.map { String($0.prefix(64)) })
+                instance: members["instance"]?.stringValue.map { String($0.prefix(64)) },
+                keepsAlive: members["keepalive"] == .bool(true))
         }
     }
 }

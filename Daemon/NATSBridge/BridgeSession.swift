@@ -61,7 +61,11 @@ final class BridgeSession: Sendable {
     /// cleanly: announces it, cancels what runs, closes the connections.
     func run(while active: @escaping @Sendable () -> Bool) async throws {
         try settings.validate()
-        let calls = RemoteCalls(inbox: NATSConnection.newInbox(), subjects: subjects, host: settings.host, logger: logger)
+        let calls = RemoteCalls(
+            inbox: NATSConnection.newInbox(), subjects: subjects, host: settings.host,
+            livenessTimeout: settings.livenessTimeout, logger: logger)
+        let watcher = Task { await calls.watch() }
+        defer { watcher.cancel() }
         var natsOptions = settings.nats
         // Its own calls and events never come back to it through NATS.
         natsOptions.noEcho = true
@@ -80,9 +84,12 @@ final class BridgeSession: Sendable {
         let nats = try connectNATS(natsOptions, events: events)
         defer { nats.close() }
         let client = try await connectLocal()
-        let exports = ExportedCalls(client: client, connection: nats, logger: logger)
+        let exports = ExportedCalls(client: client, connection: nats, host: settings.host, logger: logger)
         let inbox = try nats.subscribe(calls.inbox + ".*") { calls.deliver($0) }
-        let hosts = try nats.subscribe(subjects.hosts) { [self] message in heard(message) }
+        let hosts = try nats.subscribe(subjects.hosts) { [self] message in
+            heard(message)
+            calls.heard(message)
+        }
         let cancels = try nats.subscribe(subjects.cancel) { exports.cancel($0) }
         var eventSubscription: NATSSubscription?
         var localEvents: Task<Void, Never>?
@@ -100,7 +107,6 @@ final class BridgeSession: Sendable {
         // Until the daemon shuts down or the settings change.
         while !Task.isCancelled && active() {
             await refresh(client: client, nats: nats, exports: exports, calls: calls)
-            calls.sweep()
             // The interval, or less when news arrives.
             let end = ContinuousClock.now + settings.announceInterval
             while ContinuousClock.now < end && active() && !news.exchange(false, ordering: .relaxed) {

@@ -8,15 +8,21 @@ import Synchronization
 /// each becomes a call through the local daemon (which routes it to a local
 /// instance, least busy first), and its answers go back on the call's reply
 /// subject. A `<prefix>.cancel` naming the reply subject cancels it.
+/// While a call whose caller asked for keep-alives runs, `{"alive": true}`
+/// goes on its reply subject every `keepalive_ms`, so that the caller can
+/// tell this host still works on it from a host that is gone.
 final class ExportedCalls: Sendable {
     private let client: MediatorClient
     private let connection: NATSConnection
+    /// This host's name, in the keep-alives.
+    private let host: String
     private let logger: Logger
     private let running = Mutex<[String: Task<Void, Never>]>([:])
 
-    init(client: MediatorClient, connection: NATSConnection, logger: Logger) {
+    init(client: MediatorClient, connection: NATSConnection, host: String, logger: Logger) {
         self.client = client
         self.connection = connection
+        self.host = host
         self.logger = logger
     }
 
@@ -30,7 +36,7 @@ final class ExportedCalls: Sendable {
         switch BridgeMessages.CallRequest.decode(message.payload) {
         case .success(let decoded): request = decoded
         case .failure(let error):
-            answer(reply, .error(error))
+            answer(reply, .error(error.delivered(.no)))
             return
         }
         let task = Task { [self] in
@@ -70,6 +76,10 @@ final class ExportedCalls: Sendable {
         let timeout = request.timeoutMs.map { Duration.milliseconds($0) }
         let remote = Self.remoteCaller(message)
         let host = message.header(BridgeMessages.Header.host)
+        let beat = request.keepAliveMs.map { milliseconds in
+            Task { [self] in await keepAlive(reply, every: .milliseconds(milliseconds)) }
+        }
+        defer { beat?.cancel() }
         do {
             if request.more {
                 // Each response passed on as it comes, marked as the daemon marked it.
@@ -92,6 +102,15 @@ final class ExportedCalls: Sendable {
             answer(reply, .error(MediatorError(.failed, "\(error)")))
         }
         logger.trace("served a call from another host", metadata: ["target": "\(target)", "host": "\(host ?? "?")"])
+    }
+
+    /// Says the call on `reply` still runs, every `interval` until cancelled
+    /// (the call ended). Nothing at first: a call answered within the
+    /// interval costs no keep-alive.
+    private func keepAlive(_ reply: String, every interval: Duration) async {
+        while (try? await Task.sleep(for: interval)) != nil {
+            answer(reply, .alive(host: host))
+        }
     }
 
     private func answer(_ reply: String, _ message: BridgeMessages.Reply) {

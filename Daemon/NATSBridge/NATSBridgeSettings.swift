@@ -22,6 +22,14 @@ public struct NATSBridgeSettings: Sendable, Equatable {
     public var socketPath: String
     /// How often this host says what it exports (and checks what it has).
     public var announceInterval: Duration = .seconds(2)
+    /// How long a call sent to a host that sends keep-alives may go without
+    /// a word (keep-alive, partial, answer) before that host is taken for
+    /// gone and the call answered `component_unavailable`.
+    public var livenessTimeout: Duration = .seconds(3)
+
+    /// The shortest liveness timeout: three keep-alives at the fastest
+    /// rate a serving bridge sends them (every 100 ms).
+    public static let minimumLivenessTimeout: Duration = .milliseconds(300)
 
     public init(nats: NATSOptions, exports: [TargetPattern], imports: [TargetPattern], host: String, socketPath: String) {
         self.nats = nats
@@ -50,6 +58,9 @@ public struct NATSBridgeSettings: Sendable, Equatable {
             throw NATSError.invalid("--nats-prefix \(prefix): tokens of letters, digits, _ and - separated by dots", "NATS bridge")
         }
         guard !host.isEmpty else { throw NATSError.invalid("the host name is empty", "NATS bridge") }
+        guard livenessTimeout >= Self.minimumLivenessTimeout else {
+            throw NATSError.invalid("liveness_timeout_ms: at least 300", "NATS bridge")
+        }
         for pattern in events where !NameRules.isValidEventPattern(pattern) {
             throw NATSError.invalid("--nats-events \(pattern): an event name, PREFIX.* or *", "NATS bridge")
         }

@@ -10,90 +10,218 @@ import Synchronization
 ///
 /// Every call gets exactly one ending: a final reply, an error reply, no
 /// responders (`target_not_found`), the connection to NATS going away
-/// (`component_unavailable`, at once), or its own deadline.
+/// (`component_unavailable`, at once), the host serving it going silent or
+/// leaving (`component_unavailable`, within ``livenessTimeout``), or its
+/// own deadline. The errors made here say what is known of the call's
+/// delivery (docs/protocol.md): `false` when it never left, else unknown.
+///
+/// Keep-alives: each call asks the serving host for one every third of
+/// ``livenessTimeout``. A call to a target whose every announcing host says
+/// it sends them, or a call for which one came, is given up once nothing
+/// (keep-alive, partial, answer) has come for ``livenessTimeout``; a call
+/// that may be served by an older host waits for its timeout as before.
 final class RemoteCalls: Sendable {
     let inbox: String
     private let subjects: BridgeSubjects
     private let host: String
+    /// How long a call to a host that sends keep-alives may go without a
+    /// word before the host is taken for gone (`liveness_timeout_ms`).
+    let livenessTimeout: Duration
     private let logger: Logger
+
     private struct Waiting {
         var continuation: AsyncStream<BridgeMessages.Reply>.Continuation
+        var target: String
         /// When to stop waiting on a host that vanished without a word.
         var deadline: ContinuousClock.Instant
+        /// When the last word on the call came (it was sent, a partial, a keep-alive).
+        var lastHeard: ContinuousClock.Instant
+        /// Whether silence past the liveness timeout ends the call.
+        var watched: Bool
+        /// The host that said it runs the call (its keep-alives name it).
+        var servedBy: String?
     }
 
-    private let waiting = Mutex<[String: Waiting]>([:])
+    /// What another host announced, as far as the calls sent to it go.
+    private struct ServingHost {
+        var targets: Set<String>
+        var keepsAlive: Bool
+        var lastSeen: ContinuousClock.Instant
+        /// Three of its announce intervals: past that without news, it is gone.
+        var expiry: Duration
+    }
+
+    private struct State {
+        var waiting: [String: Waiting] = [:]
+        var hosts: [String: ServingHost] = [:]
+    }
+
+    private let state = Mutex(State())
     private let nextToken = Atomic<Int>(1)
 
-    init(inbox: String, subjects: BridgeSubjects, host: String, logger: Logger) {
+    init(inbox: String, subjects: BridgeSubjects, host: String, livenessTimeout: Duration, logger: Logger) {
         self.inbox = inbox
         self.subjects = subjects
         self.host = host
+        self.livenessTimeout = livenessTimeout
         self.logger = logger
     }
 
-    /// A reply arrived on the inbox (a libnats thread).
-    func deliver(_ message: NATSMessage) {
+    /// The keep-alive interval each call asks for: a third of the liveness
+    /// timeout, so that one lost keep-alive does not end a call.
+    var keepAliveMs: Int64 {
+        let range = BridgeMessages.CallRequest.keepAliveRange
+        return min(max(Self.milliseconds(livenessTimeout / 3), range.lowerBound), range.upperBound)
+    }
+
+    /// A reply arrived on the inbox (a libnats thread) at `now`.
+    func deliver(_ message: NATSMessage, now: ContinuousClock.Instant = .now) {
         guard let token = message.subject.split(separator: ".").last.map(String.init) else { return }
         let reply: BridgeMessages.Reply
         if message.isNoResponders {
-            reply = .error(MediatorError(.targetNotFound, "no host serves this target through NATS any more"))
+            // NATS found no subscriber: the call went nowhere.
+            reply = .error(MediatorError(.targetNotFound, "no host serves this target through NATS any more").delivered(.no))
         } else if let decoded = BridgeMessages.Reply.decode(message.payload) {
             reply = decoded
         } else {
-            reply = .error(MediatorError(.internal, "an unreadable reply from another host"))
+            reply = .error(MediatorError(.internal, "an unreadable reply from another host").delivered(.unknown))
         }
-        let continuation = waiting.withLock { table -> AsyncStream<BridgeMessages.Reply>.Continuation? in
-            if case .result(_, continues: true) = reply { return table[token]?.continuation }
-            return table.removeValue(forKey: token)?.continuation
+        let continuation = state.withLock { state -> AsyncStream<BridgeMessages.Reply>.Continuation? in
+            // Changed where it is stored: the dictionary's getter would copy it.
+            guard let slot = state.waiting.index(forKey: token) else { return nil }
+            switch reply {
+            case .alive(let host):
+                state.waiting.values[slot].lastHeard = now
+                state.waiting.values[slot].watched = true
+                if !host.isEmpty { state.waiting.values[slot].servedBy = host }
+                return nil
+            case .result(_, continues: true):
+                state.waiting.values[slot].lastHeard = now
+                return state.waiting.values[slot].continuation
+            case .result, .error:
+                return state.waiting.remove(at: slot).value.continuation
+            }
         }
-        guard let continuation else { return }  // late, or for a call given up
+        guard let continuation else { return }  // a keep-alive, or late, or for a call given up
         continuation.yield(reply)
         if case .result(_, continues: true) = reply { return }
         continuation.finish()
     }
 
+    /// An announcement on `<prefix>.hosts` (a libnats thread): which hosts
+    /// serve what, and whether they send keep-alives. A host that leaves
+    /// fails the calls it said it runs, at once.
+    func heard(_ message: NATSMessage) {
+        guard let announcement = BridgeMessages.Announcement.decode(message.payload), announcement.host != host else { return }
+        let now = ContinuousClock.now
+        let left = state.withLock { state -> [AsyncStream<BridgeMessages.Reply>.Continuation] in
+            guard announcement.leaving else {
+                state.hosts[announcement.host] = ServingHost(
+                    targets: Set(announcement.targets.map(\.name)), keepsAlive: announcement.keepsAlive, lastSeen: now,
+                    expiry: .milliseconds(announcement.intervalMs) * 3)
+                return []
+            }
+            state.hosts[announcement.host] = nil
+            let tokens = state.waiting.filter { $0.value.servedBy == announcement.host }.map(\.key)
+            return tokens.compactMap { state.waiting.removeValue(forKey: $0)?.continuation }
+        }
+        let error = MediatorError(.componentUnavailable, "\(announcement.host) left with the call in flight").delivered(.unknown)
+        for continuation in left {
+            continuation.yield(.error(error))
+            continuation.finish()
+        }
+    }
+
     /// NATS went away: every call in flight fails now, not at its timeout.
     func failAll(_ error: MediatorError) {
-        let all = waiting.withLock { table in
-            defer { table.removeAll() }
-            return table.values.map(\.continuation)
+        let all = state.withLock { state in
+            defer { state.waiting.removeAll() }
+            return state.waiting.values.map(\.continuation)
         }
+        // Sent, and maybe run: nobody knows.
+        let error = error.delivered(.unknown)
         for continuation in all {
             continuation.yield(.error(error))
             continuation.finish()
         }
     }
 
-    /// Ends the waits whose deadline passed (run every few hundred ms): the
-    /// daemon has timed those calls out already; this frees their entries.
+    /// Ends the waits that have to end by `now`: past their deadline (the
+    /// daemon has timed those calls out already; this frees their entries),
+    /// silent for longer than the liveness timeout, or served by a host
+    /// that stopped announcing.
     func sweep(now: ContinuousClock.Instant = .now) {
-        let expired = waiting.withLock { table -> [AsyncStream<BridgeMessages.Reply>.Continuation] in
-            let keys = table.filter { $0.value.deadline <= now }.map(\.key)
-            return keys.compactMap { table.removeValue(forKey: $0)?.continuation }
+        let ended = state.withLock { state -> [(AsyncStream<BridgeMessages.Reply>.Continuation, MediatorError)] in
+            state.hosts = state.hosts.filter { now - $0.value.lastSeen <= $0.value.expiry }
+            var ended: [(token: String, error: MediatorError)] = []
+            for (token, call) in state.waiting {
+                if call.deadline <= now {
+                    ended.append((token, MediatorError(.timeout, "no answer from another host in time")))
+                } else if call.watched, now - call.lastHeard > livenessTimeout {
+                    let who = call.servedBy ?? "the host serving \"\(call.target)\""
+                    ended.append((token, MediatorError(
+                        .componentUnavailable, "no word from \(who) for \(Self.milliseconds(livenessTimeout)) ms: taken for gone")))
+                } else if let served = call.servedBy, state.hosts[served] == nil {
+                    ended.append((token, MediatorError(.componentUnavailable, "\(served) stopped announcing with the call in flight")))
+                }
+            }
+            return ended.compactMap { item in
+                state.waiting.removeValue(forKey: item.token).map { ($0.continuation, item.error.delivered(.unknown)) }
+            }
         }
-        for continuation in expired {
-            continuation.yield(.error(MediatorError(.timeout, "no answer from another host in time")))
+        for (continuation, error) in ended {
+            continuation.yield(.error(error))
             continuation.finish()
         }
+    }
+
+    /// Sweeps often enough for the liveness timeout to be kept within a
+    /// tenth of it (at most every 250 ms), until cancelled.
+    func watch() async {
+        let period = min(max(livenessTimeout / 10, .milliseconds(20)), .milliseconds(250))
+        while (try? await Task.sleep(for: period)) != nil { sweep() }
+    }
+
+    /// Whether a call to `target` may count on keep-alives from the start:
+    /// every host announcing it sends them.
+    private func keptAlive(_ target: String, in state: State) -> Bool {
+        var any = false
+        for serving in state.hosts.values where serving.targets.contains(target) {
+            guard serving.keepsAlive else { return false }
+            any = true
+        }
+        return any
+    }
+
+    /// Starts waiting on a call to `target` about to be sent: the token of
+    /// its reply subject, and the replies as they come.
+    func expect(
+        _ target: String, timeout: Duration?, now: ContinuousClock.Instant = .now
+    ) -> (token: String, replies: AsyncStream<BridgeMessages.Reply>) {
+        let token = String(nextToken.add(1, ordering: .relaxed).oldValue)
+        let (replies, continuation) = AsyncStream.makeStream(of: BridgeMessages.Reply.self)
+        // The daemon times the call out itself; this bound only ends a wait
+        // on a host that vanished without a word and sent no keep-alives (see sweep()).
+        let bound = (timeout ?? .milliseconds(ProtocolConstants.defaultTimeoutMs)) + .seconds(1)
+        state.withLock { state in
+            state.waiting[token] = Waiting(
+                continuation: continuation, target: target, deadline: now + bound, lastHeard: now,
+                watched: keptAlive(target, in: state))
+        }
+        return (token, replies)
     }
 
     /// Sends one call of a proxied target to whichever host serves it, and
     /// answers the local caller: partials as they come, then the result.
     func forward(_ target: String, over connection: NATSConnection, _ context: CallContext) async throws -> JSONValue {
         guard connection.isConnected else {
-            throw MediatorError(.componentUnavailable, "\"\(target)\" is on another host and NATS is not reachable")
+            throw MediatorError(.componentUnavailable, "\"\(target)\" is on another host and NATS is not reachable").delivered(.no)
         }
-        let token = String(nextToken.add(1, ordering: .relaxed).oldValue)
+        let (token, replies) = expect(target, timeout: context.timeout)
         let reply = inbox + "." + token
-        let (replies, continuation) = AsyncStream.makeStream(of: BridgeMessages.Reply.self)
-        // The daemon times the call out itself; this bound only ends a wait
-        // on a host that vanished without a word (see sweep()).
-        let bound = (context.timeout ?? .milliseconds(ProtocolConstants.defaultTimeoutMs)) + .seconds(1)
-        waiting.withLock { $0[token] = Waiting(continuation: continuation, deadline: .now + bound) }
         let request = BridgeMessages.CallRequest(
             action: context.action, params: context.params,
-            timeoutMs: context.timeout.map { Self.milliseconds($0) }, more: context.acceptsPartials)
+            timeoutMs: context.timeout.map { Self.milliseconds($0) }, more: context.acceptsPartials, keepAliveMs: keepAliveMs)
         var headers: [String: [String]] = [BridgeMessages.Header.host: [host]]
         if let caller = context.caller {
             headers[BridgeMessages.Header.callerUID] = [String(caller.uid)]
@@ -103,23 +231,24 @@ final class RemoteCalls: Sendable {
         do {
             try connection.publish(subjects.call(target), reply: reply, headers: headers, payload: request.encoded)
         } catch {
-            waiting.withLock { _ = $0.removeValue(forKey: token) }
-            throw MediatorError(.componentUnavailable, "cannot send \"\(target)/\(context.action)\" over NATS: \(error)")
+            state.withLock { _ = $0.waiting.removeValue(forKey: token) }
+            throw MediatorError(.componentUnavailable, "cannot send \"\(target)/\(context.action)\" over NATS: \(error)").delivered(.no)
         }
-        defer { waiting.withLock { _ = $0.removeValue(forKey: token) } }
+        defer { state.withLock { _ = $0.waiting.removeValue(forKey: token) } }
         return try await withTaskCancellationHandler {
             for await answer in replies {
                 switch answer {
                 case .result(let value, continues: true): await context.send(partial: value)
                 case .result(let value, continues: false): return value
                 case .error(let error): throw error
+                case .alive: continue  // never yielded: deliver(_:) takes it
                 }
             }
             // Finished without an answer: the caller gave up (onCancel below).
             throw MediatorError(.cancelled, "the call was cancelled")
         } onCancel: {
             // Our caller gave up (or the daemon cancelled): tell whoever serves it.
-            let pending = waiting.withLock { $0.removeValue(forKey: token) }
+            let pending = state.withLock { $0.waiting.removeValue(forKey: token) }
             pending?.continuation.finish()
             try? connection.publish(subjects.cancel, payload: JSONValue.object(["reply": .string(reply)]).encoded)
         }

@@ -115,6 +115,9 @@ struct NATSFlags: ParsableArguments {
         if let milliseconds = config?["announce_interval_ms"]?.intValue, milliseconds > 0 {
             settings.announceInterval = .milliseconds(milliseconds)
         }
+        if let milliseconds = config?["liveness_timeout_ms"]?.intValue, milliseconds > 0 {
+            settings.livenessTimeout = .milliseconds(milliseconds)
+        }
         try settings.validate()
         return settings
     }

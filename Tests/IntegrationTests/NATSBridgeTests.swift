@@ -321,6 +321,79 @@ extension Integration {
                 }
             }
         }
+
+        /// Host A imports from NATS server `natsA`, host B exports on `natsB`
+        /// (the same one or another node of its cluster), with a 1 s liveness
+        /// timeout and the default 2 s announce interval: a host that stops
+        /// announcing is dropped only after 6 s, so an answer within the
+        /// liveness timeout comes from the keep-alives stopping.
+        static func livenessHosts(
+            _ world: World, _ natsA: NATSServer, _ natsB: NATSServer
+        ) throws -> (a: DaemonProcess, b: DaemonProcess) {
+            let config = world.directory.file("liveness.json")
+            try Data(#"{"nats": {"liveness_timeout_ms": 1000}}"#.utf8).write(to: URL(fileURLWithPath: config))
+            return (
+                try host(world, natsA, "hostA", ["--nats-import", "*"], config: config),
+                try host(world, natsB, "hostB", ["--nats-export", "*"], config: config)
+            )
+        }
+
+        /// Four callers on A each start a `Notes/sleep` of a minute with a
+        /// 20 s timeout; once B's component has all four, `fail` takes B
+        /// away. Each caller must get `component_unavailable` within a few
+        /// seconds, saying that whether its call ran is unknown.
+        static func expectCallsInFlightAnsweredSoon(
+            _ world: World, _ a: DaemonProcess, _ b: DaemonProcess, fail: () throws -> Void
+        ) throws {
+            _ = try world.notes(b)
+            try a.waitForTarget("Notes", within: .seconds(20))
+            let callers = try (0..<4).map { _ in try world.peer(a) }
+            let ids = try callers.map { try $0.request("Notes", "sleep", params: ["ms": 60000], timeoutMs: 20000) }
+            try waitUntil("B's component to have the four calls") {
+                try b.listing("Notes")?["instances"]?.arrayValue?.first?["in_flight"]?.intValue == 4
+            }
+            try fail()
+            let failedAt = ContinuousClock.now
+            for (caller, id) in zip(callers, ids) {
+                let answer = try caller.response(to: id, within: .seconds(25))
+                #expect(answer.errorCode == "component_unavailable", "\(answer.jsonText)")
+                // Present and null: B may have run it, or not.
+                #expect(answer["error"]?["data"]?["delivered"] == .null, "\(answer.jsonText)")
+            }
+            let took = ContinuousClock.now - failedAt
+            // 1 s of silence, and the sweep; not the 20 s timeout nor the 6 s of announcements.
+            #expect(took < .seconds(4), "answered \(took) after host B went away\(a.process.logTail())")
+        }
+
+        @Test("The serving host's mediatord killed mid-call: the calls in flight to it are answered within the liveness timeout, delivered unknown")
+        func servingDaemonKilled() throws {
+            let world = try World()
+            defer { world.close() }
+            let nats = try NATSServer(world)
+            let (a, b) = try Self.livenessHosts(world, nats, nats)
+            try Self.expectCallsInFlightAnsweredSoon(world, a, b) {
+                // First, a call that runs longer than the liveness timeout: B's keep-alives keep it going.
+                let peer = try world.peer(a)
+                let long = try peer.response(to: try peer.request("Notes", "sleep", params: ["ms": 2500], timeoutMs: 20000))
+                #expect(long.isResponse && long["error"] == nil, "\(long.jsonText)")
+                b.kill()
+            }
+        }
+
+        @Test("The serving host's NATS node killed mid-call: the calls in flight are answered within the liveness timeout; a new call is never delivered")
+        func servingNATSNodeKilled() throws {
+            let world = try World()
+            defer { world.close() }
+            let nodeA = try NATSServer(world, cluster: [])
+            let nodeB = try NATSServer(world, cluster: [nodeA.clusterPort ?? 0])
+            let (a, b) = try Self.livenessHosts(world, nodeA, nodeB)
+            try Self.expectCallsInFlightAnsweredSoon(world, a, b) { nodeB.stop() }
+            // Nobody serves Notes now: NATS has no responders (or A dropped the target), and says the call went nowhere.
+            let peer = try world.peer(a)
+            let answer = try peer.response(to: try peer.request("Notes", "echo", timeoutMs: 20000), within: .seconds(10))
+            #expect(answer.errorCode == "target_not_found", "\(answer.jsonText)")
+            #expect(answer["error"]?["data"]?["delivered"] == false, "\(answer.jsonText)")
+        }
     }
 }
 
@@ -335,9 +408,18 @@ final class NATSServer: @unchecked Sendable {
     private var process: ChildProcess?
     private(set) var port = 0
     var url: String { "nats://127.0.0.1:\(port)" }
+    /// In a cluster: the port other nodes route to (nil: a single server).
+    private(set) var clusterPort: Int?
+    private let routes: [Int]
 
-    init(_ world: World) throws {
+    /// A single server, or with `cluster`, a node of a cluster on loopback
+    /// that routes to the nodes listening on `cluster` (none for the first).
+    /// A node does not tell its clients of the others, so that a client stays
+    /// on its node as it would on a machine of its own, and loses NATS with it.
+    init(_ world: World, cluster routes: [Int]? = nil) throws {
         self.world = world
+        self.routes = routes ?? []
+        if routes != nil { clusterPort = 0 }
         try start()
     }
 
@@ -345,17 +427,29 @@ final class NATSServer: @unchecked Sendable {
         guard let executable = Self.executable else { throw HarnessError("nats-server is not installed") }
         let directory = world.directory.file("nats-ports-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let process = try world.spawn(
-            executable, ["-a", "127.0.0.1", "-p", port == 0 ? "-1" : String(port), "--ports_file_dir", directory],
-            label: "nats-server")
+        var arguments = ["-a", "127.0.0.1", "-p", port == 0 ? "-1" : String(port), "--ports_file_dir", directory]
+        if let clusterPort {
+            arguments += [
+                "--cluster", "nats://127.0.0.1:\(clusterPort == 0 ? "-1" : String(clusterPort))",
+                "--cluster_name", "mediator-tests", "--no_advertise=true",
+            ]
+            if !routes.isEmpty { arguments += ["--routes", routes.map { "nats://127.0.0.1:\($0)" }.joined(separator: ",")] }
+        }
+        let process = try world.spawn(executable, arguments, label: "nats-server")
         self.process = process
         let file = "\(directory)/nats-server_\(process.pid).ports"
+        func listenPort(_ json: JSONValue, _ key: String) -> Int? {
+            json[key]?.arrayValue?.first?.stringValue?.split(separator: ":").last.flatMap { Int($0) }
+        }
         try waitUntil("nats-server's ports file\(process.logTail())") {
             guard let data = FileManager.default.contents(atPath: file),
                   let json = try? JSONValue.parse(String(decoding: data, as: UTF8.self)),
-                  let first = json["nats"]?.arrayValue?.first?.stringValue,
-                  let port = first.split(separator: ":").last.flatMap({ Int($0) })
+                  let port = listenPort(json, "nats")
             else { return false }
+            if clusterPort != nil {
+                guard let routed = listenPort(json, "cluster") else { return false }
+                clusterPort = routed
+            }
             self.port = port
             return true
         }
