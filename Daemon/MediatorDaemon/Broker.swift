@@ -49,6 +49,9 @@ public final class Broker {
     var statistics: BrokerStatistics
     /// Call latencies for swift-metrics, when an exporter wants them (nil: nothing recorded).
     var latencyMetrics: CallLatencyMetrics?
+    /// Members that services of this process add to `mediator/stats`
+    /// (``MediatorServer/addStatisticsSection(_:_:)``), read at each answer.
+    var statisticsSections: [(name: String, read: @Sendable () -> JSONValue?)] = []
     /// Where the statistics' time starts (their uptime); tests set it to their clock's start.
     var statisticsStart = NIODeadline.now()
 

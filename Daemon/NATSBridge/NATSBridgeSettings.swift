@@ -22,6 +22,11 @@ public struct NATSBridgeSettings: Sendable, Equatable {
     public var socketPath: String
     /// How often this host says what it exports (and checks what it has).
     public var announceInterval: Duration = .seconds(2)
+    /// Remote targets imported at most, in all and from one host: a host
+    /// that announces more cannot take the daemon's registrations and
+    /// memory (the others are refused, logged once and counted).
+    public var maxImports = 4096
+    public var maxImportsPerHost = 1024
 
     public init(nats: NATSOptions, exports: [TargetPattern], imports: [TargetPattern], host: String, socketPath: String) {
         self.nats = nats
@@ -50,6 +55,9 @@ public struct NATSBridgeSettings: Sendable, Equatable {
             throw NATSError.invalid("--nats-prefix \(prefix): tokens of letters, digits, _ and - separated by dots", "NATS bridge")
         }
         guard !host.isEmpty else { throw NATSError.invalid("the host name is empty", "NATS bridge") }
+        guard maxImports > 0, maxImportsPerHost > 0 else {
+            throw NATSError.invalid("--nats-max-imports and --nats-max-imports-per-host must be positive", "NATS bridge")
+        }
         for pattern in events where !NameRules.isValidEventPattern(pattern) {
             throw NATSError.invalid("--nats-events \(pattern): an event name, PREFIX.* or *", "NATS bridge")
         }
