@@ -33,6 +33,28 @@ final class BridgeSession: Sendable {
         var nameClashes: Set<String> = []
     }
 
+    /// When each kind of NATS error (status and subject) was last logged,
+    /// and how many of it were not since.
+    private let loggedErrors = Mutex<[String: (last: ContinuousClock.Instant, unreported: Int)]>([:])
+    /// One line per kind of NATS error in this interval, at most.
+    static let errorLogInterval: Duration = .seconds(10)
+
+    /// nil when `error` is not to be logged now; otherwise how many of its
+    /// kind were not logged since the last line.
+    private func errorToLog(_ error: NATSError) -> Int? {
+        let key = "\(error.status) \(error.operation)"
+        let now = ContinuousClock.now
+        return loggedErrors.withLock { logged -> Int? in
+            let previous = logged[key]
+            if let previous, now - previous.last < Self.errorLogInterval {
+                logged[key]?.unreported += 1
+                return nil
+            }
+            logged[key] = (now, 0)
+            return previous?.unreported ?? 0
+        }
+    }
+
     /// This daemon process among those that announce on one NATS: tells
     /// another daemon using the same host name from this one.
     static let instance = String(UInt64.random(in: 0...UInt64.max), radix: 36)
@@ -67,7 +89,7 @@ final class BridgeSession: Sendable {
         var natsOptions = settings.nats
         // Its own calls and events never come back to it through NATS.
         natsOptions.noEcho = true
-        let events: @Sendable (NATSConnectionEvent) -> Void = { [logger] event in
+        let events: @Sendable (NATSConnectionEvent) -> Void = { [self, logger] event in
             switch event {
             case .disconnected:
                 logger.warning("NATS disconnected; calls to other hosts fail until it is back")
@@ -76,14 +98,19 @@ final class BridgeSession: Sendable {
             case .connected: logger.notice("NATS connected")
             case .closed: logger.debug("NATS connection closed")
             case .error(let error):
-                logger.warning("NATS reported an error", metadata: ["error": "\(error.text)", "during": "\(error.operation)", "status": "\(error.status)"])
+                // libnats reports a slow consumer per message it drops: one line per kind and interval.
+                guard let unreported = self.errorToLog(error) else { return }
+                logger.warning("NATS reported an error", metadata: [
+                    "error": "\(error.text)", "during": "\(error.operation)", "status": "\(error.status)",
+                    "not_logged_since": "\(unreported)",
+                ])
             }
         }
         let nats = try connectNATS(natsOptions, events: events)
         defer { nats.close() }
         let client = try await connectLocal()
         let exports = ExportedCalls(client: client, connection: nats, logger: logger)
-        let inbox = try nats.subscribe(calls.inbox + ".*") { calls.deliver($0) }
+        let inbox = try nats.subscribe(calls.inbox + ".*", pendingBytes: RemoteCalls.inboxPendingBytes) { calls.deliver($0) }
         let hosts = try nats.subscribe(subjects.hosts) { [self] message in heard(message) }
         let cancels = try nats.subscribe(subjects.cancel) { exports.cancel($0) }
         var eventSubscription: NATSSubscription?

@@ -20,7 +20,24 @@ final class RemoteCalls: Sendable {
         var continuation: AsyncStream<BridgeMessages.Reply>.Continuation
         /// When to stop waiting on a host that vanished without a word.
         var deadline: ContinuousClock.Instant
+        /// The sizes of the partials received and not yet passed on to the
+        /// caller, oldest first, and their sum.
+        var buffered: [Int] = []
+        var bufferedBytes = 0
+        /// Where the call went, to cancel it there.
+        var connection: NATSConnection?
     }
+
+    /// Bytes of partials of one call received from NATS and not yet passed
+    /// on to the local daemon: past it, the serving host sends faster than
+    /// the bridge can pass them on; the call is cancelled there and answered
+    /// `overloaded`. (A caller that reads too slowly is the daemon's to see:
+    /// it ends the stream, and the stand-in's cancellation ends it here.)
+    static let maxBufferedPartialBytes = 16 << 20
+    /// Bytes libnats holds for the inbox's handler, all calls together
+    /// (its default is 64 MiB): past it, replies are dropped and a slow
+    /// consumer reported; a call that loses its final reply times out.
+    static let inboxPendingBytes = 32 << 20
 
     private let waiting = Mutex<[String: Waiting]>([:])
     private let nextToken = Atomic<Int>(1)
@@ -43,11 +60,27 @@ final class RemoteCalls: Sendable {
         } else {
             reply = .error(MediatorError(.internal, "an unreadable reply from another host"))
         }
-        let continuation = waiting.withLock { table -> AsyncStream<BridgeMessages.Reply>.Continuation? in
-            if case .result(_, continues: true) = reply { return table[token]?.continuation }
-            return table.removeValue(forKey: token)?.continuation
+        let (continuation, overflow) = waiting.withLock { table -> (AsyncStream<BridgeMessages.Reply>.Continuation?, NATSConnection?) in
+            guard case .result(_, continues: true) = reply else { return (table.removeValue(forKey: token)?.continuation, nil) }
+            guard var entry = table[token] else { return (nil, nil) }
+            entry.buffered.append(message.payload.count)
+            entry.bufferedBytes += message.payload.count
+            if entry.bufferedBytes > Self.maxBufferedPartialBytes {
+                table[token] = nil
+                return (entry.continuation, entry.connection)
+            }
+            table[token] = entry
+            return (entry.continuation, nil)
         }
         guard let continuation else { return }  // late, or for a call given up
+        if let overflow {
+            try? overflow.publish(subjects.cancel, payload: JSONValue.object(["reply": .string(message.subject)]).encoded)
+            continuation.yield(.error(MediatorError(
+                .overloaded, "another host sent partial results faster than they could be passed on; the call was cancelled there",
+                data: ["max_buffered_bytes": .int(Int64(Self.maxBufferedPartialBytes))])))
+            continuation.finish()
+            return
+        }
         continuation.yield(reply)
         if case .result(_, continues: true) = reply { return }
         continuation.finish()
@@ -90,7 +123,7 @@ final class RemoteCalls: Sendable {
         // The daemon times the call out itself; this bound only ends a wait
         // on a host that vanished without a word (see sweep()).
         let bound = (context.timeout ?? .milliseconds(ProtocolConstants.defaultTimeoutMs)) + .seconds(1)
-        waiting.withLock { $0[token] = Waiting(continuation: continuation, deadline: .now + bound) }
+        waiting.withLock { $0[token] = Waiting(continuation: continuation, deadline: .now + bound, connection: connection) }
         let request = BridgeMessages.CallRequest(
             action: context.action, params: context.params,
             timeoutMs: context.timeout.map { Self.milliseconds($0) }, more: context.acceptsPartials)
@@ -110,7 +143,14 @@ final class RemoteCalls: Sendable {
         return try await withTaskCancellationHandler {
             for await answer in replies {
                 switch answer {
-                case .result(let value, continues: true): await context.send(partial: value)
+                case .result(let value, continues: true):
+                    waiting.withLock { table in
+                        if let size = table[token]?.buffered.first {
+                            table[token]?.buffered.removeFirst()
+                            table[token]?.bufferedBytes -= size
+                        }
+                    }
+                    await context.send(partial: value)
                 case .result(let value, continues: false): return value
                 case .error(let error): throw error
                 }

@@ -171,3 +171,45 @@ extension Integration.NATSBridge {
         }
     }
 }
+
+extension Integration.NATSBridge {
+    @Test("A remote host flooding a local stream with partials: the caller gets overloaded and stays connected; the importer's memory stays bounded")
+    func partialFloodIsBounded() throws {
+        let world = try World()
+        defer { world.close() }
+        let nats = try NATSServer(world)
+        defer { nats.stop() }
+        let a = try Self.host(world, nats, "hostA", ["--nats-import", "*"])
+        _ = try world.spawn(
+            Paths.python, ["-u", Self.hostilePeer, "--url", nats.url, "flood", "--host", "flooder", "--target", "Flood",
+                           "--partials", "200000", "--size", "8192"],
+            label: "flooding-nats-peer")
+        try a.waitForTarget("Flood")
+        let before = try ProcFS.residentKiB(a.pid)
+
+        // A caller that reads, but far more slowly than the partials come.
+        let peer = try world.peer(a)
+        let id = try peer.request("Flood", "flood", params: [:], timeoutMs: 60_000, more: true)
+        var partials = 0
+        var final: JSONValue = .null
+        var peak = before
+        let deadline = ContinuousClock.now + .seconds(90)
+        while ContinuousClock.now < deadline {
+            let message = try peer.response(to: id, within: .seconds(30))
+            if message["continues"] != true { final = message; break }
+            partials += 1
+            if partials % 100 == 0 {
+                peak = max(peak, try ProcFS.residentKiB(a.pid))
+                sleep(for: .milliseconds(20))
+            }
+        }
+        #expect(final["error"]?["code"] == "overloaded", "after \(partials) partials: \(final)")
+        let message = final["error"]?["message"]?.stringValue ?? ""
+        #expect(message.contains("faster than"), "\(final)")
+        #expect(partials < 200_000, "\(partials)")
+        // Still connected, still served.
+        #expect(try peer.result("mediator", "ping") == [:])
+        peak = max(peak, try ProcFS.residentKiB(a.pid))
+        #expect(peak - before < 200 * 1024, "the importer grew from \(before) KiB to \(peak) KiB")
+    }
+}
