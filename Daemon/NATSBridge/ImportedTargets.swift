@@ -22,14 +22,21 @@ final class ImportedTargets: Sendable {
     /// doubles up to ``maxRetryDelay``.
     static let firstRetryDelay: Duration = .milliseconds(250)
     static let maxRetryDelay: Duration = .seconds(30)
+    /// Other hosts kept track of at once: announcements from more are
+    /// ignored (logged once, counted), so that a flood of host names cannot
+    /// grow the bridge's memory.
+    static let maxRemoteHosts = 1024
 
     private let settings: NATSBridgeSettings
     private let logger: Logger
     let connection: ComponentConnection
 
-    /// What another host announced, and when.
+    /// What another host announced, and when: only the targets that could
+    /// be imported (matching an import pattern, within the cap per host, in
+    /// name order), and how many matched.
     private struct Remote: Sendable {
-        var announcement: BridgeMessages.Announcement
+        var targets: [BridgeMessages.Announcement.Target]
+        var matching: Int
         var lastSeen: ContinuousClock.Instant
     }
 
@@ -52,6 +59,9 @@ final class ImportedTargets: Sendable {
         /// Announced targets left out by a cap now.
         var refused = 0
         var registerFailures = 0
+        /// Announcements ignored because ``maxRemoteHosts`` hosts are known.
+        var announcementsRefused = 0
+        var overHostsCap = false
     }
 
     private let state = Mutex(State())
@@ -64,15 +74,33 @@ final class ImportedTargets: Sendable {
 
     /// Records another host's announcement; true when its set of targets changed.
     func heard(_ announcement: BridgeMessages.Announcement) -> Bool {
-        state.withLock { state -> Bool in
-            let before = Set(state.remotes[announcement.host]?.announcement.targets.map(\.name) ?? [])
-            if announcement.leaving {
-                state.remotes[announcement.host] = nil
-                return !before.isEmpty
-            }
-            state.remotes[announcement.host] = Remote(announcement: announcement, lastSeen: .now)
-            return Set(announcement.targets.map(\.name)) != before
+        var matching: [String: BridgeMessages.Announcement.Target] = [:]
+        for target in announcement.targets where TargetPattern.any(settings.imports, match: target.name) {
+            matching[target.name] = matching[target.name] ?? target
         }
+        let kept = matching.keys.sorted().prefix(settings.maxImportsPerHost).compactMap { matching[$0] }
+        let host = announcement.host
+        let (changed, hostsCapReached) = state.withLock { state -> (Bool, Bool) in
+            let before = state.remotes[host].map { Set($0.targets.map(\.name)) }
+            // A host with nothing to import here takes no place.
+            if announcement.leaving || kept.isEmpty {
+                state.remotes[host] = nil
+                return (!(before?.isEmpty ?? true), false)
+            }
+            if before == nil, state.remotes.count >= Self.maxRemoteHosts {
+                state.announcementsRefused += 1
+                defer { state.overHostsCap = true }
+                return (false, !state.overHostsCap)
+            }
+            state.remotes[host] = Remote(targets: kept, matching: matching.count, lastSeen: .now)
+            return (Set(kept.map(\.name)) != before ?? [], false)
+        }
+        if hostsCapReached {
+            logger.warning("announcements from more hosts than the bridge keeps track of are ignored", metadata: [
+                "host": "\(host)", "max_remote_hosts": "\(Self.maxRemoteHosts)",
+            ])
+        }
+        return changed
     }
 
     /// When the next registration that failed is due again, if any.
@@ -90,6 +118,7 @@ final class ImportedTargets: Sendable {
                 "importing": .int(Int64(max(0, state.standIns.count - registered))),
                 "refused": .int(Int64(state.refused)),
                 "register_failures": .int(Int64(state.registerFailures)),
+                "announcements_refused": .int(Int64(state.announcementsRefused)),
                 "max_imports": .int(Int64(settings.maxImports)),
                 "max_imports_per_host": .int(Int64(settings.maxImportsPerHost)),
             ]
@@ -112,6 +141,7 @@ final class ImportedTargets: Sendable {
         let now = ContinuousClock.now
         let plan = state.withLock { state -> Plan in
             state.remotes = state.remotes.filter { now - $0.value.lastSeen <= expiry }
+            if state.remotes.count < Self.maxRemoteHosts { state.overHostsCap = false }
             var plan = Plan()
             var refused = 0
             // Each host's matching targets in name order, up to its cap; a
@@ -119,19 +149,12 @@ final class ImportedTargets: Sendable {
             var wanted: [String: (target: BridgeMessages.Announcement.Target, host: String)] = [:]
             var overCap: Set<String> = []
             for (host, entry) in state.remotes.sorted(by: { $0.key < $1.key }) {
-                var matching: [String: BridgeMessages.Announcement.Target] = [:]
-                for target in entry.announcement.targets where TargetPattern.any(settings.imports, match: target.name) {
-                    matching[target.name] = matching[target.name] ?? target
-                }
-                let names = matching.keys.sorted()
-                if names.count > settings.maxImportsPerHost {
+                if entry.matching > entry.targets.count {
                     overCap.insert(host)
-                    refused += names.count - settings.maxImportsPerHost
-                    if !state.hostsOverCap.contains(host) { plan.hostsNewlyOverCap.append((host, names.count)) }
+                    refused += entry.matching - entry.targets.count
+                    if !state.hostsOverCap.contains(host) { plan.hostsNewlyOverCap.append((host, entry.matching)) }
                 }
-                for name in names.prefix(settings.maxImportsPerHost) where wanted[name] == nil {
-                    if let target = matching[name] { wanted[name] = (target, host) }
-                }
+                for target in entry.targets where wanted[target.name] == nil { wanted[target.name] = (target, host) }
             }
             state.hostsOverCap = overCap
             // The total cap: those imported already stay, then by name.

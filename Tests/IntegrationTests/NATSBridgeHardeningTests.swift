@@ -91,14 +91,22 @@ extension Integration.NATSBridge {
 
     static func occurrences(_ text: String, in log: String) -> Int { log.components(separatedBy: text).count - 1 }
 
+    /// An importer for the flood tests: the default announce interval, so
+    /// that a host stays known for 6 s between announcements even on a busy
+    /// machine (an episode of refusals then has one start, logged once).
+    static func importer(_ world: World, _ nats: NATSServer, _ flags: [String] = []) throws -> DaemonProcess {
+        let config = world.directory.file("importer.json")
+        try Data(#"{"nats": {"announce_interval_ms": 2000}}"#.utf8).write(to: URL(fileURLWithPath: config))
+        return try host(world, nats, "hostA", ["--nats-import", "*"] + flags, config: config)
+    }
+
     @Test("A host announcing thousands of targets: imports capped per host and in total over one daemon connection, refusals logged once and counted, local clients unaffected")
     func announcementFloodIsCapped() throws {
         let world = try World()
         defer { world.close() }
         let nats = try NATSServer(world)
         defer { nats.stop() }
-        let a = try Self.host(
-            world, nats, "hostA", ["--nats-import", "*", "--nats-max-imports-per-host", "100", "--nats-max-imports", "150"])
+        let a = try Self.importer(world, nats, ["--nats-max-imports-per-host", "100", "--nats-max-imports", "150"])
         _ = try world.spawn(
             Paths.python, ["-u", Self.hostilePeer, "--url", nats.url, "announce", "--host", "evil1", "--host", "evil2",
                            "--targets", "2000", "--interval-ms", "300"],
@@ -128,6 +136,25 @@ extension Integration.NATSBridge {
         #expect(table.stdout.contains("imported 150") && table.stdout.contains("refused 3850"), "\(table)")
     }
 
+    @Test("Announcements from more hosts than the bridge keeps track of are ignored, logged once and counted")
+    func hostFloodIsCapped() throws {
+        let world = try World()
+        defer { world.close() }
+        let nats = try NATSServer(world)
+        defer { nats.stop() }
+        let a = try Self.importer(world, nats)
+        _ = try world.spawn(
+            Paths.python, ["-u", Self.hostilePeer, "--url", nats.url, "announce", "--hosts", "1100", "--targets", "1"],
+            label: "hostile-nats-peer")
+        try waitUntil("announcements refused", within: .seconds(30)) {
+            (try Self.natsStats(a)["announcements_refused"]?.intValue ?? 0) > 0
+        }
+        let bridge = try Self.natsStats(a)
+        #expect(bridge["remote_hosts"] == 1024, "\(bridge)")
+        try waitUntil("1024 stand-ins", within: .seconds(30)) { try Self.natsStats(a)["imported"] == 1024 }
+        #expect(Self.occurrences("announcements from more hosts than the bridge keeps track of", in: a.process.stderr) == 1)
+    }
+
     @Test("A host exporting 800 targets: all imported; a stand-in the daemon refuses is registered again, with backoff, once it can be")
     func everyExportImportedAndFailuresRetried() throws {
         let world = try World()
@@ -137,7 +164,7 @@ extension Integration.NATSBridge {
         // Host A's daemon refuses registrations over 4 KiB, until a reload lifts it.
         let config = world.directory.file("a.json")
         func limit(_ bytes: Int) throws {
-            try Data(#"{"max_registration_bytes": \#(bytes), "nats": {"announce_interval_ms": 200}}"#.utf8)
+            try Data(#"{"max_registration_bytes": \#(bytes), "nats": {"announce_interval_ms": 2000}}"#.utf8)
                 .write(to: URL(fileURLWithPath: config))
         }
         try limit(4096)
@@ -179,7 +206,7 @@ extension Integration.NATSBridge {
         defer { world.close() }
         let nats = try NATSServer(world)
         defer { nats.stop() }
-        let a = try Self.host(world, nats, "hostA", ["--nats-import", "*"])
+        let a = try Self.importer(world, nats)
         _ = try world.spawn(
             Paths.python, ["-u", Self.hostilePeer, "--url", nats.url, "flood", "--host", "flooder", "--target", "Flood",
                            "--partials", "200000", "--size", "8192"],

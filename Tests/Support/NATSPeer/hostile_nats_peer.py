@@ -4,7 +4,8 @@
 Speaks NATS's text protocol over TCP itself (no client library), on a
 loopback server given by --url, until it is killed:
 
-  announce: announces, as each --host, --targets targets named HOST.T00000...
+  announce: announces, as each --host (and --hosts more), --targets targets
+            named HOST.T00000...
             every --interval-ms (a host flooding the importers);
   flood:    announces --target with the action "flood" as --host and answers
             each call with --partials partial results of --size bytes as fast
@@ -78,7 +79,8 @@ def main():
     parser.add_argument("--prefix", default="mediator")
     modes = parser.add_subparsers(dest="mode", required=True)
     announce = modes.add_parser("announce")
-    announce.add_argument("--host", action="append", required=True)
+    announce.add_argument("--host", action="append", default=[])
+    announce.add_argument("--hosts", type=int, default=0, help="also announce as this many hosts h00000...")
     announce.add_argument("--targets", type=int, required=True)
     announce.add_argument("--interval-ms", type=int, default=300)
     flood = modes.add_parser("flood")
@@ -92,6 +94,7 @@ def main():
     reader = Reader(sock)
     hosts_subject = arguments.prefix + ".hosts"
     if arguments.mode == "announce":
+        arguments.host += ["h%05d" % index for index in range(arguments.hosts)]
         targets = {host: [{"target": "%s.T%05d" % (host, index), "actions": [{"name": "echo"}]}
                           for index in range(arguments.targets)] for host in arguments.host}
         while True:
