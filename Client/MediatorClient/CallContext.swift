@@ -55,8 +55,15 @@ public struct CallContext: Sendable {
     /// Sends a non-final result (`"continues": true`). Only when the request
     /// had `"more": true` and an id, and only before the handler returns;
     /// otherwise ignored, since the contract forbids `continues` then.
+    ///
+    /// Waits while the socket to the daemon has more than NIO's high
+    /// watermark (64 KiB) not yet taken: a stream goes at the pace the
+    /// daemon reads, and the daemon ends one whose caller does not keep up
+    /// (docs/daemon.md, "The outbound queue").
     public func send(partial: JSONValue) async {
-        responder?.partial(partial)
+        guard let responder else { return }
+        await responder.waitUntilWritable()
+        responder.partial(partial)
     }
 }
 
@@ -85,6 +92,11 @@ final class Responder: Sendable {
     }
 
     var isSuppressed: Bool { phase.load(ordering: .acquiring) == Self.suppressed }
+
+    func waitUntilWritable() async {
+        guard more, phase.load(ordering: .acquiring) == Self.open else { return }
+        await connection.waitUntilWritable()
+    }
 
     func partial(_ value: JSONValue) {
         guard more, let id, phase.load(ordering: .acquiring) == Self.open else { return }

@@ -3,9 +3,10 @@ import Logging
 import MediatorProtocol
 import Tracing
 
-/// Serves one connection of a running ``Component``: a task per incoming
-/// call, kept by the daemon's id so that `mediator.cancel` can cancel it; a
-/// handler that cannot suspend is answered at once, without one.
+/// Serves one connection of a running ``Component`` (or of the components
+/// of a ``ComponentConnection``, found by each call's target): a task per
+/// incoming call, kept by the daemon's id so that `mediator.cancel` can
+/// cancel it; a handler that cannot suspend is answered at once, without one.
 final class ComponentServer: Sendable {
     private enum Key: Hashable, Sendable {
         case daemon(MessageID)
@@ -33,12 +34,19 @@ final class ComponentServer: Sendable {
 
     var isLeaving: Bool { state.withLockedValue { $0.leaving } }
 
-    private let component: Component
+    /// The component that serves a call's target; nil: none on this connection.
+    private let component: @Sendable (_ target: String) -> Component?
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
 
     init(component: Component, logger: Logger) {
-        self.component = component
+        // One target per connection: the daemon sends it nothing else.
+        self.component = { _ in component }
+        self.logger = logger
+    }
+
+    init(components: @escaping @Sendable (_ target: String) -> Component?, logger: Logger) {
+        self.component = components
         self.logger = logger
     }
 
@@ -60,7 +68,13 @@ final class ComponentServer: Sendable {
     /// Starts a task for one call, or answers it at once when its handler
     /// cannot suspend. On the event loop.
     private func dispatch(_ request: IncomingRequest, _ connection: Connection) {
-        if answerImmediately(request, connection) { return }
+        guard let component = component(request.target) else {
+            // Unregistered while the call was on its way.
+            let error = MediatorError(.componentUnavailable, "\"\(request.target)\" is not served here any more")
+            Responder.answer(request.id, .failure(error), on: connection)
+            return
+        }
+        if answerImmediately(request, component, connection) { return }
         let responder = Responder(id: request.id, more: request.more, connection: connection)
         // The call is entered before its task starts, and the task is started
         // outside the lock: with `.connection` the handler runs inline, on
@@ -84,7 +98,7 @@ final class ComponentServer: Sendable {
             return
         }
         let body: @Sendable () async -> Void = { [self] in
-            await execute(request, client: client, responder: responder)
+            await execute(request, component, client: client, responder: responder)
             state.withLockedValue { state in
                 if state.calls[key]?.serial == serial { state.calls[key] = nil }
             }
@@ -108,7 +122,7 @@ final class ComponentServer: Sendable {
     /// with ``Component/HandlerExecutor/connection`` and with tracing off:
     /// a span, or the caller's `ServiceContext` that an instrument
     /// propagates, needs the task path. False when the call is not one of those.
-    private func answerImmediately(_ request: IncomingRequest, _ connection: Connection) -> Bool {
+    private func answerImmediately(_ request: IncomingRequest, _ component: Component, _ connection: Connection) -> Bool {
         guard case .connection = component.handlerExecutor,
             let handler = component.immediateHandler(for: request.action),
             let client = state.withLockedValue({ $0.stopped ? nil : $0.client }),
@@ -134,21 +148,21 @@ final class ComponentServer: Sendable {
         return true
     }
 
-    private func execute(_ request: IncomingRequest, client: MediatorClient, responder: Responder) async {
+    private func execute(_ request: IncomingRequest, _ component: Component, client: MediatorClient, responder: Responder) async {
         let context = CallContext(request: request, client: client, responder: responder)
         let outcome: Result<Component.Answer, MediatorError>
         switch client.tracing.mode {
         case .off:
-            outcome = await run(context)
+            outcome = await run(component, context)
         case .instrument(let instrument):
             // No spans, but the caller's context reaches the handler's own calls.
             var traceContext = ServiceContext.current ?? .topLevel
             if request.trace.traceparent != nil {
                 instrument.extract(request.trace, into: &traceContext, using: TraceMembersExtractor())
             }
-            outcome = await ServiceContext.$current.withValue(traceContext) { await run(context) }
+            outcome = await ServiceContext.$current.withValue(traceContext) { await run(component, context) }
         case .tracer(let tracer):
-            outcome = await traced(tracer, request, context)
+            outcome = await traced(tracer, request, component, context)
         }
         if responder.isSuppressed {
             logger.debug("call cancelled; no response sent", metadata: ["id": "\(request.id?.description ?? "-")"])
@@ -157,7 +171,7 @@ final class ComponentServer: Sendable {
     }
 
     /// The handler's outcome, its errors made `MediatorError`s.
-    private func run(_ context: CallContext) async -> Result<Component.Answer, MediatorError> {
+    private func run(_ component: Component, _ context: CallContext) async -> Result<Component.Answer, MediatorError> {
         do {
             return .success(try await component.handle(context))
         } catch {
@@ -185,7 +199,7 @@ final class ComponentServer: Sendable {
     /// ``run(_:)`` in a `.server` span named `target/action`, the child of
     /// the context the request carries (a root span when it carries none).
     private func traced<T: Tracer>(
-        _ tracer: T, _ request: IncomingRequest, _ context: CallContext
+        _ tracer: T, _ request: IncomingRequest, _ component: Component, _ context: CallContext
     ) async -> Result<Component.Answer, MediatorError> {
         var parent = ServiceContext.current ?? .topLevel
         if request.trace.traceparent != nil {
@@ -193,7 +207,7 @@ final class ComponentServer: Sendable {
         }
         return await tracer.withSpan("\(request.target)/\(request.action)", context: parent, ofKind: .server) { span in
             CallTracing.setRPCAttributes(span, request.target, request.action)
-            let outcome = await run(context)
+            let outcome = await run(component, context)
             if case .failure(let error) = outcome { CallTracing.record(error, in: span) }
             return outcome
         }

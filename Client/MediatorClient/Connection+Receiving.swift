@@ -219,6 +219,11 @@ final class InboundHandler: ChannelInboundHandler {
         }
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        connection.writabilityChanged()
+        context.fireChannelWritabilityChanged()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         connection.didClose()
         context.fireChannelInactive()

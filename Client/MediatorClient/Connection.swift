@@ -68,6 +68,9 @@ final class Connection: Sendable {
     }
 
     private let outbox = NIOLockedValueBox(Outbox())
+    /// Tasks waiting for the socket to take what is queued (``waitUntilWritable()``);
+    /// nil once the connection closed.
+    private let writableWaiters = NIOLockedValueBox<[CheckedContinuation<Void, Never>]?>([])
     private let lifecycle = NIOLockedValueBox(Lifecycle())
     /// The daemon's frame limit from `hello`, checked before sending.
     /// An atomic, not a lock: it is read for every frame sent.
@@ -156,6 +159,32 @@ final class Connection: Sendable {
     var isClosed: Bool { lifecycle.withLockedValue { $0.closed } }
 
     /// The connection is gone: fails everything that waits on it. Idempotent.
+    /// Returns once NIO holds less than its high watermark (64 KiB) of
+    /// writes the socket has not taken, or the connection closed. A stream's
+    /// partials wait here: a component that produces them faster than the
+    /// daemon reads them is slowed down instead of growing its own memory.
+    func waitUntilWritable() async {
+        if channel.isWritable { return }
+        await withCheckedContinuation { continuation in
+            let now = writableWaiters.withLockedValue { waiters -> Bool in
+                guard waiters != nil, !channel.isWritable else { return true }
+                waiters?.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// The channel's writability changed (on the event loop), or it closed.
+    func writabilityChanged(closed: Bool = false) {
+        guard closed || channel.isWritable else { return }
+        let waiters = writableWaiters.withLockedValue { waiters in
+            defer { waiters = closed ? nil : [] }
+            return waiters ?? []
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
     func didClose() {
         let (first, sweeper, byClient) = lifecycle.withLockedValue { state in
             let first = !state.closed
@@ -166,6 +195,7 @@ final class Connection: Sendable {
         }
         guard first else { return }
         sweeper?.cancel()
+        writabilityChanged(closed: true)
         let error = MediatorError.disconnected(
             byClient ? "the connection was closed" : "the connection to \(socketPath) closed")
         // The outbox first: once a caller sees a call fail, sending fails too.

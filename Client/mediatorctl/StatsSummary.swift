@@ -27,7 +27,14 @@ public enum StatsSummary {
         if let slow = stats["slow_calls"] {
             text += "  slow calls \(number(slow["total"])) (over \(milliseconds(slow["threshold_ms"]?.doubleValue)))"
         }
-        text += "\n\n"
+        text += "\n"
+        if let nats = stats["nats"] {
+            text += "nats \(nats["host"]?.stringValue ?? "-")  remote hosts \(number(nats["remote_hosts"]))"
+                + "  imported \(number(nats["imported"]))  importing \(number(nats["importing"]))"
+                + "  refused \(number(nats["refused"]))  register failures \(number(nats["register_failures"]))"
+                + "  exported \(number(nats["exported"]))\n"
+        }
+        text += "\n"
         var rows = [headers]
         for target in stats["targets"]?.arrayValue ?? [] {
             rows.append(row(target["target"]?.stringValue ?? "?", target, uptime: uptime))

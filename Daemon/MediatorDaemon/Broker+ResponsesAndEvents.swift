@@ -30,6 +30,13 @@ extension Broker {
             refuseResult(daemonID, problem: mismatch.message, partial: continues, from: connection, now: now)
             return
         }
+        if continues, let backlog, let caller = pending.withCall(daemonID, { $0.caller }) {
+            let queued = backlog(caller)
+            if queued > configuration.maxOutboundBytes / Self.streamBacklogDivisor {
+                endStream(daemonID, backlog: queued, now: now)
+                return
+            }
+        }
         let answered: (caller: ConnectionID, answer: ByteBuffer, target: String, startedAt: NIODeadline)?
         if continues {
             var deadline: NIODeadline?
@@ -55,6 +62,30 @@ extension Broker {
                 "response", from: connection, to: answered.caller, target: answered.target, event: nil,
                 elapsed: now - answered.startedAt, message: answered.answer, now: now)
         }
+    }
+
+    /// A partial for a caller that has `backlog` bytes queued, past half
+    /// of `max_outbound_bytes`: the component sends faster than the caller
+    /// reads. Rather than queue on until the caller is disconnected as a
+    /// peer that does not read, the stream ends: the caller gets
+    /// `overloaded` as the final answer and the component `mediator.cancel`
+    /// (the NATS bridge then cancels the call on the serving host).
+    func endStream(_ daemonID: Int64, backlog: Int, now: NIODeadline) {
+        guard let call = finish(daemonID, now: now) else { return }
+        recordAnswer(call, code: ErrorCode.overloaded.rawValue, now: now)
+        let limit = configuration.maxOutboundBytes / Self.streamBacklogDivisor
+        let error = MediatorError(
+            .overloaded,
+            "\"\(call.target)/\(call.action)\" sends partial results faster than the caller reads them: the stream was ended with \(backlog) bytes queued toward the caller (the limit is half of max_outbound_bytes, \(limit))",
+            data: ["limit": "max_outbound_bytes", "queued_bytes": .int(Int64(backlog))])
+        send(call.caller, writer.error(callerID: call.callerIDBytes, error, delivered: forwardedDelivery(call)))
+        sendCancelEvent(call)
+        logger.notice(
+            "stream ended: its caller reads more slowly than the component sends",
+            metadata: [
+                "target": "\(call.target)", "action": "\(call.action)", "queued_bytes": "\(backlog)",
+                "caller_pid": "\(credentials(of: call.caller)?.pid ?? 0)",
+            ])
     }
 
     /// A result that does not match its action's `result` schema: the caller

@@ -84,7 +84,15 @@ extension Broker {
             page.limit = Int(clamping: number)
         }
         let snapshot = statisticsSnapshot(now: now)
-        return .success(snapshot.json(target: target, slowCalls: slowCalls, page: page))
+        var answer = snapshot.json(target: target, slowCalls: slowCalls, page: page)
+        // The sections of other services (the NATS bridge), with the daemon's members: on the first page of all.
+        if target == nil, page.after == nil, case .object(var members) = answer {
+            for section in statisticsSections {
+                if let value = section.read() { members[section.name] = value }
+            }
+            answer = .object(members)
+        }
+        return .success(answer)
     }
 
     /// The figures of now that a snapshot reports next to the counters.

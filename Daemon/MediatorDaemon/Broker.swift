@@ -49,6 +49,16 @@ public final class Broker {
     var statistics: BrokerStatistics
     /// Call latencies for swift-metrics, when an exporter wants them (nil: nothing recorded).
     var latencyMetrics: CallLatencyMetrics?
+    /// Bytes queued toward a connection that its socket has not taken, as
+    /// its host measures them now (nil without a host: unit tests).
+    var backlog: ((ConnectionID) -> Int)?
+    /// A stream whose caller has more than `max_outbound_bytes` divided by
+    /// this queued is ended (``endStream(_:backlog:now:)``) rather than
+    /// grown until the caller is disconnected as a peer that does not read.
+    static let streamBacklogDivisor = 2
+    /// Members that services of this process add to `mediator/stats`
+    /// (``MediatorServer/addStatisticsSection(_:_:)``), read at each answer.
+    var statisticsSections: [(name: String, read: @Sendable () -> JSONValue?)] = []
     /// Where the statistics' time starts (their uptime); tests set it to their clock's start.
     var statisticsStart = NIODeadline.now()
 

@@ -105,6 +105,16 @@ public final class MediatorServer: Service, Sendable {
         }.get()
     }
 
+    /// Adds the member `name` to `mediator/stats`'s answer (the first page
+    /// of the whole daemon's), from `read` at each answer (nil: left out).
+    /// For services of this process that are clients of the daemon, such as
+    /// the NATS bridge: the broker knows them only by these figures. `read`
+    /// runs on the broker's loop: it must return at once.
+    public func addStatisticsSection(_ name: String, _ read: @escaping @Sendable () -> JSONValue?) async {
+        let host = self.host
+        try? await host.eventLoop.submit { host.broker.statisticsSections.append((name, read)) }.get()
+    }
+
     public func statistics() async -> Statistics? {
         let host = self.host
         return try? await host.eventLoop.submit {

@@ -176,8 +176,10 @@ public final class NATSConnection: @unchecked Sendable {
     /// Subscribes to `subject` (wildcards allowed), in queue group `queue`
     /// when given: each message then goes to one member of the group.
     /// `handler` runs on a libnats thread (see the type's notes).
+    /// `pendingBytes` bounds what libnats holds for the handler (64 MiB by
+    /// default): past it, it drops messages and reports a slow consumer.
     public func subscribe(
-        _ subject: String, queue: String? = nil, handler: @escaping @Sendable (NATSMessage) -> Void
+        _ subject: String, queue: String? = nil, pendingBytes: Int? = nil, handler: @escaping @Sendable (NATSMessage) -> Void
     ) throws(NATSError) -> NATSSubscription {
         let box = Unmanaged.passRetained(NATSSubscription.HandlerBox(handler))
         let context = box.toOpaque()
@@ -196,6 +198,13 @@ public final class NATSConnection: @unchecked Sendable {
         guard status == NATS_OK, let subscription = created else {
             box.release()
             throw NATSError(status, "subscribe to \(subject)")
+        }
+        if let pendingBytes {
+            // -1: no limit on the count of messages, only on their bytes.
+            let status = libnats.natsSubscription_SetPendingLimits(subscription, -1, Int32(clamping: pendingBytes))
+            if status != NATS_OK {
+                Logger(label: "mediator.nats").warning("no pending limit for \(subject): \(NATSError(status, "pending limits"))")
+            }
         }
         // The handler's box goes when libnats says no callback can run any more.
         let completion = libnats.natsSubscription_SetOnCompleteCB(subscription, { context in

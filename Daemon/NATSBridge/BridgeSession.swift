@@ -16,28 +16,43 @@ import Glibc
 ///   on `<prefix>.call.<target>` in the queue group of that name, and
 ///   announced on `<prefix>.hosts` every interval.
 /// - Import: each remote target announced by another host and matching an
-///   import pattern is registered on the local daemon as a stand-in (a
-///   component whose handlers forward over NATS), which the daemon calls
-///   only when no local instance of the target is registered.
+///   import pattern is registered on the local daemon as a stand-in
+///   (``ImportedTargets``), all over one daemon connection.
 final class BridgeSession: Sendable {
     private let settings: NATSBridgeSettings
     private let subjects: BridgeSubjects
     private let logger: Logger
 
-    /// What other hosts announced, by host.
-    private struct Remote: Sendable {
-        var announcement: BridgeMessages.Announcement
-        var lastSeen: ContinuousClock.Instant
-    }
+    private let imports: ImportedTargets
 
     private struct State: Sendable {
-        var remotes: [String: Remote] = [:]
         var exported: [String: NATSSubscription] = [:]
-        var proxies: [String: Task<Void, Never>] = [:]
         /// The specs of each exported target, read once with `describe`.
         var exportedSpecs: [String: BridgeMessages.Announcement.Target] = [:]
         /// Other daemons heard announcing this host's name, each logged once.
         var nameClashes: Set<String> = []
+    }
+
+    /// When each kind of NATS error (status and subject) was last logged,
+    /// and how many of it were not since.
+    private let loggedErrors = Mutex<[String: (last: ContinuousClock.Instant, unreported: Int)]>([:])
+    /// One line per kind of NATS error in this interval, at most.
+    static let errorLogInterval: Duration = .seconds(10)
+
+    /// nil when `error` is not to be logged now; otherwise how many of its
+    /// kind were not logged since the last line.
+    private func errorToLog(_ error: NATSError) -> Int? {
+        let key = "\(error.status) \(error.operation)"
+        let now = ContinuousClock.now
+        return loggedErrors.withLock { logged -> Int? in
+            let previous = logged[key]
+            if let previous, now - previous.last < Self.errorLogInterval {
+                logged[key]?.unreported += 1
+                return nil
+            }
+            logged[key] = (now, 0)
+            return previous?.unreported ?? 0
+        }
     }
 
     /// This daemon process among those that announce on one NATS: tells
@@ -55,6 +70,15 @@ final class BridgeSession: Sendable {
         self.settings = settings
         self.subjects = BridgeSubjects(prefix: settings.prefix)
         self.logger = logger
+        self.imports = ImportedTargets(settings: settings, logger: logger)
+    }
+
+    /// The bridge's figures for `mediator/stats` (docs/scale-out.md).
+    var statistics: JSONValue {
+        var members = imports.statistics
+        members["host"] = .string(settings.host)
+        members["exported"] = .int(Int64(state.withLock { $0.exported.count }))
+        return .object(members)
     }
 
     /// Runs until `active` turns false or the task is cancelled, then leaves
@@ -69,7 +93,7 @@ final class BridgeSession: Sendable {
         var natsOptions = settings.nats
         // Its own calls and events never come back to it through NATS.
         natsOptions.noEcho = true
-        let events: @Sendable (NATSConnectionEvent) -> Void = { [logger] event in
+        let events: @Sendable (NATSConnectionEvent) -> Void = { [self, logger] event in
             switch event {
             case .disconnected:
                 logger.warning("NATS disconnected; calls to other hosts fail until it is back")
@@ -78,14 +102,19 @@ final class BridgeSession: Sendable {
             case .connected: logger.notice("NATS connected")
             case .closed: logger.debug("NATS connection closed")
             case .error(let error):
-                logger.warning("NATS reported an error", metadata: ["error": "\(error.text)", "during": "\(error.operation)", "status": "\(error.status)"])
+                // libnats reports a slow consumer per message it drops: one line per kind and interval.
+                guard let unreported = self.errorToLog(error) else { return }
+                logger.warning("NATS reported an error", metadata: [
+                    "error": "\(error.text)", "during": "\(error.operation)", "status": "\(error.status)",
+                    "not_logged_since": "\(unreported)",
+                ])
             }
         }
         let nats = try connectNATS(natsOptions, events: events)
         defer { nats.close() }
         let client = try await connectLocal()
         let exports = ExportedCalls(client: client, connection: nats, host: settings.host, logger: logger)
-        let inbox = try nats.subscribe(calls.inbox + ".*") { calls.deliver($0) }
+        let inbox = try nats.subscribe(calls.inbox + ".*", pendingBytes: RemoteCalls.inboxPendingBytes) { calls.deliver($0) }
         let hosts = try nats.subscribe(subjects.hosts) { [self] message in
             heard(message)
             calls.heard(message)
@@ -99,6 +128,8 @@ final class BridgeSession: Sendable {
             localEvents = Task { await events.forwardLocal(stream, to: nats) }
             eventSubscription = try nats.subscribe(subjects.events) { events.received($0, client: client) }
         }
+        // The stand-ins' one daemon connection; after a reconnect, the next round registers them again.
+        let standIns = Task { [self] in await imports.connection.run { self.news.store(true, ordering: .relaxed) } }
         logger.info("NATS bridge up", metadata: [
             "host": "\(settings.host)", "instance": "\(Self.instance)", "prefix": "\(settings.prefix)",
             "exports": "\(settings.exports)", "imports": "\(settings.imports)", "events": "\(settings.events)",
@@ -107,8 +138,8 @@ final class BridgeSession: Sendable {
         // Until the daemon shuts down or the settings change.
         while !Task.isCancelled && active() {
             await refresh(client: client, nats: nats, exports: exports, calls: calls)
-            // The interval, or less when news arrives.
-            let end = ContinuousClock.now + settings.announceInterval
+            // The interval, or less when news arrives or a registration is to be tried again.
+            let end = min(ContinuousClock.now + settings.announceInterval, imports.nextRetry ?? .now + settings.announceInterval)
             while ContinuousClock.now < end && active() && !news.exchange(false, ordering: .relaxed) {
                 guard (try? await Task.sleep(for: .milliseconds(50))) != nil else { break }
             }
@@ -121,12 +152,9 @@ final class BridgeSession: Sendable {
         ).encoded)
         try? nats.flush(timeout: .milliseconds(500))
         exports.cancelAll()
-        let proxies = state.withLock { state in
-            defer { state.proxies.removeAll(); state.exported.removeAll() }
-            return Array(state.proxies.values)
-        }
-        for proxy in proxies { proxy.cancel() }
-        for proxy in proxies { await proxy.value }
+        state.withLock { $0.exported.removeAll() }
+        standIns.cancel()
+        await standIns.value
         localEvents?.cancel()
         _ = (inbox, hosts, cancels, eventSubscription)
         await client.close()
@@ -175,16 +203,7 @@ final class BridgeSession: Sendable {
             if announcement.instance != Self.instance { nameClash(announcement) }
             return
         }
-        let changed = state.withLock { state -> Bool in
-            let before = Set(state.remotes[announcement.host]?.announcement.targets.map(\.name) ?? [])
-            if announcement.leaving {
-                state.remotes[announcement.host] = nil
-                return !before.isEmpty
-            }
-            state.remotes[announcement.host] = Remote(announcement: announcement, lastSeen: .now)
-            return Set(announcement.targets.map(\.name)) != before
-        }
-        if changed { news.store(true, ordering: .relaxed) }
+        if imports.heard(announcement) { news.store(true, ordering: .relaxed) }
     }
 
     /// Another daemon announces the host name this one uses: each drops the
@@ -218,7 +237,7 @@ final class BridgeSession: Sendable {
             return
         }
         await export(local, client: client, nats: nats, exports: exports)
-        reconcileImports(nats: nats, calls: calls)
+        await imports.reconcile(nats: nats, calls: calls)
     }
 
     private func export(_ local: [String: JSONValue], client: MediatorClient, nats: NATSConnection, exports: ExportedCalls) async {
@@ -258,71 +277,5 @@ final class BridgeSession: Sendable {
             host: settings.host, targets: announced, intervalMs: RemoteCalls.milliseconds(settings.announceInterval),
             instance: Self.instance)
         try? nats.publish(subjects.hosts, payload: announcement.encoded)
-    }
-
-    /// Registers a stand-in for each remote target to import (behind any
-    /// local instance: the daemon calls a stand-in only when no local
-    /// instance is registered); removes those no host announces any more.
-    private func reconcileImports(nats: NATSConnection, calls: RemoteCalls) {
-        let expiry = settings.announceInterval * 3
-        let now = ContinuousClock.now
-        let (start, stop) = state.withLock { state -> ([(target: BridgeMessages.Announcement.Target, host: String)], [Task<Void, Never>]) in
-            state.remotes = state.remotes.filter { now - $0.value.lastSeen <= expiry }
-            var wanted: [String: (target: BridgeMessages.Announcement.Target, host: String)] = [:]
-            for (host, entry) in state.remotes.sorted(by: { $0.key < $1.key }) {
-                for target in entry.announcement.targets where TargetPattern.any(settings.imports, match: target.name) {
-                    if wanted[target.name] == nil { wanted[target.name] = (target, host) }
-                }
-            }
-            let stopping = state.proxies.keys.filter { wanted[$0] == nil }
-            let stopTasks = stopping.compactMap { state.proxies.removeValue(forKey: $0) }
-            let starting = wanted.filter { state.proxies[$0.key] == nil }.map(\.value)
-            return (starting, stopTasks)
-        }
-        for task in stop { task.cancel() }
-        for (target, host) in start {
-            let task = Task { [self] in await proxy(target, host: host, nats: nats, calls: calls) }
-            state.withLock { $0.proxies[target.name] = task }
-            logger.info("importing \(target.name) from another host over NATS")
-        }
-    }
-
-    /// Serves one imported target on the local daemon until cancelled.
-    private func proxy(
-        _ target: BridgeMessages.Announcement.Target, host: String, nats: NATSConnection, calls: RemoteCalls
-    ) async {
-        var component = Component(
-            target: target.name, description: target.description, mode: .pool, handlerExecutor: .concurrent)
-        component.remoteHost = host
-        let name = target.name
-        let ownPID = getpid()
-        let forward: @Sendable (CallContext) async throws -> JSONValue = { context in
-            // A call from this process is one this host's exporter took from
-            // NATS while no local instance was left: sending it back to NATS
-            // could bring it here again.
-            if context.caller?.pid == ownPID {
-                throw MediatorError(.targetNotFound, "\"\(name)\" has no instance on this host")
-            }
-            return try await calls.forward(name, over: nats, context)
-        }
-        for spec in target.actions where spec.name != "notFound" {
-            component.action(spec.name, description: spec.description, params: spec.params, result: spec.result, url: spec.url, forward)
-        }
-        if target.actions.contains(where: { $0.name == "notFound" }) {
-            component.notFound { action, params, context in
-                if context.caller?.pid == ownPID {
-                    throw MediatorError(.targetNotFound, "\"\(name)\" has no instance on this host")
-                }
-                var context = context
-                context.action = action
-                context.params = params
-                return try await calls.forward(name, over: nats, context)
-            }
-        }
-        do {
-            try await component.run(socketPath: settings.socketPath, name: "nats-bridge")
-        } catch {
-            if !Task.isCancelled { logger.warning("cannot import \(name): \(error)") }
-        }
     }
 }

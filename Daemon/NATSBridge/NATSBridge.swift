@@ -1,4 +1,5 @@
 import Logging
+import MediatorProtocol
 import ServiceLifecycle
 import Synchronization
 
@@ -10,6 +11,8 @@ public final class NATSBridge: Service, Sendable {
     private let logger: Logger
     /// The settings to run with, and a number that changes with them.
     private let current: Mutex<(settings: NATSBridgeSettings?, generation: Int)>
+    /// The session running now, for its figures.
+    private let session = Mutex<BridgeSession?>(nil)
 
     public init(settings: NATSBridgeSettings?, logger: Logger) {
         self.logger = logger
@@ -28,6 +31,12 @@ public final class NATSBridge: Service, Sendable {
         if changed { logger.info("NATS settings changed; the bridge restarts with them") }
     }
 
+    /// The `"nats"` member of `mediator/stats` (docs/scale-out.md,
+    /// "Statistics"); nil while no bridge runs.
+    public var statistics: JSONValue? {
+        session.withLock { $0 }?.statistics
+    }
+
     public func run() async throws {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
@@ -35,7 +44,10 @@ public final class NATSBridge: Service, Sendable {
                 let active: @Sendable () -> Bool = { self.current.withLock { $0.generation } == generation }
                 if let settings {
                     do {
-                        try await BridgeSession(settings: settings, logger: self.logger).run(while: active)
+                        let session = BridgeSession(settings: settings, logger: self.logger)
+                        self.session.withLock { $0 = session }
+                        defer { self.session.withLock { $0 = nil } }
+                        try await session.run(while: active)
                     } catch {
                         // Bad settings (a credentials file that cannot be read, say):
                         // local routing goes on; a reload may fix them.

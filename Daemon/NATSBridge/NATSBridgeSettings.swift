@@ -30,6 +30,11 @@ public struct NATSBridgeSettings: Sendable, Equatable {
     /// The shortest liveness timeout: three keep-alives at the fastest
     /// rate a serving bridge sends them (every 100 ms).
     public static let minimumLivenessTimeout: Duration = .milliseconds(300)
+    /// Remote targets imported at most, in all and from one host: a host
+    /// that announces more cannot take the daemon's registrations and
+    /// memory (the others are refused, logged once and counted).
+    public var maxImports = 4096
+    public var maxImportsPerHost = 1024
 
     public init(nats: NATSOptions, exports: [TargetPattern], imports: [TargetPattern], host: String, socketPath: String) {
         self.nats = nats
@@ -60,6 +65,9 @@ public struct NATSBridgeSettings: Sendable, Equatable {
         guard !host.isEmpty else { throw NATSError.invalid("the host name is empty", "NATS bridge") }
         guard livenessTimeout >= Self.minimumLivenessTimeout else {
             throw NATSError.invalid("liveness_timeout_ms: at least 300", "NATS bridge")
+        }
+        guard maxImports > 0, maxImportsPerHost > 0 else {
+            throw NATSError.invalid("--nats-max-imports and --nats-max-imports-per-host must be positive", "NATS bridge")
         }
         for pattern in events where !NameRules.isValidEventPattern(pattern) {
             throw NATSError.invalid("--nats-events \(pattern): an event name, PREFIX.* or *", "NATS bridge")

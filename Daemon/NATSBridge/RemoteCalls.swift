@@ -40,7 +40,24 @@ final class RemoteCalls: Sendable {
         var watched: Bool
         /// The host that said it runs the call (its keep-alives name it).
         var servedBy: String?
+        /// The sizes of the partials received and not yet passed on to the
+        /// caller, oldest first, and their sum.
+        var buffered: [Int] = []
+        var bufferedBytes = 0
+        /// Where the call went, to cancel it there.
+        var connection: NATSConnection?
     }
+
+    /// Bytes of partials of one call received from NATS and not yet passed
+    /// on to the local daemon: past it, the serving host sends faster than
+    /// the bridge can pass them on; the call is cancelled there and answered
+    /// `overloaded`. (A caller that reads too slowly is the daemon's to see:
+    /// it ends the stream, and the stand-in's cancellation ends it here.)
+    static let maxBufferedPartialBytes = 16 << 20
+    /// Bytes libnats holds for the inbox's handler, all calls together
+    /// (its default is 64 MiB): past it, replies are dropped and a slow
+    /// consumer reported; a call that loses its final reply times out.
+    static let inboxPendingBytes = 32 << 20
 
     /// What another host announced, as far as the calls sent to it go.
     private struct ServingHost {
@@ -86,23 +103,38 @@ final class RemoteCalls: Sendable {
         } else {
             reply = .error(MediatorError(.internal, "an unreadable reply from another host").delivered(.unknown))
         }
-        let continuation = state.withLock { state -> AsyncStream<BridgeMessages.Reply>.Continuation? in
+        typealias Continuation = AsyncStream<BridgeMessages.Reply>.Continuation
+        let (continuation, overflow) = state.withLock { state -> (Continuation?, NATSConnection?) in
             // Changed where it is stored: the dictionary's getter would copy it.
-            guard let slot = state.waiting.index(forKey: token) else { return nil }
+            guard let slot = state.waiting.index(forKey: token) else { return (nil, nil) }
             switch reply {
             case .alive(let host):
                 state.waiting.values[slot].lastHeard = now
                 state.waiting.values[slot].watched = true
                 if !host.isEmpty { state.waiting.values[slot].servedBy = host }
-                return nil
+                return (nil, nil)
             case .result(_, continues: true):
                 state.waiting.values[slot].lastHeard = now
-                return state.waiting.values[slot].continuation
+                state.waiting.values[slot].buffered.append(message.payload.count)
+                state.waiting.values[slot].bufferedBytes += message.payload.count
+                if state.waiting.values[slot].bufferedBytes > Self.maxBufferedPartialBytes {
+                    let call = state.waiting.remove(at: slot).value
+                    return (call.continuation, call.connection)
+                }
+                return (state.waiting.values[slot].continuation, nil)
             case .result, .error:
-                return state.waiting.remove(at: slot).value.continuation
+                return (state.waiting.remove(at: slot).value.continuation, nil)
             }
         }
         guard let continuation else { return }  // a keep-alive, or late, or for a call given up
+        if let overflow {
+            try? overflow.publish(subjects.cancel, payload: JSONValue.object(["reply": .string(message.subject)]).encoded)
+            continuation.yield(.error(MediatorError(
+                .overloaded, "another host sent partial results faster than they could be passed on; the call was cancelled there",
+                data: ["max_buffered_bytes": .int(Int64(Self.maxBufferedPartialBytes))]).delivered(.unknown)))
+            continuation.finish()
+            return
+        }
         continuation.yield(reply)
         if case .result(_, continues: true) = reply { return }
         continuation.finish()
@@ -218,6 +250,7 @@ final class RemoteCalls: Sendable {
             throw MediatorError(.componentUnavailable, "\"\(target)\" is on another host and NATS is not reachable").delivered(.no)
         }
         let (token, replies) = expect(target, timeout: context.timeout)
+        state.withLock { $0.waiting[token]?.connection = connection }
         let reply = inbox + "." + token
         let request = BridgeMessages.CallRequest(
             action: context.action, params: context.params,
@@ -238,7 +271,13 @@ final class RemoteCalls: Sendable {
         return try await withTaskCancellationHandler {
             for await answer in replies {
                 switch answer {
-                case .result(let value, continues: true): await context.send(partial: value)
+                case .result(let value, continues: true):
+                    state.withLock { state in
+                        guard let slot = state.waiting.index(forKey: token), !state.waiting.values[slot].buffered.isEmpty
+                        else { return }
+                        state.waiting.values[slot].bufferedBytes -= state.waiting.values[slot].buffered.removeFirst()
+                    }
+                    await context.send(partial: value)
                 case .result(let value, continues: false): return value
                 case .error(let error): throw error
                 case .alive: continue  // never yielded: deliver(_:) takes it

@@ -240,6 +240,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             onStopping: { notifier.stopping() })
 
         await server.loadPolicy(settings.loadPolicy(logger: logger))
+        await server.addStatisticsSection("nats") { bridge.statistics }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: ReloadService(

@@ -38,6 +38,14 @@ struct NATSFlags: ParsableArguments {
     @Option(name: .customLong("nats-host"), help: "This host's name towards the others (default: the host name, with /user:UID for a user instance and :SOCKET for a socket not the default).")
     var host: String?
 
+    @Option(name: .customLong("nats-max-imports"), help: ArgumentHelp(
+        "Remote targets imported at most, from all hosts (default 4096).", valueName: "count"))
+    var maxImports: Int?
+
+    @Option(name: .customLong("nats-max-imports-per-host"), help: ArgumentHelp(
+        "Remote targets imported at most from one host (default 1024).", valueName: "count"))
+    var maxImportsPerHost: Int?
+
     @Option(name: .customLong("nats-user"), help: "NATS user name; the password comes from --nats-password-file.")
     var user: String?
 
@@ -117,6 +125,10 @@ struct NATSFlags: ParsableArguments {
         }
         if let milliseconds = config?["liveness_timeout_ms"]?.intValue, milliseconds > 0 {
             settings.livenessTimeout = .milliseconds(milliseconds)
+        }
+        if let count = maxImports ?? config?["max_imports"]?.intValue.map({ Int(clamping: $0) }) { settings.maxImports = count }
+        if let count = maxImportsPerHost ?? config?["max_imports_per_host"]?.intValue.map({ Int(clamping: $0) }) {
+            settings.maxImportsPerHost = count
         }
         try settings.validate()
         return settings
