@@ -182,12 +182,15 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             if let fd = try SocketActivation.passedSocket() {
                 listener = .adopted(NIOBSDSocket.Handle(fd), description: "socket-activated fd \(fd)")
             } else {
-                listener = .path(ProtocolConstants.socketPath(
+                listener = .path(try ProtocolConstants.socketPath(
                     explicit: socket ?? loaded.socketFromConfig, environment: ProcessInfo.processInfo.environment,
                     userInstance: user))
             }
+        } catch let error as UserRuntimeDirectoryUnset {
+            logger.error("--user: \(error.description)")
+            throw ExitCode(1)
         } catch {
-            logger.error("\(error.description)")
+            logger.error("\(error)")
             throw ExitCode(1)
         }
 
@@ -204,9 +207,10 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         let natsFlags = nats
         let bridgeSocket = listener.socketPath ?? ""
         // This instance's socket when none is given: the default host name says only what differs from it.
-        let defaultSocket = ProtocolConstants.socketPath(
-            explicit: nil, environment: ProcessInfo.processInfo.environment.filter { $0.key == "XDG_RUNTIME_DIR" },
-            userInstance: user)
+        // (A user instance given its socket needs no XDG_RUNTIME_DIR; its default is then the system's.)
+        let runtimeDirectory = ProcessInfo.processInfo.environment.filter { $0.key == "XDG_RUNTIME_DIR" }
+        let defaultSocket = (try? ProtocolConstants.socketPath(explicit: nil, environment: runtimeDirectory, userInstance: user))
+            ?? ProtocolConstants.socketPath(explicit: nil, environment: runtimeDirectory)
         let userUID = user ? getuid() : nil
         let natsSettings: @Sendable (JSONValue?) throws -> NATSBridgeSettings? = { config in
             try natsFlags.bridgeSettings(config: config, socketPath: bridgeSocket, defaultSocketPath: defaultSocket, userUID: userUID)
