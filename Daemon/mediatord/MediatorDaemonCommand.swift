@@ -269,8 +269,10 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
                 logger: logger))
         do {
             try await group.run()
-        } catch let error as SocketFile.InUse {
-            logger.error("\(error.description)")
+        } catch {
+            // One line, not ArgumentParser's dump: the socket's and the
+            // metrics endpoint's errors say what, where and what to do.
+            logger.error("\(error)")
             throw ExitCode(1)
         }
     }
