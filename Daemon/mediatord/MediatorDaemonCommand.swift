@@ -171,10 +171,16 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "mediatord")
+        // Settings that cannot be used: one line, not ArgumentParser's usage
+        // text, with the exit status of a bad flag.
+        func unusable(_ message: String) -> ExitCode {
+            logger.error("\(message)")
+            return ExitCode.validationFailure
+        }
 
         let settings = self.settings
         let loaded: DaemonSettings.Loaded
-        do { loaded = try settings.load() } catch { throw ValidationError("\(error)") }
+        do { loaded = try settings.load() } catch { throw unusable("\(error)") }
         OpenFileLimit.raise(forConnections: loaded.configuration.maxConnections, logger: logger)
 
         let listener: MediatorServer.Listener
@@ -197,7 +203,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         var metricsAddress: MetricsListenAddress?
         if let text = metricsListen ?? loaded.metricsListenFromConfig {
             do { metricsAddress = try MetricsListenAddress(parsing: text) } catch {
-                throw ValidationError("--metrics-listen: \(error.description)")
+                throw unusable("--metrics-listen: \(error.description)")
             }
         }
         // Latencies are recorded per call only when something exports them.
@@ -219,7 +225,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         do {
             bridge = NATSBridge(settings: try natsSettings(loaded.natsFromConfig), logger: Logger(label: "mediatord.nats"))
         } catch {
-            throw ValidationError("NATS: \(error)")
+            throw unusable("NATS: \(error)")
         }
 
         let (socketFlag, metricsListenFlag) = (socket, metricsListen)

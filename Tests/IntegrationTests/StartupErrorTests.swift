@@ -110,6 +110,26 @@ extension Integration {
             #expect(!FileManager.default.fileExists(atPath: socketPath))
         }
 
+        @Test("Settings that cannot be used: one line each, exit status 64, no usage text")
+        func unusableSettings() throws {
+            let world = try World()
+            defer { world.close() }
+            let missing = world.directory.path + "/missing.json"
+            let cases: [(arguments: [String], line: String)] = [
+                (["--config", missing], "cannot read config \(missing): No such file or directory"),
+                (["--metrics-listen", "10.1.1.1:80"], "--metrics-listen: 10.1.1.1 is not a loopback address"),
+                (["--max-frame-bytes", "0"], "--max-frame-bytes must be positive"),
+            ]
+            for (arguments, expected) in cases {
+                let outcome = try ChildProcess.run(
+                    Paths.mediatord, ["--socket", world.directory.socket(), "--log-level", "error"] + arguments,
+                    within: .seconds(20), directory: world.directory.path)
+                #expect(outcome.status == 64, "\(arguments): \(outcome)")
+                let line = try #require(Self.onlyLine(outcome), "\(arguments): \(outcome)")
+                #expect(line.contains(expected), "\(arguments): \(outcome)")
+            }
+        }
+
         /// A TCP socket listening on 127.0.0.1 at a port the kernel picks.
         static func listenOnLoopback() throws -> (fd: Int32, port: UInt16) {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
