@@ -79,7 +79,14 @@ class PathTests(unittest.TestCase):
         self.assertEqual(paths.socket_path(None, environ={"XDG_RUNTIME_DIR": "/run/user/7"}),
                          "/run/mediator/mediator.sock")
         self.assertEqual(paths.socket_path("", environ={"MEDIATOR_SOCKET": ""}), mediator.SYSTEM_SOCKET)
-        self.assertEqual(paths.socket_path(None, user=True, environ={}), mediator.SYSTEM_SOCKET)
+        self.assertEqual(paths.socket_path("/x.sock", user=True, environ={}), "/x.sock")
+
+    def test_user_without_runtime_directory_is_refused_not_the_system_socket(self):
+        for env in [{}, {"XDG_RUNTIME_DIR": ""}]:
+            with self.subTest(env=env), self.assertRaises(mediator.MediatorError) as caught:
+                paths.socket_path(None, user=True, environ=env)
+            self.assertEqual(caught.exception.code, mediator.UNREACHABLE)
+            self.assertIn("$XDG_RUNTIME_DIR not set", caught.exception.message)
 
 
 class ErrorTests(unittest.TestCase):
