@@ -305,6 +305,7 @@ let package = Package(
                 "TraceTesting",
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             path: "Tests/MediatorClientTests"
         ),

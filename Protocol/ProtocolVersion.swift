@@ -10,16 +10,29 @@ public enum ProtocolConstants {
     public static let defaultTimeoutMs: Int64 = 30_000
     public static let systemSocketPath = "/run/mediator/mediator.sock"
 
+    /// The system instance's socket path per the contract: `--socket` wins,
+    /// then `MEDIATOR_SOCKET`, then /run/mediator/mediator.sock.
+    public static func socketPath(explicit: String?, environment: [String: String]) -> String {
+        chosenSocketPath(explicit: explicit, environment: environment) ?? systemSocketPath
+    }
+
     /// The socket path per the contract: `--socket` wins, then
     /// `MEDIATOR_SOCKET`, then the default of the instance asked for: the
     /// system one unless `userInstance` (like `busctl --user`), which lives
-    /// under `XDG_RUNTIME_DIR`.
-    public static func socketPath(explicit: String?, environment: [String: String], userInstance: Bool = false) -> String {
+    /// under `XDG_RUNTIME_DIR`; without it, an error, never the system one.
+    public static func socketPath(explicit: String?, environment: [String: String], userInstance: Bool)
+        throws(UserRuntimeDirectoryUnset) -> String
+    {
+        if let chosen = chosenSocketPath(explicit: explicit, environment: environment) { return chosen }
+        guard userInstance else { return systemSocketPath }
+        guard let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty else { throw UserRuntimeDirectoryUnset() }
+        return runtime + "/mediator/mediator.sock"
+    }
+
+    /// `--socket`, else `MEDIATOR_SOCKET`; nil when neither is given.
+    static func chosenSocketPath(explicit: String?, environment: [String: String]) -> String? {
         if let explicit, !explicit.isEmpty { return explicit }
         if let fromEnvironment = environment["MEDIATOR_SOCKET"], !fromEnvironment.isEmpty { return fromEnvironment }
-        if userInstance, let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            return runtime + "/mediator/mediator.sock"
-        }
-        return systemSocketPath
+        return nil
     }
 }

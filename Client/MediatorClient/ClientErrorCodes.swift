@@ -8,8 +8,13 @@ extension ErrorCode {
     /// call was in flight, or before it could be sent.
     public static let disconnected = ErrorCode("disconnected")
     /// What a ``Component`` answers when a handler throws an error that is
-    /// not a ``MediatorError``; the message is the error's description.
+    /// not a ``MediatorError``: the message is `TypeName: description`, the
+    /// data `{"type": "TypeName"}`.
     public static let failed = ErrorCode("failed")
+    /// A component's answer for an action it declares but does not implement
+    /// (the Python library's, for a generated service method not overridden;
+    /// docs/protocol.md, "Our extensions").
+    public static let notImplemented = ErrorCode("not_implemented")
 }
 
 extension MediatorError {

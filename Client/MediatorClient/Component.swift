@@ -16,8 +16,9 @@ import Tracing
 ///
 /// Errors: a handler that throws a ``MediatorError`` is answered with that
 /// error's code, message and data, unchanged. Any other error is answered
-/// with the code ``ErrorCode/failed`` (`"failed"`) and the error's
-/// description as the message: `internal` is kept for bugs of the daemon
+/// with the code ``ErrorCode/failed`` (`"failed"`), the message
+/// `TypeName: description` and the data `{"type": "TypeName"}`, and logged
+/// (`handler failed`, at `error`): `internal` is kept for bugs of the daemon
 /// (contract section 7), and a handler's failure is not one. A
 /// `CancellationError` the handler throws on its own becomes `cancelled`.
 public struct Component: Sendable {
@@ -69,6 +70,10 @@ public struct Component: Sendable {
     public var tracer: (any Tracer)?
     /// Where handlers run.
     public var handlerExecutor: HandlerExecutor
+    /// Where the component logs (with `target` added): reconnections, and a
+    /// handler's error that is not a ``MediatorError``. The library's
+    /// `mediator.client` logger unless set.
+    public var logger = MediatorClient.logger
     /// Registers this component as a stand-in for the target served on
     /// another host (`"remote": {"host": ...}` in `register`, docs/protocol.md):
     /// it gets calls only when no local instance is registered. The daemon
@@ -355,7 +360,7 @@ public struct Component: Sendable {
     public func run(
         socketPath: String? = nil, name: String? = nil, onRegistered: (@Sendable () async -> Void)? = nil
     ) async throws {
-        var logger = MediatorClient.logger
+        var logger = self.logger
         logger[metadataKey: "target"] = "\(target)"
         var registeredOnce = false
         var backoff = Self.initialBackoff

@@ -131,7 +131,7 @@ final class ComponentServer: Sendable {
         // No Responder: a handler that cannot suspend sends no partials,
         // and nothing can suppress its answer before it returns.
         let context = CallContext(request: request, client: client, responder: nil)
-        Responder.answer(request.id, Self.outcome { try handler(context) }, on: connection)
+        Responder.answer(request.id, outcome(context) { try handler(context) }, on: connection)
         return true
     }
 
@@ -175,24 +175,34 @@ final class ComponentServer: Sendable {
         do {
             return .success(try await component.handle(context))
         } catch {
-            return .failure(Self.mediatorError(error))
+            return .failure(mediatorError(error, context))
         }
     }
 
-    private static func outcome(_ body: () throws -> Component.Answer) -> Result<Component.Answer, MediatorError> {
+    private func outcome(_ context: CallContext, _ body: () throws -> Component.Answer)
+        -> Result<Component.Answer, MediatorError>
+    {
         do {
             return .success(try body())
         } catch {
-            return .failure(mediatorError(error))
+            return .failure(mediatorError(error, context))
         }
     }
 
-    /// What a handler's error is answered with (``Component``'s rules).
-    private static func mediatorError(_ error: any Error) -> MediatorError {
+    /// What a handler's error is answered with (``Component``'s rules). Any
+    /// other error is also logged: the caller gets its type and description,
+    /// the component's log says which call it ended.
+    private func mediatorError(_ error: any Error, _ context: CallContext) -> MediatorError {
         switch error {
         case let error as MediatorError: return error
         case is CancellationError: return MediatorError(.cancelled, "the handler was cancelled")
-        default: return MediatorError(.failed, String(describing: error))
+        default:
+            let type = String(describing: Swift.type(of: error))
+            let description = String(describing: error)
+            logger.error(
+                "handler failed",
+                metadata: ["action": "\(context.action)", "type": "\(type)", "error": "\(description)"])
+            return MediatorError(.failed, "\(type): \(description)", data: ["type": .string(type)])
         }
     }
 

@@ -79,8 +79,7 @@ public final class MediatorClient: Sendable {
     static let logger = Logger(label: "mediator.client")
 
     static func resolvedSocketPath(_ explicit: String?) -> String {
-        ProtocolConstants.socketPath(
-            explicit: explicit, environment: ProcessInfo.processInfo.environment, userInstance: false)
+        ProtocolConstants.socketPath(explicit: explicit, environment: ProcessInfo.processInfo.environment)
     }
 
     static func connect(socketPath: String?, name: String?, maxFrameBytes: Int, hooks: InboundHooks?, tracer: (any Tracer)?)

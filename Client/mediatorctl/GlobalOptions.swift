@@ -44,9 +44,17 @@ struct GlobalOptions: ParsableArguments {
         if socket != nil && user { throw ValidationError("--socket and --user exclude each other") }
     }
 
+    /// `--user` without `XDG_RUNTIME_DIR` is `unreachable` (exit status
+    /// 69), as `systemctl --user` refuses: never the system instance instead.
     var socketPath: String {
-        ProtocolConstants.socketPath(
-            explicit: socket, environment: ProcessInfo.processInfo.environment, userInstance: user)
+        get throws(MediatorError) {
+            do {
+                return try ProtocolConstants.socketPath(
+                    explicit: socket, environment: ProcessInfo.processInfo.environment, userInstance: user)
+            } catch {
+                throw MediatorError(.unreachable, "--user: \(error.description)")
+            }
+        }
     }
 
     /// The call timeout in seconds.
@@ -64,7 +72,7 @@ struct GlobalOptions: ParsableArguments {
     /// timeout: a daemon that accepts but never answers `hello` counts as
     /// unreachable.
     func connect() async throws(MediatorError) -> MediatorClient {
-        let (path, name, seconds) = (socketPath, name, timeoutSeconds)
+        let (path, name, seconds) = (try socketPath, name, timeoutSeconds)
         do {
             return try await Deadline.run(seconds: seconds) {
                 try await MediatorClient.connect(socketPath: path, name: name)

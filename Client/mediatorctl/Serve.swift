@@ -74,9 +74,11 @@ struct Serve: AsyncParsableCommand {
             Glibc.exit(0)
         }
         var seen = Set<String>()
+        let socketPath: String
+        do { socketPath = try options.socketPath } catch { throw options.output.fail(error) }
         let server = ExecServer(
             target: target, program: program, actions: actions.filter { seen.insert($0).inserted },
-            description: description, pool: pool, socketPath: options.socketPath, name: options.name)
+            description: description, pool: pool, socketPath: socketPath, name: options.name)
         do {
             try await server.run()
         } catch let error as MediatorError {

@@ -19,14 +19,57 @@ public enum SocketFile {
         public var description: String { "another mediatord is answering on \(path); stop it first or pass --socket" }
     }
 
+    /// The socket's folder (or a stale socket) cannot be made ready: one
+    /// line with what, where and what to do.
+    public struct PrepareFailure: Error, CustomStringConvertible {
+        public var operation: String
+        public var path: String
+        public var errno: Int32
+        public var description: String { SocketFile.failureText(operation, path, errno) }
+    }
+
     public static func prepare(_ path: String) throws {
         let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
-        if !folder.isEmpty {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        }
+        if !folder.isEmpty { try createFolders(folder) }
         guard FileManager.default.fileExists(atPath: path) else { return }
         if isAnswering(path) { throw InUse(path: path) }
-        try FileManager.default.removeItem(atPath: path)
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw PrepareFailure(operation: "remove the stale socket", path: path, errno: errno)
+        }
+    }
+
+    /// `mkdir -p`, with the folder that failed and why (FileManager's error
+    /// is a raw CocoaError dump).
+    static func createFolders(_ folder: String) throws(PrepareFailure) {
+        var prefix = folder.hasPrefix("/") ? "" : "."
+        for component in folder.split(separator: "/") {
+            prefix += "/" + component
+            var info = stat()
+            if stat(prefix, &info) == 0 {
+                guard info.st_mode & S_IFMT == S_IFDIR else {
+                    throw PrepareFailure(operation: "create", path: prefix, errno: ENOTDIR)
+                }
+                continue
+            }
+            // The process's umask applies, as it did with FileManager.
+            guard mkdir(prefix, 0o777) == 0 || errno == EEXIST else {
+                throw PrepareFailure(operation: "create", path: prefix, errno: errno)
+            }
+        }
+    }
+
+    /// `cannot OPERATION PATH: REASON; ADVICE`, the reason in lower case as
+    /// in the rest of the daemon's messages.
+    static func failureText(_ operation: String, _ path: String, _ code: Int32) -> String {
+        let reason = String(cString: strerror(code)).lowercased()
+        switch code {
+        case EACCES, EPERM, EROFS:
+            return "cannot \(operation) \(path): \(reason); run as root, use --user, or --socket PATH"
+        case ENAMETOOLONG:
+            return "cannot \(operation) \(path): \(reason); pass a shorter --socket PATH"
+        default:
+            return "cannot \(operation) \(path): \(reason); pass another --socket PATH"
+        }
     }
 
     /// Whether something accepts connections on the socket at `path`.
@@ -71,9 +114,7 @@ extension SocketFile {
         public var path: String
         public var operation: String
         public var errno: Int32
-        public var description: String {
-            "cannot \(operation) the socket \(path): \(String(cString: strerror(errno)))"
-        }
+        public var description: String { SocketFile.failureText("\(operation) the socket", path, errno) }
     }
 
     /// A listening Unix stream socket bound at `path` (prepared with

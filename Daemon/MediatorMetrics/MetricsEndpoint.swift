@@ -51,8 +51,22 @@ public struct MetricsEndpoint: Service {
         try? await group.shutdownGracefully()
     }
 
+    /// The endpoint cannot listen: one line with the address, the reason and what to do.
+    public struct BindFailure: Error, CustomStringConvertible {
+        public var address: MetricsListenAddress
+        public var reason: String
+        public var description: String {
+            "cannot listen for metrics on \(address): \(reason); stop what uses it or pass another --metrics-listen"
+        }
+    }
+
     private func serve(on group: MultiThreadedEventLoopGroup) async throws {
-        let server = try await bind(on: group)
+        let server: NIOAsyncChannel<Connection, Never>
+        do { server = try await bind(on: group) } catch let error as IOError {
+            throw BindFailure(address: address, reason: String(cString: strerror(error.errnoCode)).lowercased())
+        } catch {
+            throw BindFailure(address: address, reason: "\(error)")
+        }
         onListening(server.channel.localAddress)
         // The address bound, so that port 0 shows the port it got.
         let bound: String

@@ -11,6 +11,11 @@ public struct LatencyHistogram: Sendable, Equatable {
     public private(set) var counts: [Int]
     public private(set) var count = 0
     public private(set) var sumNanoseconds: Int64 = 0
+    /// The shortest and longest durations recorded (negative ones as 0); nil
+    /// before the first. Quantiles stay within them: a bucket's bounds alone
+    /// can be off by a factor of two (a single 2.1 ms call read as 4.19 ms).
+    public private(set) var minimumNanoseconds: Int64?
+    public private(set) var maximumNanoseconds: Int64?
 
     public init() { counts = Array(repeating: 0, count: Self.bucketCount) }
 
@@ -30,21 +35,27 @@ public struct LatencyHistogram: Sendable, Equatable {
     public mutating func record(nanoseconds: Int64) {
         counts[Self.bucket(nanoseconds: nanoseconds)] += 1
         count += 1
-        sumNanoseconds &+= max(0, nanoseconds)
+        let duration = max(0, nanoseconds)
+        sumNanoseconds &+= duration
+        minimumNanoseconds = min(minimumNanoseconds ?? duration, duration)
+        maximumNanoseconds = max(maximumNanoseconds ?? duration, duration)
     }
 
     /// The duration below which `fraction` of the recorded ones fall,
-    /// interpolated linearly inside its bucket (so off by at most the
-    /// bucket's width, a factor of two); nil when nothing was recorded.
-    /// In the last bucket, its lower bound: the histogram knows no more.
+    /// interpolated linearly inside its bucket, whose bounds are first
+    /// narrowed to the shortest and longest durations recorded: so never
+    /// outside them, a single duration's quantiles are that duration, and the
+    /// last (unbounded) bucket ends at the longest. Otherwise off by at most
+    /// the bucket's width, a factor of two. nil when nothing was recorded.
     public func quantile(_ fraction: Double) -> Int64? {
-        guard count > 0 else { return nil }
+        guard count > 0, let minimum = minimumNanoseconds, let maximum = maximumNanoseconds else { return nil }
         let rank = max(1, Int((Double(count) * min(max(fraction, 0), 1)).rounded(.up)))
         var seen = 0
         for (index, bucketCount) in counts.enumerated() where bucketCount > 0 {
             if seen + bucketCount >= rank {
-                let lower = index == 0 ? 0 : Int64(1) << Int64(Self.firstBoundShift + index - 1)
-                guard let upper = Self.upperBound(ofBucket: index) else { return lower }
+                let bucketLower = index == 0 ? 0 : Int64(1) << Int64(Self.firstBoundShift + index - 1)
+                let lower = min(max(bucketLower, minimum), maximum)
+                let upper = max(min(Self.upperBound(ofBucket: index) ?? maximum, maximum), lower)
                 let position = Double(rank - seen) / Double(bucketCount)
                 return lower + Int64((Double(upper - lower) * position).rounded())
             }
@@ -60,6 +71,12 @@ extension LatencyHistogram {
         for index in counts.indices { counts[index] += other.counts[index] }
         count += other.count
         sumNanoseconds &+= other.sumNanoseconds
+        if let otherMinimum = other.minimumNanoseconds {
+            minimumNanoseconds = min(minimumNanoseconds ?? otherMinimum, otherMinimum)
+        }
+        if let otherMaximum = other.maximumNanoseconds {
+            maximumNanoseconds = max(maximumNanoseconds ?? otherMaximum, otherMaximum)
+        }
     }
 }
 

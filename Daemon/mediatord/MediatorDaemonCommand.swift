@@ -171,10 +171,16 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "mediatord")
+        // Settings that cannot be used: one line, not ArgumentParser's usage
+        // text, with the exit status of a bad flag.
+        func unusable(_ message: String) -> ExitCode {
+            logger.error("\(message)")
+            return ExitCode.validationFailure
+        }
 
         let settings = self.settings
         let loaded: DaemonSettings.Loaded
-        do { loaded = try settings.load() } catch { throw ValidationError("\(error)") }
+        do { loaded = try settings.load() } catch { throw unusable("\(error)") }
         OpenFileLimit.raise(forConnections: loaded.configuration.maxConnections, logger: logger)
 
         let listener: MediatorServer.Listener
@@ -182,19 +188,22 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             if let fd = try SocketActivation.passedSocket() {
                 listener = .adopted(NIOBSDSocket.Handle(fd), description: "socket-activated fd \(fd)")
             } else {
-                listener = .path(ProtocolConstants.socketPath(
+                listener = .path(try ProtocolConstants.socketPath(
                     explicit: socket ?? loaded.socketFromConfig, environment: ProcessInfo.processInfo.environment,
                     userInstance: user))
             }
+        } catch let error as UserRuntimeDirectoryUnset {
+            logger.error("--user: \(error.description)")
+            throw ExitCode(1)
         } catch {
-            logger.error("\(error.description)")
+            logger.error("\(error)")
             throw ExitCode(1)
         }
 
         var metricsAddress: MetricsListenAddress?
         if let text = metricsListen ?? loaded.metricsListenFromConfig {
             do { metricsAddress = try MetricsListenAddress(parsing: text) } catch {
-                throw ValidationError("--metrics-listen: \(error.description)")
+                throw unusable("--metrics-listen: \(error.description)")
             }
         }
         // Latencies are recorded per call only when something exports them.
@@ -204,9 +213,10 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         let natsFlags = nats
         let bridgeSocket = listener.socketPath ?? ""
         // This instance's socket when none is given: the default host name says only what differs from it.
-        let defaultSocket = ProtocolConstants.socketPath(
-            explicit: nil, environment: ProcessInfo.processInfo.environment.filter { $0.key == "XDG_RUNTIME_DIR" },
-            userInstance: user)
+        // (A user instance given its socket needs no XDG_RUNTIME_DIR; its default is then the system's.)
+        let runtimeDirectory = ProcessInfo.processInfo.environment.filter { $0.key == "XDG_RUNTIME_DIR" }
+        let defaultSocket = (try? ProtocolConstants.socketPath(explicit: nil, environment: runtimeDirectory, userInstance: user))
+            ?? ProtocolConstants.socketPath(explicit: nil, environment: runtimeDirectory)
         let userUID = user ? getuid() : nil
         let natsSettings: @Sendable (JSONValue?) throws -> NATSBridgeSettings? = { config in
             try natsFlags.bridgeSettings(config: config, socketPath: bridgeSocket, defaultSocketPath: defaultSocket, userUID: userUID)
@@ -215,7 +225,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         do {
             bridge = NATSBridge(settings: try natsSettings(loaded.natsFromConfig), logger: Logger(label: "mediatord.nats"))
         } catch {
-            throw ValidationError("NATS: \(error)")
+            throw unusable("NATS: \(error)")
         }
 
         let (socketFlag, metricsListenFlag) = (socket, metricsListen)
@@ -266,8 +276,10 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
                 logger: logger))
         do {
             try await group.run()
-        } catch let error as SocketFile.InUse {
-            logger.error("\(error.description)")
+        } catch {
+            // One line, not ArgumentParser's dump: the socket's and the
+            // metrics endpoint's errors say what, where and what to do.
+            logger.error("\(error)")
             throw ExitCode(1)
         }
     }

@@ -48,8 +48,9 @@ struct Options {
     var socketPath: String {
         if let socket { return socket }
         let environment = ProcessInfo.processInfo.environment
-        return ProtocolConstants.socketPath(
-            explicit: nil, environment: environment, userInstance: environment["XDG_RUNTIME_DIR"] != nil)
+        // The user instance where there is one, else the system's.
+        return (try? ProtocolConstants.socketPath(explicit: nil, environment: environment, userInstance: true))
+            ?? ProtocolConstants.socketPath(explicit: nil, environment: environment)
     }
 
     static func fail(_ message: String) -> Never {

@@ -16,8 +16,7 @@ import MediatorClient
 import MediatorProtocol
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-var socketPath = ProtocolConstants.socketPath(
-    explicit: nil, environment: ProcessInfo.processInfo.environment, userInstance: false)
+var socketPath = ProtocolConstants.socketPath(explicit: nil, environment: ProcessInfo.processInfo.environment)
 if let index = arguments.firstIndex(of: "--socket") {
     guard index + 1 < arguments.count else {
         FileHandle.standardError.write(Data("example-typed-notes-client: --socket needs a path\n".utf8))

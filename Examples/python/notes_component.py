@@ -110,7 +110,7 @@ def main():
     parser.add_argument("--reconnect", action="store_true",
                         help="reconnect with backoff when the daemon goes away")
     args = parser.parse_args()
-    path = mediator.socket_path(args.socket, user=True)
+    path = mediator.socket_path(args.socket, user=bool(os.environ.get("XDG_RUNTIME_DIR")))
 
     svc = notes.make_service(Notes(), target=args.target, mode=args.mode)
     svc.stop_timeout = 0  # on SIGTERM or mediator.stop leave at once; calls in flight get no answer

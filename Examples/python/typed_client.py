@@ -37,9 +37,10 @@ def main():
     parser.add_argument("--socket", default=None, help="daemon socket path")
     args = parser.parse_args()
 
+    # The user instance where there is one, else the system's.
+    path = mediator.socket_path(args.socket, user=bool(os.environ.get("XDG_RUNTIME_DIR")))
     try:
-        with mediator.connect(mediator.socket_path(args.socket, user=True), name="notes-typed-client",
-                              timeout=10) as client:
+        with mediator.connect(path, name="notes-typed-client", timeout=10) as client:
             service = notes.NotesClient(client)
 
             added = service.add(notes.AddParams(text=args.text, tags=args.tags))  # -> notes.AddResult

@@ -1,6 +1,8 @@
 import NIOConcurrencyHelpers
 import NIOPosix
 import Foundation
+import InMemoryLogging
+import Logging
 import MediatorProtocol
 import Testing
 
@@ -89,6 +91,25 @@ struct ComponentTests {
         return component
     }
 
+    @Test("A handler's plain error is logged through the component's logger: action, type and description",
+          arguments: [Component.HandlerExecutor.connection, .concurrent])
+    func plainErrorsAreLogged(executor: Component.HandlerExecutor) async throws {
+        let fake = try await FakeDaemon.start()
+        defer { Task { await fake.shutdown() } }
+        let logged = InMemoryLogHandler()
+        var component = try Self.makeComponent(signals: Mailbox(), executor: executor)
+        component.logger = Logger(label: "test") { _ in logged }
+        try await serving(component, on: fake) { peer in
+            peer.send(["id": 1, "target": "Svc", "action": "fail"])
+            // Logged before the answer is sent.
+            _ = try await fake.received.first("the failure's answer") { $0.id == 1 && $0.message["error"] != nil }
+        }
+        let failures = logged.entries.filter { $0.message == "handler failed" }
+        #expect(failures.count == 1)
+        #expect(failures.first?.level == .error)
+        #expect(failures.first?.metadata == ["target": "Svc", "action": "fail", "type": "Boom", "error": "boom"])
+    }
+
     @Test func registersItsSpecs() async throws {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
@@ -148,7 +169,8 @@ struct ComponentTests {
             }
             #expect(try await response(1)["result"] == ["params": ["a": 1], "caller": caller, "action": "echo"])
             #expect(try await response(2)["error"] == ["code": "custom", "message": "custom failure", "data": ["k": 1]])
-            #expect(try await response(3)["error"] == ["code": "failed", "message": "boom"])
+            #expect(
+                try await response(3)["error"] == ["code": "failed", "message": "Boom: boom", "data": ["type": "Boom"]])
             #expect(
                 try await response(4)["result"] == ["missing": "zap", "params": ["z": 1], "contextAction": "zap"])
             #expect(try await response(5)["result"] == "hello ann")

@@ -48,6 +48,49 @@ import Testing
         #expect(histogram.sumNanoseconds == 98 * 1_500_000 + 2 * 3_000_000_000)
     }
 
+    /// Durations recorded, the fraction asked, the quantile expected (ns).
+    static let clampedQuantiles: [(durations: [Int64], fraction: Double, expected: Int64)] = [
+        // One call: every quantile is that call, not its bucket's bound (4.19 ms).
+        ([2_100_000], 0.5, 2_100_000),
+        ([2_100_000], 0.99, 2_100_000),
+        ([2_100_000], 0, 2_100_000),
+        // The slowest call bounds p99 (its bucket ends at 8.59 s).
+        ([1_000_000, 2_000_000, 5_810_000_000], 0.99, 5_810_000_000),
+        // Past the last bounded bucket (68.7 s): the longest, not the bucket's lower bound.
+        ([100_000_000_000], 0.99, 100_000_000_000),
+        ([80_000_000_000, 100_000_000_000], 0.5, 90_000_000_000),
+        // Two calls in one bucket (2.10 to 4.19 ms): between the shortest and the longest.
+        ([2_200_000, 3_000_000], 0.5, 2_600_000),
+        ([2_200_000, 3_000_000], 1, 3_000_000),
+        // The shortest is the floor of the first bucket used.
+        ([500, 600, 700, 800], 0.25, 575),
+        // Zero and negative durations count as 0.
+        ([-5, 0], 0.5, 0),
+    ]
+
+    @Test("Quantiles interpolate within the bucket, clamped to the shortest and longest recorded",
+          arguments: clampedQuantiles)
+    func quantilesStayWithinTheRecorded(_ row: (durations: [Int64], fraction: Double, expected: Int64)) throws {
+        var histogram = LatencyHistogram()
+        for duration in row.durations { histogram.record(nanoseconds: duration) }
+        #expect(histogram.quantile(row.fraction) == row.expected)
+    }
+
+    @Test func minimumAndMaximumAreTrackedAndMerged() {
+        var a = LatencyHistogram()
+        #expect(a.minimumNanoseconds == nil && a.maximumNanoseconds == nil)
+        a.record(nanoseconds: 3_000)
+        a.record(nanoseconds: 1_000)
+        var b = LatencyHistogram()
+        b.record(nanoseconds: 9_000)
+        var empty = LatencyHistogram()
+        empty.merge(a)
+        a.merge(b)
+        #expect(a.minimumNanoseconds == 1_000 && a.maximumNanoseconds == 9_000)
+        #expect(empty.minimumNanoseconds == 1_000 && empty.maximumNanoseconds == 3_000)
+        #expect(a.quantile(1) == 9_000)
+    }
+
     @Test func mergeAddsCounts() {
         var a = LatencyHistogram()
         var b = LatencyHistogram()

@@ -472,7 +472,7 @@ class _Session:
         except asyncio.CancelledError:
             ctx._responder.finish(error=MediatorError("cancelled", "the handler was cancelled"))
         except Exception as e:
-            ctx._responder.finish(error=error_from_exception(e))
+            ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action)))
         finally:
             self.tasks.discard(asyncio.current_task())
             key = request_key(ctx.id)

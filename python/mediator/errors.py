@@ -1,12 +1,19 @@
 """The one error type of the package, carrying the wire's error code."""
 import enum
-from typing import Any
+import logging
+from typing import Any, Optional
 
 #: Codes used locally, never sent on the wire (docs/protocol.md).
 UNREACHABLE = "unreachable"    # no daemon at the socket
 DISCONNECTED = "disconnected"  # the connection closed before an answer
 #: What a service answers when a handler raises something else than MediatorError.
 FAILED = "failed"
+#: What a service answers when a handler raises NotImplementedError, as the
+#: methods of a generated service class do until overridden (docs/protocol.md).
+NOT_IMPLEMENTED = "not_implemented"
+
+#: Where a handler's traceback goes: stderr, unless the program sets up logging.
+log = logging.getLogger("mediator")
 
 
 class CallDelivery(enum.Enum):
@@ -61,8 +68,19 @@ class MediatorError(Exception):
                    error.get("data"))
 
 
-def error_from_exception(exc: BaseException) -> MediatorError:
-    """What a service answers for an exception raised by a handler."""
+def error_from_exception(exc: BaseException, action: Optional[str] = None) -> MediatorError:
+    """What a service answers for an exception raised by the handler of
+    `action` ("Target.action"): a MediatorError unchanged; NotImplementedError
+    as `not_implemented`; anything else as `failed` with the message
+    "Type: message", the type in `data` and the traceback logged (logger
+    "mediator"), so that neither the caller nor the component's stderr is
+    left without it."""
     if isinstance(exc, MediatorError):
         return exc
-    return MediatorError(FAILED, str(exc) or type(exc).__name__)
+    kind = type(exc).__name__
+    text = str(exc)
+    if isinstance(exc, NotImplementedError):
+        return MediatorError(NOT_IMPLEMENTED, "not implemented: " + text if text else "not implemented",
+                             {"type": kind})
+    log.error("the handler of %s raised %s", action or "a call", kind, exc_info=exc)
+    return MediatorError(FAILED, "%s: %s" % (kind, text) if text else kind, {"type": kind})

@@ -215,7 +215,7 @@ class _Session:
                 result = handler(*args)
             ctx._responder.finish(result=result)
         except BaseException as e:  # a handler's failure must not kill the service
-            ctx._responder.finish(error=error_from_exception(e))
+            ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action)))
         finally:
             with self.lock:
                 self.running -= 1

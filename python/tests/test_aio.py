@@ -100,7 +100,7 @@ class AioTests(DaemonTestCase):
                 sub.close()
                 self.assertEqual((await client.open("app://AioNotes/add?text=url"))["text"], "url")
                 self.assertEqual(await client.call("AioNotes", "nested"), {})
-                for params, code, data in [({"kind": "mediator"}, "busy", {"retry": 1}), ({}, "failed", None)]:
+                for params, code, data in [({"kind": "mediator"}, "busy", {"retry": 1}), ({}, "failed", {"type": "KeyError"})]:
                     with self.assertRaises(mediator.MediatorError) as caught:
                         await client.call("AioNotes", "fail", params)
                     self.assertEqual((caught.exception.code, caught.exception.data), (code, data))

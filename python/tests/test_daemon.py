@@ -2,6 +2,7 @@
 import json
 import os
 import queue
+import subprocess
 import sys
 import textwrap
 import threading
@@ -101,7 +102,7 @@ class SyncClientTests(DaemonTestCase):
         cases = [
             # A component's errors pass through unchanged: whether they say delivered is theirs to say.
             (("Notes", "fail", {"kind": "mediator"}), "not_found", {"id": 3}, mediator.CallDelivery.UNKNOWN),
-            (("Notes", "fail", {}), "failed", None, mediator.CallDelivery.UNKNOWN),
+            (("Notes", "fail", {}), "failed", {"type": "RuntimeError"}, mediator.CallDelivery.UNKNOWN),
             # The daemon's own errors say whether the call reached a component.
             (("Notes", "add", {"text": 3}), "invalid_params", {"delivered": False}, mediator.CallDelivery.NO),
             (("Nobody", "x", {}), "target_not_found", {"delivered": False}, mediator.CallDelivery.NO),
@@ -115,7 +116,7 @@ class SyncClientTests(DaemonTestCase):
                 self.assertEqual(caught.exception.delivered, delivered)
         with self.assertRaises(mediator.MediatorError) as caught:
             self.client.call("Notes", "fail")
-        self.assertIn("the disk is on fire", caught.exception.message)
+        self.assertEqual(caught.exception.message, "RuntimeError: the disk is on fire")
 
     def test_not_found_and_nested_calls(self):
         self.assertEqual(self.client.call("Notes", "whatever", {"a": 1}),
@@ -288,6 +289,36 @@ class LifecycleTests(DaemonTestCase):
         client.call("mediator", "stop", {"target": "Managed"}, timeout=20)
         # It left on its own (SIGTERM would come only after 30 s), with run() returning.
         self.assertTrue(wait_until(lambda: os.path.exists(left), 10))
+
+    def test_a_plain_exception_answers_its_type_and_message_and_logs_the_traceback_on_stderr(self):
+        script = os.path.join(self.daemon.dir, "raising.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent("""\
+                import sys
+                sys.path.insert(0, %r)
+                import mediator
+                svc = mediator.Service("Raising")
+
+                def check_amount(amount):
+                    raise ValueError("amount must be positive, not %%r" %% amount)
+
+                svc.action("pay")(lambda params, ctx: check_amount(params.get("amount")))
+                svc.run(socket=%r, on_registered=lambda: print("ready", flush=True))
+                """ % (support.PYTHON_DIR, self.socket)))
+        proc = subprocess.Popen([sys.executable, "-u", script], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        self.assertEqual(proc.stdout.readline().strip(), "ready")
+        with self.assertRaises(mediator.MediatorError) as caught:
+            self.connect().call("Raising", "pay", {"amount": -3}, timeout=15)
+        self.assertEqual((caught.exception.code, caught.exception.message, caught.exception.data),
+                         ("failed", "ValueError: amount must be positive, not -3", {"type": "ValueError"}))
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=15)
+        self.assertIn("the handler of Raising.pay raised ValueError", stderr)
+        self.assertIn("Traceback (most recent call last)", stderr)
+        self.assertIn("in check_amount", stderr)
+        self.assertIn("ValueError: amount must be positive, not -3", stderr)
 
 
 if __name__ == "__main__":

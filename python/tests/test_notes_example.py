@@ -191,6 +191,13 @@ class TypedNotesTests(DaemonTestCase):
             notes.NotesClient(self.connect()).whoami()
         self.assertEqual(caught.exception.code, "target_not_found")
 
+    def test_a_generated_method_left_unimplemented_answers_not_implemented(self):
+        self.serve(notes.make_service(Broken()))  # overrides add and whoami only
+        with self.assertRaises(mediator.MediatorError) as caught:
+            notes.NotesClient(self.connect()).list()
+        self.assertEqual((caught.exception.code, caught.exception.message, caught.exception.data),
+                         (mediator.NOT_IMPLEMENTED, "not implemented: Notes.list", {"type": "NotImplementedError"}))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -3,6 +3,7 @@ client and service against a fake daemon."""
 import threading
 import time
 import unittest
+from contextlib import nullcontext
 
 import support  # noqa: F401  (puts the package on sys.path)
 from support import FakeDaemon, wait_until
@@ -78,7 +79,14 @@ class PathTests(unittest.TestCase):
         self.assertEqual(paths.socket_path(None, environ={"XDG_RUNTIME_DIR": "/run/user/7"}),
                          "/run/mediator/mediator.sock")
         self.assertEqual(paths.socket_path("", environ={"MEDIATOR_SOCKET": ""}), mediator.SYSTEM_SOCKET)
-        self.assertEqual(paths.socket_path(None, user=True, environ={}), mediator.SYSTEM_SOCKET)
+        self.assertEqual(paths.socket_path("/x.sock", user=True, environ={}), "/x.sock")
+
+    def test_user_without_runtime_directory_is_refused_not_the_system_socket(self):
+        for env in [{}, {"XDG_RUNTIME_DIR": ""}]:
+            with self.subTest(env=env), self.assertRaises(mediator.MediatorError) as caught:
+                paths.socket_path(None, user=True, environ=env)
+            self.assertEqual(caught.exception.code, mediator.UNREACHABLE)
+            self.assertIn("$XDG_RUNTIME_DIR not set", caught.exception.message)
 
 
 class ErrorTests(unittest.TestCase):
@@ -103,10 +111,32 @@ class ErrorTests(unittest.TestCase):
         self.assertEqual(mediator.MediatorError.from_wire("oops").code, "internal")
         self.assertEqual(mediator.MediatorError.from_wire({"message": 3}).code, "internal")
 
-    def test_exceptions_map_to_failed(self):
-        self.assertEqual(error_from_exception(KeyError("k")).code, "failed")
-        self.assertEqual(error_from_exception(RuntimeError("kaput")).message, "kaput")
-        self.assertEqual(error_from_exception(ValueError()).message, "ValueError")
+    def test_exceptions_map_to_failed_with_their_type(self):
+        cases = [
+            (KeyError("k"), "failed", "KeyError: 'k'", {"type": "KeyError"}),
+            (RuntimeError("kaput"), "failed", "RuntimeError: kaput", {"type": "RuntimeError"}),
+            (ValueError(), "failed", "ValueError", {"type": "ValueError"}),
+            # A generated service's method left unimplemented raises NotImplementedError("Target.action").
+            (NotImplementedError("Kv.keys"), "not_implemented", "not implemented: Kv.keys",
+             {"type": "NotImplementedError"}),
+            (NotImplementedError(), "not_implemented", "not implemented", {"type": "NotImplementedError"}),
+        ]
+        for exc, code, message, data in cases:
+            with self.subTest(exc=exc), self.assertLogs("mediator", "ERROR") if code == "failed" else nullcontext():
+                error = error_from_exception(exc, "Kv.put")
+                self.assertEqual((error.code, error.message, error.data), (code, message, data))
+
+    def test_a_plain_exception_logs_its_traceback(self):
+        try:
+            raise ValueError("bad amount")
+        except ValueError as e:
+            with self.assertLogs("mediator", "ERROR") as logged:
+                error_from_exception(e, "Bank.pay")
+        self.assertEqual(len(logged.records), 1)
+        text = logged.output[0]
+        self.assertIn("the handler of Bank.pay raised ValueError", text)
+        self.assertIn("Traceback (most recent call last)", text)
+        self.assertIn("ValueError: bad amount", text)
         original = mediator.MediatorError("busy", "try later", [1])
         self.assertIs(error_from_exception(original), original)
 

@@ -45,11 +45,13 @@ struct OtherUser: Sendable, CustomStringConvertible {
     }
 
     /// Runs `executable` as this user to its end (bounded).
-    func run(_ executable: String, _ arguments: [String], directory: String?, within bound: Duration = .seconds(30))
-        throws -> ChildProcess.Outcome
-    {
+    func run(
+        _ executable: String, _ arguments: [String], directory: String?, within bound: Duration = .seconds(30),
+        environment: [String: String]? = nil
+    ) throws -> ChildProcess.Outcome {
         try ChildProcess.run(
-            launcher[0], Array(launcher.dropFirst()) + [executable] + arguments, within: bound, directory: directory)
+            launcher[0], Array(launcher.dropFirst()) + [executable] + arguments, within: bound, directory: directory,
+            environment: environment)
     }
 
     /// The real `mediatorctl VERB --socket PATH ARGS...`, run as this user.
