@@ -217,7 +217,8 @@ public enum EnvelopeParser {
 
     /// Keeps the trace members' ranges when `traceparent` is well formed, and
     /// `tracestate` only with it (W3C: no `tracestate` without a parent).
-    /// Checked on their bytes, without decoding (``TraceContext``).
+    /// `traceparent` is checked on its bytes, `tracestate` after unescaping
+    /// when it has escapes (``TraceContext``).
     static func traceContext(
         _ frame: UnsafeRawBufferPointer, traceparent: Range<Int>, tracestate: Range<Int>?, into envelope: inout Envelope
     ) {
