@@ -67,6 +67,12 @@ public enum EnvelopeParser {
         var ranges = Ranges()
         var parser = JSONParser(frame, maxDepth: maxDepth)
         var recoveredID: MessageID?
+        var idAtLoneSurrogate: MessageID?
+        // Where a strict reading would have stopped, as it would say it: a
+        // frame refused for a lone surrogate is refused as a client refuses it.
+        func strictFailure(_ loneSurrogate: Int) -> EnvelopeError {
+            malformed(parser.loneSurrogateError(at: loneSurrogate), id: idAtLoneSurrogate)
+        }
         do {
             parser.skipWhitespace()
             guard !parser.atEnd, parser.current == UInt8(ascii: "{") else {
@@ -89,6 +95,15 @@ public enum EnvelopeParser {
                     case .params? where decoding: payloads.params = try parser.parseValue(depth: 1)
                     case .result? where decoding: payloads.result = try parser.parseValue(depth: 1)
                     case .data? where decoding: payloads.data = try parser.parseValue(depth: 1)
+                    case .result?:
+                        // A lone surrogate in a result is told apart: the
+                        // broker answers the caller instead of dropping the
+                        // response as malformed (issue 23).
+                        let before = parser.loneSurrogate
+                        parser.allowsLoneSurrogates = true
+                        try parser.skipValue(depth: 1)
+                        parser.allowsLoneSurrogates = false
+                        if before == nil, parser.loneSurrogate != nil { idAtLoneSurrogate = recoveredID }
                     default: try parser.skipValue(depth: 1)
                     }
                     if let member {
@@ -107,9 +122,21 @@ public enum EnvelopeParser {
             parser.skipWhitespace()
             guard parser.atEnd else { throw parser.error("unexpected data after the message") }
         } catch {
-            return EnvelopeError(MediatorError(.badRequest, "malformed JSON: \(error)"), id: recoveredID)
+            if let loneSurrogate = parser.loneSurrogate { return strictFailure(loneSurrogate) }
+            return malformed(error, id: recoveredID)
         }
-        return classify(frame, ranges, into: &envelope)
+        let failure = classify(frame, ranges, into: &envelope)
+        guard let loneSurrogate = parser.loneSurrogate else { return failure }
+        // Only in the result of a response that is otherwise well formed.
+        if failure == nil, envelope.kind == .response, envelope.resultRange?.contains(loneSurrogate) == true {
+            envelope.resultHasLoneSurrogate = true
+            return nil
+        }
+        return strictFailure(loneSurrogate)
+    }
+
+    private static func malformed(_ error: any Error, id: MessageID?) -> EnvelopeError {
+        EnvelopeError(MediatorError(.badRequest, "malformed JSON: \(error)"), id: id)
     }
 
     public static func parse(_ frame: [UInt8], maxDepth: Int = JSONParser.defaultMaxDepth) -> Result<Envelope, EnvelopeError> {
@@ -190,7 +217,8 @@ public enum EnvelopeParser {
 
     /// Keeps the trace members' ranges when `traceparent` is well formed, and
     /// `tracestate` only with it (W3C: no `tracestate` without a parent).
-    /// Checked on their bytes, without decoding (``TraceContext``).
+    /// `traceparent` is checked on its bytes, `tracestate` after unescaping
+    /// when it has escapes (``TraceContext``).
     static func traceContext(
         _ frame: UnsafeRawBufferPointer, traceparent: Range<Int>, tracestate: Range<Int>?, into envelope: inout Envelope
     ) {

@@ -11,6 +11,13 @@ public struct JSONParser {
     let bytes: UnsafeRawBufferPointer
     let maxDepth: Int
     var position: Int
+    /// When set, ``skipString()`` lets a `\u` escape of a lone UTF-16
+    /// surrogate (`\ud800`, which stands for no character) pass and notes
+    /// the first in ``loneSurrogate``: a reader can then tell that one
+    /// problem apart from a text it cannot read at all.
+    var allowsLoneSurrogates = false
+    /// Where the first lone surrogate escape ``skipString()`` let pass starts (its backslash).
+    var loneSurrogate: Int?
 
     public init(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = JSONParser.defaultMaxDepth) {
         self.bytes = bytes
@@ -266,21 +273,36 @@ public struct JSONParser {
         return value
     }
 
+    /// A `\u` escape, read from just after the `u`, and the low half that
+    /// follows a high surrogate.
     mutating func parseUnicodeEscape() throws(JSONParseError) -> Unicode.Scalar {
+        let start = position - 2
+        guard let scalar = try unicodeEscape() else { throw loneSurrogateError(at: start) }
+        return scalar
+    }
+
+    /// The error for the lone surrogate escape whose backslash is at `start`.
+    func loneSurrogateError(at start: Int) -> JSONParseError {
+        let escape = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<(start + 6)]), as: UTF8.self)
+        return JSONParseError(offset: start, reason: "lone surrogate escape \(escape) (half of a UTF-16 pair: no character)")
+    }
+
+    /// ``parseUnicodeEscape()`` that answers nil for a lone surrogate,
+    /// leaving the position just after it (an escape that follows is read
+    /// on its own).
+    mutating func unicodeEscape() throws(JSONParseError) -> Unicode.Scalar? {
         let high = try parseHex4()
-        if (0xD800...0xDBFF).contains(high) {
-            guard position + 6 <= bytes.count, bytes[position] == UInt8(ascii: "\\"),
-                bytes[position + 1] == UInt8(ascii: "u")
-            else { throw error("unpaired surrogate") }
+        guard (0xD800...0xDBFF).contains(high) else { return Unicode.Scalar(high) }
+        let afterHigh = position
+        if position + 6 <= bytes.count, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") {
             position += 2
             let low = try parseHex4()
-            guard (0xDC00...0xDFFF).contains(low),
-                let scalar = Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
-            else { throw error("invalid surrogate pair") }
-            return scalar
+            if (0xDC00...0xDFFF).contains(low), let scalar = Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)) {
+                return scalar
+            }
         }
-        guard let scalar = Unicode.Scalar(high) else { throw error("unpaired surrogate") }
-        return scalar
+        position = afterHigh
+        return nil
     }
 
     /// Scans a number's bytes; returns whether it had a fraction or exponent.
@@ -397,7 +419,11 @@ public struct JSONParser {
                 guard !atEnd else { break }
                 if current == UInt8(ascii: "u") {
                     position += 1
-                    _ = try parseUnicodeEscape()  // rejects unpaired surrogates, as parseString does
+                    if !allowsLoneSurrogates {
+                        _ = try parseUnicodeEscape()  // rejects lone surrogates, as parseString does
+                    } else if try unicodeEscape() == nil, loneSurrogate == nil {
+                        loneSurrogate = position - 6
+                    }
                     continue
                 }
                 switch current {

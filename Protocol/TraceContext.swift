@@ -1,16 +1,24 @@
 /// The W3C Trace Context members a request may carry (`traceparent`,
 /// `tracestate`; a documented extension, docs/protocol.md).
 ///
-/// The daemon never decodes them: it checks their bytes as they arrived and
-/// forwards them unchanged. A `traceparent` that is not well formed is
-/// dropped, and its `tracestate` with it, as W3C Trace Context says a
-/// receiver does with one it cannot parse.
+/// The daemon forwards them unchanged. A `traceparent` is checked on its
+/// bytes as they arrived; one that is not well formed is dropped, and its
+/// `tracestate` with it, as W3C Trace Context says a receiver does with one
+/// it cannot parse. A `tracestate` is checked as the component will read
+/// it, after unescaping (a `\r\n` written as escapes is still a line break),
+/// and dropped alone when it is not well formed.
 public enum TraceContext {
     /// A version-00 `traceparent`: `00-<32 hex>-<16 hex>-<2 hex>`.
     public static let maxTraceparentBytes = 55
-    /// W3C: a platform should propagate at least 512 bytes of `tracestate`;
-    /// this is also the most the daemon passes on.
+    /// W3C: a platform should propagate at least 512 characters of
+    /// `tracestate`; this is also the most the daemon passes on.
     public static let maxTracestateBytes = 512
+    /// W3C: a `tracestate` has at most 32 list-members.
+    public static let maxTracestateMembers = 32
+    /// The longest JSON form of a `tracestate` within the limit: every
+    /// character written as a 6-byte `\uXXXX` escape. Anything longer is
+    /// refused without being decoded.
+    static let maxEscapedTracestateBytes = 6 * maxTracestateBytes
 
     /// Whether `text` (the string's contents, without quotes) is a
     /// `traceparent` the daemon forwards: exactly 55 bytes, a version other
@@ -36,11 +44,15 @@ public enum TraceContext {
     }
 
     /// Whether `text` (the string's contents as they are in the frame, JSON
-    /// escapes included) is a `tracestate` the daemon forwards: at most
-    /// ``maxTracestateBytes`` bytes, printable ASCII. Its list structure is
-    /// the tracing system's business and not checked.
+    /// escapes included; already checked as a JSON string) is a
+    /// `tracestate` the daemon forwards: ``isValidTracestate(_:)-(String)``
+    /// of its unescaped text.
     public static func isValidTracestate(_ text: UnsafeRawBufferPointer) -> Bool {
-        text.count <= maxTracestateBytes && text.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
+        guard text.contains(UInt8(ascii: "\\")) else { return isValidTracestateText(text) }
+        guard text.count <= maxEscapedTracestateBytes else { return false }
+        let quoted = [UInt8(ascii: "\"")] + text + [UInt8(ascii: "\"")]
+        guard case .string(let unescaped)? = try? JSONParser.parse(quoted) else { return false }
+        return isValidTracestate(unescaped)
     }
 
     public static func isValidTraceparent(_ text: String) -> Bool {
@@ -48,13 +60,30 @@ public enum TraceContext {
         return text.withUTF8 { isValidTraceparent(UnsafeRawBufferPointer($0)) }
     }
 
-    /// For a decoded string: also without `"` or `\`, so that its JSON form
-    /// (what the daemon checks) is the same bytes and within the limit.
+    /// Whether `text` is a `tracestate` the daemon forwards: at most
+    /// ``maxTracestateBytes`` characters of printable ASCII (no control
+    /// character, so no line break or terminal escape reaches a component's
+    /// logs) in at most ``maxTracestateMembers`` comma-separated members
+    /// (empty ones not counted, as W3C says). The members' own syntax is
+    /// the tracing system's business and not checked.
     public static func isValidTracestate(_ text: String) -> Bool {
         var text = text
-        return text.withUTF8 { bytes in
-            isValidTracestate(UnsafeRawBufferPointer(bytes))
-                && !bytes.contains(UInt8(ascii: "\"")) && !bytes.contains(UInt8(ascii: "\\"))
+        return text.withUTF8 { isValidTracestateText(UnsafeRawBufferPointer($0)) }
+    }
+
+    private static func isValidTracestateText(_ text: UnsafeRawBufferPointer) -> Bool {
+        guard text.count <= maxTracestateBytes else { return false }
+        var members = 0
+        var inMember = false
+        for byte in text {
+            guard byte >= 0x20 && byte < 0x7F else { return false }
+            if byte == UInt8(ascii: ",") {
+                inMember = false
+            } else if byte != UInt8(ascii: " ") && !inMember {
+                inMember = true
+                members += 1
+            }
         }
+        return members <= maxTracestateMembers
     }
 }

@@ -21,7 +21,7 @@ struct TraceOptions: ParsableArguments {
         if let tracestate {
             guard traceparent != nil else { throw ValidationError("--tracestate needs --traceparent") }
             guard TraceContext.isValidTracestate(tracestate) else {
-                throw ValidationError("--tracestate must be at most 512 bytes of printable ASCII without \" and \\")
+                throw ValidationError("--tracestate must be at most 512 characters of printable ASCII in at most 32 members")
             }
         }
     }

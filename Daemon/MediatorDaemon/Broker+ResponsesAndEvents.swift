@@ -22,6 +22,12 @@ extension Broker {
         let isError = envelope.errorRange != nil
         // A `continues` the caller did not ask for is passed on as the final answer.
         let continues = envelope.continues && !isError && call.more
+        // A result no client could decode is refused at once, schema or not,
+        // rather than left for the caller's library to fail on.
+        if envelope.resultHasLoneSurrogate {
+            refuseResult(daemonID, problem: loneSurrogateProblem(body), partial: continues, from: connection, now: now)
+            return
+        }
         // Only an action that declares `result` has its results decoded;
         // errors pass through unchecked, as the contract says.
         if let resultSchema = call.resultSchema, !isError,
@@ -88,7 +94,22 @@ extension Broker {
             ])
     }
 
-    /// A result that does not match its action's `result` schema: the caller
+    /// Why a result with a lone surrogate escape is refused, from the strict
+    /// reading, which names the escape and where it is in the result.
+    func loneSurrogateProblem(_ body: ByteBuffer) -> String {
+        let reason = body.withUnsafeReadableBytes { bytes -> String in
+            do {
+                _ = try JSONParser.parse(bytes)
+                return "a lone surrogate escape (no character)"
+            } catch {
+                return "\(error)"
+            }
+        }
+        return "result: " + reason
+    }
+
+    /// A result that does not match its action's `result` schema, or that
+    /// holds a lone surrogate escape: the caller
     /// gets `invalid_result` as the final answer in its place, and the
     /// component gets `mediator.invalid_result` (an event, which it cannot
     /// take for the answer to a request of its own) and, when the result was
@@ -105,7 +126,7 @@ extension Broker {
         if partial { sendCancelEvent(call) }
         // A component's bug, not the caller's: worth a line each time, but at notice, not per call at info.
         logger.notice(
-            "result refused: it does not match the action's result schema",
+            "result refused: it does not match the action's result schema or is not Unicode text",
             metadata: [
                 "target": "\(call.target)", "action": "\(call.action)",
                 "pid": "\(credentials(of: connection)?.pid ?? 0)", "problem": "\(problem)",

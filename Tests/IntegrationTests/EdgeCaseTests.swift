@@ -157,6 +157,43 @@ extension Integration {
             #expect(try caller.receive() == ["id": 1, "error": ["code": "broken", "message": "gave up"]])
         }
 
+        @Test("A result with a lone surrogate escape is answered invalid_result at once, schema or not, partial too")
+        func loneSurrogateInAResult() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let component = try world.peer(daemon)
+            _ = try component.register("S", actions: ["plain", ["name": "typed", "result": ["type": "object"]], "count"])
+            let caller = try world.peer(daemon)
+            // Well within the calls' 60 s timeout: before the fix the response was dropped as malformed.
+            let bound = Duration.seconds(10)
+            func expectRefused(_ reply: JSONValue, action: String) {
+                #expect(reply.errorCode == "invalid_result", "\(reply.jsonText)")
+                #expect(reply["error"]?["data"] == ["target": "S", "action": .string(action)], "\(reply.jsonText)")
+                #expect(
+                    reply["error"]?["message"]?.stringValue?.hasPrefix(#"result: lone surrogate escape \ud800"#) == true,
+                    "\(reply.jsonText)")
+            }
+
+            for action in ["plain", "typed"] {
+                let id = try caller.request("S", action, timeoutMs: 60_000)
+                let request = try component.incomingRequest()
+                try component.sendLine(#"{"id":\#(request["id"]!.jsonText),"result":{"text":"a\ud800b"}}"#)
+                expectRefused(try caller.response(to: id, within: bound), action: action)
+                #expect(try component.event("mediator.invalid_result")["data"]?["id"] == request["id"])
+            }
+
+            let id = try caller.request("S", "count", timeoutMs: 60_000, more: true)
+            let request = try component.incomingRequest()
+            try component.send(["id": request["id"]!, "result": 1, "continues": true])
+            #expect(try caller.receive(within: bound) == ["id": id, "result": 1, "continues": true])
+            try component.sendLine(#"{"id":\#(request["id"]!.jsonText),"result":"\ud800","continues":true}"#)
+            expectRefused(try caller.response(to: id, within: bound), action: "count")
+            #expect(try component.event("mediator.invalid_result")["data"]?["id"] == request["id"])
+            #expect(try component.event("mediator.cancel")["data"]?["id"] == request["id"])
+            try caller.expectNothingPendingBeforePing()
+        }
+
         @Test("Over the connection limit: the extra connection is refused; the others keep working")
         func connectionLimit() throws {
             let world = try World()

@@ -92,14 +92,18 @@ struct BrokerResultCheckTests {
         #expect(d.take(2).filter { $0.contains("mediator.invalid_result") }.isEmpty)
     }
 
-    @Test func badPartialEndsTheStream() {
+    /// A partial that does not match, or holds a lone surrogate (issue 23).
+    @Test(arguments: [
+        (#"{"n":"two"}"#, "result.n: expected integer, got string"),
+        (#"{"n":"\ud800"}"#, loneSurrogateMessage),
+    ])
+    func badPartialEndsTheStream(partial: String, message: String) {
         let d = setUp()
         d.send(#"{"id":"s","target":"Notes","action":"watch","more":true}"#, from: 1)
         _ = d.take(2)
         d.send(#"{"id":1,"result":{"n":1},"continues":true}"#, from: 2)
         #expect(d.take(1) == [#"{"id":"s","result":{"n":1},"continues":true}"#])
-        d.send(#"{"id":1,"result":{"n":"two"},"continues":true}"#, from: 2)
-        let message = "result.n: expected integer, got string"
+        d.send(#"{"id":1,"result":\#(partial),"continues":true}"#, from: 2)
         #expect(d.takeJSON(1) == [Self.invalidResult(id: #""s""#, message, action: "watch")])
         // The component is told why, then to stop, as on a timeout.
         #expect(d.takeJSON(2) == [Self.invalidResultEvent(1, message), Self.cancelEvent(1)])
@@ -140,6 +144,25 @@ struct BrokerResultCheckTests {
         d.send(#"{"id":1,"result":[1, "anything" ,{"x":null}]}"#, from: 2)
         #expect(d.take(1) == [#"{"id":"f","result":[1, "anything" ,{"x":null}]}"#])
         #expect(d.take(2).isEmpty)
+    }
+
+    // MARK: - Lone surrogates (issue 23)
+
+    static let loneSurrogateMessage = #"result: lone surrogate escape \ud800 (half of a UTF-16 pair: no character) at byte 6"#
+
+    /// A result with `"\ud800"` is well-formed JSON that no client can
+    /// decode: refused at once, whether the action declares a result schema
+    /// (`list`) or not (`free`), instead of being dropped as malformed.
+    @Test(arguments: ["list", "free"])
+    func loneSurrogateInAResultIsRefusedAtOnce(action: String) {
+        let d = setUp()
+        d.send(#"{"id":"c","target":"Notes","action":"\#(action)"}"#, from: 1)
+        _ = d.take(2)
+        d.send(#"{"id":1,"result":{"x":"\ud800"}}"#, from: 2)
+        #expect(d.takeJSON(1) == [Self.invalidResult(id: #""c""#, Self.loneSurrogateMessage, action: action)])
+        #expect(d.takeJSON(2) == [Self.invalidResultEvent(1, Self.loneSurrogateMessage)])
+        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.peers[2]?.consecutiveBadFrames == 0)
     }
 
     @Test func referenceInParamsIsEnforcedOnCalls() {

@@ -56,6 +56,22 @@ struct BrokerTraceTests {
         }
     }
 
+    /// Checked after unescaping (issue 23): escaped control characters do
+    /// not reach the component; the traceparent still does, and a kept
+    /// tracestate goes on as written.
+    @Test func tracestateWithEscapedControlCharactersIsNotForwarded() {
+        let d = BrokerDriver()
+        d.connect(1)
+        d.connect(2)
+        d.register("T", actions: #"["a"]"#, from: 2)
+        for state in [#"a=1\r\nb=2"#, #"a=\u0000"#, #"a=\u001b]0;x\u0007"#] {
+            d.send(#"{"target":"T","action":"a","timeout_ms":100,"traceparent":"\#(Self.parent)","tracestate":"\#(state)"}"#, from: 1)
+        }
+        d.send(#"{"target":"T","action":"a","timeout_ms":100,"traceparent":"\#(Self.parent)","tracestate":"a=\"q\""}"#, from: 1)
+        let plain = #"{"target":"T","action":"a","params":{},"timeout_ms":100,"caller":\#(caller1),"traceparent":"\#(Self.parent)""#
+        #expect(d.take(2) == Array(repeating: plain + "}", count: 3) + [plain + #","tracestate":"a=\"q\""}"#])
+    }
+
     @Test func openForwardsTheOpenRequestsTraceMembers() {
         let d = BrokerDriver()
         d.connect(1)

@@ -172,13 +172,20 @@ private let deepOpen = String(repeating: "[", count: 100_000)
         MalformedCase("NUL in result", bytes: bytes(#"{"id":13,"result":""#) + [0x00] + bytes(#""}"#), id: .int(13)),
         MalformedCase("lone high surrogate in params", #"{"id":14,"target":"a","action":"b","params":{"k":"\ud800"}}"#, id: .int(14)),
         MalformedCase("lone low surrogate in params", #"{"id":14,"target":"a","action":"b","params":{"k":"x\udc00y"}}"#, id: .int(14)),
-        MalformedCase("reversed pair in result", #"{"id":14,"result":["\ude00\ud83d"]}"#, id: .int(14)),
         MalformedCase("high surrogate then letter in data", #"{"event":"e","data":"\ud83d\u0041"}"#, id: nil),
         MalformedCase("lone surrogate in target", #"{"id":14,"target":"\ud800","action":"b"}"#, id: .int(14)),
         MalformedCase("lone surrogate in the id of a request", #"{"id":"\ud800","target":"a","action":"b"}"#, id: nil),
         MalformedCase("lone surrogate in the id of a response", #"{"id":"\udfff","result":1}"#, id: nil),
         MalformedCase("lone surrogate in a member name", #"{"id":14,"\ud800":1,"event":"e"}"#, id: .int(14)),
         MalformedCase("lone surrogate in more", #"{"id":14,"target":"a","action":"b","more":"\ud800"}"#, id: .int(14)),
+        // A lone surrogate passes only in the result of an otherwise well-formed response.
+        MalformedCase("lone surrogate in the result of a request", #"{"id":14,"target":"a","action":"b","result":"\ud800"}"#, id: .int(14)),
+        MalformedCase("lone surrogate in a result beside an error", #"{"id":14,"result":"\ud800","error":{"code":"x","message":"m"}}"#, id: .int(14)),
+        MalformedCase("lone surrogate in a result without an id", #"{"result":"\ud800"}"#, id: nil),
+        MalformedCase("lone surrogate in a result given again", #"{"id":14,"result":"\ud800","result":1}"#, id: .int(14)),
+        MalformedCase("lone surrogate in an error", #"{"id":14,"error":{"code":"x","message":"\ud800"}}"#, id: .int(14)),
+        MalformedCase("lone surrogate in the result of an event", #"{"event":"e","result":"\ud800"}"#, id: nil),
+        MalformedCase("lone surrogate in a result, then broken", #"{"id":14,"result":"\ud800",}"#, id: .int(14)),
     ]
 
     @Test(arguments: malformed)
@@ -380,6 +387,43 @@ private let deepOpen = String(repeating: "[", count: 100_000)
         // A component's own code travels unchanged.
         let custom = bytes(#"{"id":8,"error":{"code":"my_code","message":""}}"#)
         #expect(accepted(custom)?.isError == true)
+    }
+
+    /// Well-formed JSON that stands for no Unicode text: the broker's
+    /// reading lets it through, flagged, so that the caller can be answered
+    /// `invalid_result` rather than wait for an answer dropped as malformed.
+    @Test(arguments: [
+        #""\ud800""#, #"["\ude00\ud83d"]"#, #""\ud83d\u0041""#, #"{"k":"a\udfffb"}"#, #""\ud83d\ude00\ud800""#,
+        #"["\ud800", "\ud800\ud800"]"#,
+    ])
+    func responseWithLoneSurrogateInItsResult(result: String) {
+        let frame = bytes(#"{"id":7,"result":"# + result + #","continues":true}"#)
+        guard let envelope = accepted(frame) else { return }
+        #expect(envelope.kind == .response)
+        #expect(envelope.id == .int(7))
+        #expect(envelope.resultHasLoneSurrogate)
+        #expect(envelope.continues)
+        #expect(text(frame, envelope.resultRange) == result)
+    }
+
+    @Test func responseWithSurrogatePairsIsNotFlagged() {
+        let frame = bytes(#"{"id":7,"result":"\ud83d\ude00 \uD83D\uDE00"}"#)
+        #expect(accepted(frame)?.resultHasLoneSurrogate == false)
+    }
+
+    @Test(arguments: [
+        (#"{"id":1,"target":"a","action":"b","params":{"k":"x\udc00y"}}"#, #"\udc00"#),
+        (#"{"id":1,"target":"a","action":"b","result":"\ud83d\u0041"}"#, #"\ud83d"#),
+        (#"{"id":1,"result":"\ud800","continues":"no"}"#, #"\ud800"#),
+    ])
+    func loneSurrogateIsNamedWhereItIs(frame: String, escape: String) {
+        guard case .failure(let failure) = EnvelopeParser.parse(bytes(frame)) else {
+            Issue.record("accepted")
+            return
+        }
+        let offset = frame.utf8.count - frame.utf8.drop(while: { $0 != UInt8(ascii: "\\") }).count
+        #expect(failure.error.message == "malformed JSON: lone surrogate escape \(escape) (half of a UTF-16 pair: no character) at byte \(offset)")
+        #expect(failure.id == .int(1))
     }
 
     @Test func responseContinues() {

@@ -44,6 +44,16 @@ import Testing
         #expect(decoded == EnvelopeParser.parse(testCase.frame))
     }
 
+    /// A client's reading stays strict: it could not hand such a result to
+    /// its user, and the daemon never forwards one (it answers `invalid_result`).
+    @Test func refusesALoneSurrogateInAResultThatParsePasses() throws {
+        let frame = Array(#"{"id":1,"result":"\ud800"}"#.utf8)
+        #expect(try EnvelopeParser.parse(frame).get().resultHasLoneSurrogate)
+        var payloads = EnvelopeParser.Payloads()
+        let decoded = frame.withUnsafeBytes { EnvelopeParser.parse($0, decoding: &payloads) }
+        #expect(throws: EnvelopeError.self) { try decoded.get() }
+    }
+
     @Test func nestingLimitIsTheSame() {
         let frames = [
             #"{"id":1,"target":"a","action":"b","params":{"a":[[1]]}}"#,

@@ -75,6 +75,38 @@ private func text(_ frame: [UInt8], _ range: Range<Int>?) -> String? {
         }
     }
 
+    /// Checked as the component reads it, after unescaping (issue 23): an
+    /// escaped control character is still one, and the limits count
+    /// characters, not the escapes that write them.
+    static let escapedTracestates: [(written: String, kept: Bool)] = [
+        (#"a=1\r\nb=2"#, false),
+        (#"a=\u0000"#, false),
+        (#"a=\u001b[31m"#, false),
+        (#"a=\t1"#, false),
+        (#"a=caf\u00e9"#, false),
+        (#"a=\ud83d\ude00"#, false),
+        (#"a=\"q\",b=back\\slash,c=\/"#, true),
+        (#"\u0061=1"#, true),
+        (String(repeating: #"\u0061"#, count: 512), true),
+        (String(repeating: #"\u0061"#, count: 513), false),
+        (String(repeating: "a", count: 511) + #"\u0061"#, true),
+        (String(repeating: "a", count: 512) + #"\u0061"#, false),
+        (Array(repeating: "k=v", count: 32).joined(separator: ","), true),
+        (Array(repeating: "k=v", count: 33).joined(separator: ","), false),
+        (Array(repeating: #"k=\u0076"#, count: 33).joined(separator: ","), false),
+        // Empty members do not count (W3C).
+        (Array(repeating: "k=v", count: 32).joined(separator: ", ,") + ",", true),
+    ]
+
+    @Test(arguments: escapedTracestates)
+    func tracestateIsCheckedAfterUnescaping(written: String, kept: Bool) throws {
+        let (envelope, frame) = try #require(parsed(
+            #"{"target":"T","action":"a","traceparent":"\#(validParent)","tracestate":"\#(written)"}"#))
+        #expect(envelope.traceparentRange != nil)
+        // Kept, it is forwarded as written.
+        #expect(text(frame, envelope.tracestateRange) == (kept ? "\"\(written)\"" : nil))
+    }
+
     @Test func lastRepeatedTraceparentWinsAndEscapedNameIsRecognised() throws {
         let other = "00-11111111111111111111111111111111-2222222222222222-00"
         let (envelope, frame) = try #require(parsed(
@@ -95,8 +127,11 @@ private func text(_ frame: [UInt8], _ range: Range<Int>?) -> String? {
         #expect(TraceContext.isValidTraceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-09"))
         #expect(!TraceContext.isValidTraceparent(validParent + "-"))
         #expect(TraceContext.isValidTracestate("a=b,c=d"))
-        #expect(!TraceContext.isValidTracestate("a=\"b\""))
+        // Its JSON form has escapes, which the daemon reads through.
+        #expect(TraceContext.isValidTracestate("a=\"b\\\""))
+        #expect(!TraceContext.isValidTracestate("a=\r\n"))
         #expect(!TraceContext.isValidTracestate(String(repeating: "x", count: 513)))
+        #expect(!TraceContext.isValidTracestate(Array(repeating: "k=v", count: 33).joined(separator: ",")))
     }
 
     @Test func outboundRequestCarriesTraceMembersOnlyWhenGiven() throws {

@@ -45,7 +45,10 @@ class TraceparentRuleTests(unittest.TestCase):
         self.assertTrue(tracing.is_valid_tracestate("vendor=1,other=abc"))
         self.assertTrue(tracing.is_valid_tracestate("a" * 512))
         self.assertFalse(tracing.is_valid_tracestate("a" * 513))
-        for bad in ['quote="x"', "back\\slash", "tab\there", "caf\u00e9", None, 3]:
+        # Its JSON form has escapes, which the daemon reads through.
+        self.assertTrue(tracing.is_valid_tracestate('quote="x",back\\slash'))
+        self.assertTrue(tracing.is_valid_tracestate(",".join(["k=v"] * 32) + ", ,"))
+        for bad in ["tab\there", "a=1\r\nb=2", "esc=\x1b[31m", "nul=\x00", "caf\u00e9", ",".join(["k=v"] * 33), None, 3]:
             with self.subTest(bad=bad):
                 self.assertFalse(tracing.is_valid_tracestate(bad))
         # A bad tracestate is dropped; the traceparent still counts.
@@ -78,7 +81,7 @@ class TraceparentRuleTests(unittest.TestCase):
         # A context built by hand is checked where it is sent, as the Swift library does.
         self.assertIsNone(tracing.outgoing(TraceContext(GOOD.upper(), "v=1")))
         self.assertEqual(tracing.outgoing(TraceContext(GOOD, "x" * 513)), TraceContext(GOOD))
-        self.assertEqual(tracing.outgoing(TraceContext(GOOD, 'q="1"')), TraceContext(GOOD))
+        self.assertEqual(tracing.outgoing(TraceContext(GOOD, "q=1\r\n")), TraceContext(GOOD))
         self.assertEqual(tracing.outgoing(TraceContext(GOOD, "")), TraceContext(GOOD, ""))
         with tracing.use(TraceContext("00-bad")):
             self.assertIsNone(tracing.outgoing(None))
