@@ -34,6 +34,16 @@ extension Broker {
         return MediatorError(.forbidden, denial)
     }
 
+    /// Whether `credentials` have the `monitor` grant; neither counted nor
+    /// logged as a denial (the metrics endpoint asks at every scrape, to
+    /// decide what to show, not to refuse).
+    func grantsMonitor(_ credentials: PeerCredentials) -> Bool {
+        if credentials.uid == 0 { return true }
+        let subject = PolicySubject(
+            uid: credentials.uid, gid: credentials.gid, groups: credentials.groups, userName: credentials.userName)
+        return policy.check(.monitor, by: subject) == nil
+    }
+
     /// The policy's verdict on a caller on another host (its remote rules).
     func checkPolicy(_ request: PolicyRequest, remote: RemoteCaller) -> MediatorError? {
         guard let denial = policy.check(request, by: .remote(host: remote.host, uid: remote.uid)) else { return nil }

@@ -131,6 +131,15 @@ public final class MediatorServer: Service, Sendable {
         return try? await host.eventLoop.submit { host.broker.statisticsSnapshot(now: .now()) }.get()
     }
 
+    /// Whether the peer of `channel`, a Unix socket connection accepted
+    /// elsewhere (the metrics endpoint's), has the policy's `monitor` grant,
+    /// by the credentials the kernel gives for it; false when they cannot be read.
+    public func grantsMonitor(toPeerOf channel: any Channel) async -> Bool {
+        guard let credentials = try? await PeerCredentialsReader.read(channel).get() else { return false }
+        let host = self.host
+        return (try? await host.eventLoop.submit { host.broker.grantsMonitor(credentials) }.get()) ?? false
+    }
+
     public func run() async throws {
         let host = self.host
         let eventLoop = host.eventLoop

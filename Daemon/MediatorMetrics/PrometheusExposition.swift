@@ -6,27 +6,43 @@ import Prometheus
 /// registry as they happen (the broker's timers, made by ``latencyFactory``);
 /// everything else is copied in from a snapshot at each scrape: gauges
 /// set, counters advanced by what they grew since the last scrape. So
-/// routing pays nothing for the counters when nobody scrapes.
+/// routing pays nothing for the counters when nobody scrapes. The per-uid
+/// series live in a registry of their own, so a rendering can leave them
+/// out (who is refused, by which quota, is for the monitor grant only).
 public final class PrometheusExposition: Sendable {
     public let registry: PrometheusCollectorRegistry
+    /// The `mediator_uid_*` families.
+    let uidRegistry: PrometheusCollectorRegistry
     /// For the broker's latency timers (`MediatorServer(latencyMetrics:)`).
     public let latencyFactory: LatencyMetricsFactory
     private let published: NIOLockedValueBox<PublishedMetrics>
 
     public init() {
         registry = PrometheusCollectorRegistry()
+        uidRegistry = PrometheusCollectorRegistry()
         latencyFactory = LatencyMetricsFactory(registry: registry)
         published = NIOLockedValueBox(PublishedMetrics())
     }
 
-    /// Brings the registry up to `snapshot` and returns it in the text
-    /// format. Scrapes are serialized, so counters never go backwards.
-    public func scrape(_ snapshot: StatisticsSnapshot) -> [UInt8] {
+    /// Brings the registries up to `snapshot` and returns them in the text
+    /// format, the per-uid series only with `uidSeries`. Renderings are
+    /// serialized, so counters never go backwards. The text is written
+    /// once, into an array sized from the last rendering (the registry's
+    /// own `emitToBuffer` keeps a copy of its own for good and returns another).
+    public func render(_ snapshot: StatisticsSnapshot, uidSeries: Bool) -> [UInt8] {
         published.withLockedValue { published in
-            published.update(from: snapshot, in: registry)
-            return registry.emitToBuffer()
+            published.update(from: snapshot, in: registry, uids: uidRegistry)
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(published.lastRenderBytes + published.lastRenderBytes / 8 + 4096)
+            registry.emit(into: &bytes)
+            if uidSeries { uidRegistry.emit(into: &bytes) }
+            published.lastRenderBytes = max(published.lastRenderBytes, bytes.count)
+            return bytes
         }
     }
+
+    /// Everything, the per-uid series included.
+    public func scrape(_ snapshot: StatisticsSnapshot) -> [UInt8] { render(snapshot, uidSeries: true) }
 }
 
 /// The handles made so far and the counter values last published.
@@ -42,8 +58,12 @@ struct PublishedMetrics {
     private var gauges: [Key: Gauge] = [:]
     /// Gauges set by the current update; the others read zero (a uid gone, nothing held).
     private var gaugesSet: Set<Key> = []
+    /// The largest rendering so far, to size the next one at once.
+    var lastRenderBytes = 0
 
-    mutating func update(from snapshot: StatisticsSnapshot, in registry: PrometheusCollectorRegistry) {
+    mutating func update(
+        from snapshot: StatisticsSnapshot, in registry: PrometheusCollectorRegistry, uids uidRegistry: PrometheusCollectorRegistry
+    ) {
         gaugesSet.removeAll(keepingCapacity: true)
         let statistics = snapshot.statistics
         let live = snapshot.live
@@ -73,13 +93,13 @@ struct PublishedMetrics {
             let labels = [("uid", String(uid))]
             let counted = statistics.uids[uid] ?? UIDCounters()
             let now = live.uids[uid] ?? LiveFigures.UID()
-            set(MetricFamilies.uidConnections, labels, Double(now.connections), registry)
-            set(MetricFamilies.uidCallsInFlight, labels, Double(now.callsInFlight), registry)
-            set(MetricFamilies.uidQueuedBytes, labels, Double(now.queuedBytes), registry)
-            count(MetricFamilies.uidConnectionsOpened, labels, counted.connectionsOpened, registry)
-            count(MetricFamilies.uidPolicyDenials, labels, counted.policyDenials, registry)
+            set(MetricFamilies.uidConnections, labels, Double(now.connections), uidRegistry)
+            set(MetricFamilies.uidCallsInFlight, labels, Double(now.callsInFlight), uidRegistry)
+            set(MetricFamilies.uidQueuedBytes, labels, Double(now.queuedBytes), uidRegistry)
+            count(MetricFamilies.uidConnectionsOpened, labels, counted.connectionsOpened, uidRegistry)
+            count(MetricFamilies.uidPolicyDenials, labels, counted.policyDenials, uidRegistry)
             for (quota, refusals) in counted.quotaRefusals {
-                count(MetricFamilies.uidQuotaRefusals, labels + [("quota", quota)], refusals, registry)
+                count(MetricFamilies.uidQuotaRefusals, labels + [("quota", quota)], refusals, uidRegistry)
             }
         }
         let daemon = statistics.daemon

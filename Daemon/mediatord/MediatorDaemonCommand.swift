@@ -100,6 +100,15 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         valueName: "address"))
     var metricsListen: String?
 
+    @Option(help: "Metrics connections at once; more are closed when accepted (default 4).")
+    var metricsMaxScrapes: Int?
+
+    @Option(help: "Milliseconds a metrics connection may take, request to response, before it is closed (default 10000).")
+    var metricsTimeoutMs: Int?
+
+    @Flag(help: "Serve the per-uid series (mediator_uid_*) on a loopback TCP metrics port too; on a Unix socket, the monitor grant decides.")
+    var metricsUidSeries = false
+
     @Option(help: "Socket file mode, octal (default 0666); not used with socket activation.")
     var socketMode: String = "0666"
 
@@ -206,6 +215,16 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
                 throw unusable("--metrics-listen: \(error.description)")
             }
         }
+        var metricsSettings = MetricsEndpoint.Settings()
+        if let metricsMaxScrapes {
+            guard metricsMaxScrapes > 0 else { throw ValidationError("--metrics-max-scrapes must be positive") }
+            metricsSettings.maxScrapes = metricsMaxScrapes
+        }
+        if let metricsTimeoutMs {
+            guard metricsTimeoutMs > 0 else { throw ValidationError("--metrics-timeout-ms must be positive") }
+            metricsSettings.timeout = .milliseconds(Int64(metricsTimeoutMs))
+        }
+        metricsSettings.uidSeriesOnTCP = metricsUidSeries
         // Latencies are recorded per call only when something exports them.
         let exposition = metricsAddress.map { _ in PrometheusExposition() }
 
@@ -260,7 +279,10 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             .init(service: StatusReporter(server: server, notifier: notifier), successTerminationBehavior: .ignore),
         ]
         if let metricsAddress, let exposition {
-            let endpoint = MetricsEndpoint(address: metricsAddress, exposition: exposition, logger: logger) {
+            let endpoint = MetricsEndpoint(
+                address: metricsAddress, exposition: exposition, settings: metricsSettings, logger: logger,
+                uidSeriesGrant: { await server.grantsMonitor(toPeerOf: $0) }, releaseMemory: { ProcessMemory.trimMalloc() }
+            ) {
                 await server.statisticsSnapshot()
             }
             // A metrics endpoint that cannot bind stops the daemon: asked for, it must work.
