@@ -9,7 +9,6 @@ struct ModelBuilder {
 
     private var typeNames = NameAllocator()
     private var declarations: [Declaration] = []
-    private var declarationIndex: [String: Int] = [:]
 
     /// `$defs` entries of every params/result root, by key: one shared type per key.
     private struct Definition {
@@ -249,15 +248,12 @@ struct ModelBuilder {
         case .enumeration(var decl): decl.name = bodyName; declarations[slot] = .enumeration(decl)
         case .alias: return
         }
-        declarationIndex[bodyName] = slot
-        declarationIndex[name] = nil
         append(.alias(AliasDecl(name: name, description: description, target: TypeRef(.named(bodyName), nullable: true))))
     }
 
     @discardableResult
     private mutating func append(_ declaration: Declaration) -> Int {
         declarations.append(declaration)
-        declarationIndex[declaration.name] = declarations.count - 1
         return declarations.count - 1
     }
 
