@@ -31,6 +31,14 @@ public enum SwiftGenerator {
 struct SwiftWriter {
     let model: InterfaceModel
     let fileName: String
+    /// The members stored out of line, as `Indirect` (a type that leads back to itself).
+    let indirectMembers: Set<RecursiveMembers.Member>
+
+    init(model: InterfaceModel, fileName: String) {
+        self.model = model
+        self.fileName = fileName
+        indirectMembers = RecursiveMembers.find(in: model)
+    }
 
     var names: InterfaceModel.TypeNames { model.typeNames }
 
