@@ -137,7 +137,7 @@ struct ModelBuilder {
         if let description { embedded["description"] = .string(description) }
         return InterfaceModel(
             target: target, description: description, embedded: .object(embedded), actions: actions,
-            declarations: declarations, typeNames: names)
+            declarations: AliasCycles.broken(declarations), typeNames: names)
     }
 
     /// Names no generated type may take: Swift's and the library's types the

@@ -107,6 +107,10 @@ import Testing
         #expect(try TreeNode(jsonValue: tree.jsonValue) == tree)
         let loop: MaybeLoop = MaybeLoopBody(again: MaybeLoopBody(again: nil))
         #expect(loop?.again?.again == nil)
+        // A cycle through arrays alone: the closing reference is free-form.
+        let nested: NestParams = try NestParams(jsonValue: [[[]], []])
+        #expect(nested == [[[]], []])
+        #expect(try Right(jsonValue: [[[1]]]) == [[[1]]])
     }
 
     @Test func scalarsEncodeDirectlyAsTheirJSONValue() {

@@ -335,6 +335,12 @@ public struct TreeNodeMeta: Codable, Sendable, Equatable, JSONValueConvertible {
     }
 }
 
+public typealias Nested = [JSONValue]
+
+public typealias Left = [JSONValue]?
+
+public typealias Right = [[JSONValue]]
+
 public typealias WalkParams = ListCell
 
 public struct WalkResult: Codable, Sendable, Equatable, JSONValueConvertible {
@@ -402,6 +408,51 @@ public struct WalkResult: Codable, Sendable, Equatable, JSONValueConvertible {
     }
 }
 
+public typealias NestParams = [JSONValue]
+
+public struct NestResult: Codable, Sendable, Equatable, JSONValueConvertible {
+    public var left: [JSONValue]?
+
+    public init(left: [JSONValue]? = nil) {
+        self.left = left
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case left = "left"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.left = try container.decodeIfPresent([JSONValue].self, forKey: .left)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(self.left, forKey: .left)
+    }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "NestResult")
+        self.left = try JSONConversion.optional(members, "left")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        if let value = self.left { members["left"] = value.jsonValue }
+        return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        if let value = self.left {
+            members.next("\"left\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
+        output.append(UInt8(ascii: "}"))
+    }
+}
+
 /// Typed calls to the target "Recursive" through a `MediatorClient`.
 public struct RecursiveClient: Sendable {
     public static let target = "Recursive"
@@ -418,11 +469,17 @@ public struct RecursiveClient: Sendable {
     public func walk(_ params: WalkParams, timeout: Duration? = nil) async throws(MediatorError) -> WalkResult {
         try await client.call(target, "walk", params, as: WalkResult.self, timeout: timeout)
     }
+
+    public func nest(_ params: NestParams, timeout: Duration? = nil) async throws(MediatorError) -> NestResult {
+        try await client.call(target, "nest", params, as: NestResult.self, timeout: timeout)
+    }
 }
 
 /// The actions of "Recursive", to implement and serve with `Component(serving:)`.
 public protocol RecursiveService: Sendable {
     func walk(_ params: WalkParams, context: CallContext) async throws -> WalkResult
+
+    func nest(_ params: NestParams, context: CallContext) async throws -> NestResult
 }
 
 extension Component {
@@ -436,6 +493,10 @@ extension Component {
             case "walk":
                 action(spec) { (params: WalkParams, context: CallContext) async throws -> WalkResult in
                     try await service.walk(params, context: context)
+                }
+            case "nest":
+                action(spec) { (params: NestParams, context: CallContext) async throws -> NestResult in
+                    try await service.nest(params, context: context)
                 }
             default:
                 break
@@ -543,6 +604,48 @@ public enum RecursiveInterface {
               },
               "tree": {
                 "$ref": "#/$defs/TreeNode"
+              }
+            },
+            "type": "object"
+          }
+        },
+        {
+          "name": "nest",
+          "params": {
+            "$defs": {
+              "Nested": {
+                "items": {
+                  "$ref": "#/$defs/Nested"
+                },
+                "type": "array"
+              }
+            },
+            "$ref": "#/$defs/Nested"
+          },
+          "result": {
+            "$defs": {
+              "Left": {
+                "items": {
+                  "$ref": "#/$defs/Right"
+                },
+                "type": [
+                  "array",
+                  "null"
+                ]
+              },
+              "Right": {
+                "items": {
+                  "items": {
+                    "$ref": "#/$defs/Left"
+                  },
+                  "type": "array"
+                },
+                "type": "array"
+              }
+            },
+            "properties": {
+              "left": {
+                "$ref": "#/$defs/Left"
               }
             },
             "type": "object"

@@ -107,6 +107,48 @@ INTERFACE: typing.Dict[str, typing.Any] = {
                 "type": "object",
             },
         },
+        {
+            "name": "nest",
+            "params": {
+                "$defs": {
+                    "Nested": {
+                        "items": {
+                            "$ref": "#/$defs/Nested",
+                        },
+                        "type": "array",
+                    },
+                },
+                "$ref": "#/$defs/Nested",
+            },
+            "result": {
+                "$defs": {
+                    "Left": {
+                        "items": {
+                            "$ref": "#/$defs/Right",
+                        },
+                        "type": [
+                            "array",
+                            "null",
+                        ],
+                    },
+                    "Right": {
+                        "items": {
+                            "items": {
+                                "$ref": "#/$defs/Left",
+                            },
+                            "type": "array",
+                        },
+                        "type": "array",
+                    },
+                },
+                "properties": {
+                    "left": {
+                        "$ref": "#/$defs/Left",
+                    },
+                },
+                "type": "object",
+            },
+        },
     ],
     "description": "Types that lead back to themselves through object properties (the protocol allows it)",
     "target": "Recursive",
@@ -254,9 +296,30 @@ class WalkResult:
         )
 
 
+@dataclasses.dataclass
+class NestResult:
+    left: typing.Optional[typing.List[typing.Any]] = None
+
+    def to_json(self) -> typing.Dict[str, typing.Any]:
+        result: typing.Dict[str, typing.Any] = {}
+        if self.left is not None:
+            result["left"] = self.left
+        return result
+
+    @classmethod
+    def from_json(cls, value: typing.Dict[str, typing.Any]) -> NestResult:
+        return cls(
+            left=value.get("left"),
+        )
+
+
 MaybeLoop = typing.Optional[MaybeLoopBody]
 MaybeLoopAlias = typing.Optional[MaybeLoopBody]
+Nested = typing.List[typing.Any]
+Left = typing.Optional[typing.List[typing.Any]]
+Right = typing.List[typing.List[typing.Any]]
 WalkParams = ListCell
+NestParams = typing.List[typing.Any]
 
 
 class RecursiveClient:
@@ -271,12 +334,19 @@ class RecursiveClient:
         value = self._client.call(self.TARGET, "walk", params.to_json(), timeout=timeout)
         return WalkResult.from_json(value)
 
+    def nest(self, params: NestParams, timeout: typing.Optional[float] = None) -> NestResult:
+        value = self._client.call(self.TARGET, "nest", params, timeout=timeout)
+        return NestResult.from_json(value)
+
 
 class RecursiveService:
     """Subclass and override; serve(service) registers INTERFACE's specs exactly."""
 
     def walk(self, params: WalkParams, ctx: mediator.CallContext) -> WalkResult:
         raise NotImplementedError("Recursive.walk")
+
+    def nest(self, params: NestParams, ctx: mediator.CallContext) -> NestResult:
+        raise NotImplementedError("Recursive.nest")
 
 
 def make_service(service: RecursiveService, target: typing.Optional[str] = None, mode: str = "exclusive") -> mediator.Service:
@@ -295,6 +365,10 @@ def make_service(service: RecursiveService, target: typing.Optional[str] = None,
     @svc.action("walk")
     def _walk(params: typing.Dict[str, typing.Any], ctx: mediator.CallContext) -> typing.Any:
         return service.walk(ListCell.from_json(params), ctx).to_json()
+
+    @svc.action("nest")
+    def _nest(params: typing.Dict[str, typing.Any], ctx: mediator.CallContext) -> typing.Any:
+        return service.nest(params, ctx).to_json()
 
     return svc
 
