@@ -9,7 +9,6 @@ struct ModelBuilder {
 
     private var typeNames = NameAllocator()
     private var declarations: [Declaration] = []
-    private var declarationIndex: [String: Int] = [:]
 
     /// `$defs` entries of every params/result root, by key: one shared type per key.
     private struct Definition {
@@ -138,7 +137,7 @@ struct ModelBuilder {
         if let description { embedded["description"] = .string(description) }
         return InterfaceModel(
             target: target, description: description, embedded: .object(embedded), actions: actions,
-            declarations: declarations, typeNames: names)
+            declarations: AliasCycles.broken(declarations), typeNames: names)
     }
 
     /// Names no generated type may take: Swift's and the library's types the
@@ -148,7 +147,7 @@ struct ModelBuilder {
         "Optional", "Never", "Void", "Error", "Codable", "Decodable", "Encodable", "Sendable", "Equatable",
         "Decoder", "Encoder", "CodingKey", "CodingKeys", "Duration", "JSONValue", "JSONParser", "MediatorClient",
         "MediatorError", "MediatorProtocol", "Component", "ActionSpec", "CallContext", "Foundation",
-        "AsyncThrowingStream", "Task", "INTERFACE", "None", "True", "False",
+        "AsyncThrowingStream", "Task", "INTERFACE", "None", "True", "False", "Indirect",
     ]
 
     // MARK: - $defs
@@ -249,15 +248,12 @@ struct ModelBuilder {
         case .enumeration(var decl): decl.name = bodyName; declarations[slot] = .enumeration(decl)
         case .alias: return
         }
-        declarationIndex[bodyName] = slot
-        declarationIndex[name] = nil
         append(.alias(AliasDecl(name: name, description: description, target: TypeRef(.named(bodyName), nullable: true))))
     }
 
     @discardableResult
     private mutating func append(_ declaration: Declaration) -> Int {
         declarations.append(declaration)
-        declarationIndex[declaration.name] = declarations.count - 1
         return declarations.count - 1
     }
 

@@ -1,3 +1,4 @@
+import MediatorInterface
 import MediatorProtocol
 
 /// Writes the Python module for an interface (contract section 4): standard
@@ -13,8 +14,13 @@ import MediatorProtocol
 /// - An action without a params object schema takes `params=None` (sent as `{}`).
 /// - Streaming actions get `send_<action>_partial(ctx, partial)` on the service.
 public enum PythonGenerator {
+    /// Checks `interface` as `interface check` does first: a problem there is the error.
     public static func generate(interface: JSONValue, fileName: String) throws(CodegenError) -> String {
-        let model = try ModelBuilder.build(interface)
+        try generate(CodegenError.checked(interface, file: fileName), fileName: fileName)
+    }
+
+    public static func generate(_ interface: InterfaceFile, fileName: String) throws(CodegenError) -> String {
+        let model = try ModelBuilder.build(interface.json)
         var writer = SourceWriter()
         PythonWriter(model: model, fileName: fileName).write(into: &writer)
         return writer.text

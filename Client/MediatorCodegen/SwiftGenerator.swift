@@ -1,3 +1,4 @@
+import MediatorInterface
 import MediatorProtocol
 
 /// Writes the Swift source for an interface (contract section 5): Codable
@@ -19,8 +20,13 @@ import MediatorProtocol
 ///   library's `ActionSpec(json:)`, which could refuse what this generator
 ///   accepted (a newer, stricter library).
 public enum SwiftGenerator {
+    /// Checks `interface` as `interface check` does first: a problem there is the error.
     public static func generate(interface: JSONValue, fileName: String) throws(CodegenError) -> String {
-        let model = try ModelBuilder.build(interface)
+        try generate(CodegenError.checked(interface, file: fileName), fileName: fileName)
+    }
+
+    public static func generate(_ interface: InterfaceFile, fileName: String) throws(CodegenError) -> String {
+        let model = try ModelBuilder.build(interface.json)
         var writer = SourceWriter()
         SwiftWriter(model: model, fileName: fileName).write(into: &writer)
         return writer.text
@@ -31,6 +37,14 @@ public enum SwiftGenerator {
 struct SwiftWriter {
     let model: InterfaceModel
     let fileName: String
+    /// The members stored out of line, as `Indirect` (a type that leads back to itself).
+    let indirectMembers: Set<RecursiveMembers.Member>
+
+    init(model: InterfaceModel, fileName: String) {
+        self.model = model
+        self.fileName = fileName
+        indirectMembers = RecursiveMembers.find(in: model)
+    }
 
     var names: InterfaceModel.TypeNames { model.typeNames }
 

@@ -18,7 +18,7 @@ extension SwiftWriter {
             }
             for field in decl.fields {
                 out.comment(field.description, prefix: "///")
-                out.line("public var \(Naming.swiftEscaped(field.swiftName)): \(memberType(field))")
+                writeProperty(field, of: decl, into: &out)
             }
             out.line()
             let parameters = decl.fields.map { field in
@@ -30,7 +30,7 @@ extension SwiftWriter {
             out.line("public init(\(parameters.joined(separator: ", "))) {")
             out.indented { out in
                 for field in decl.fields {
-                    out.line("self.\(Naming.swiftEscaped(field.swiftName)) = \(parameterName(field))")
+                    out.line(assignment(field, of: decl, parameterName(field)))
                 }
             }
             out.line("}")
@@ -47,7 +47,6 @@ extension SwiftWriter {
             out.indented { out in
                 out.line("let container = try decoder.container(keyedBy: CodingKeys.self)")
                 for field in decl.fields {
-                    let name = Naming.swiftEscaped(field.swiftName)
                     let base = baseType(field.type)
                     let call: String
                     switch presence(field) {
@@ -56,7 +55,7 @@ extension SwiftWriter {
                     case .requiredNullable: call = "decode(Optional<\(base)>.self"
                     case .required: call = "decode(\(base).self"
                     }
-                    out.line("self.\(name) = try container.\(call), forKey: .\(codingKey(field)))")
+                    out.line(assignment(field, of: decl, "try container.\(call), forKey: .\(codingKey(field)))"))
                 }
             }
             out.line("}")
@@ -86,9 +85,9 @@ extension SwiftWriter {
             let members = decl.fields.isEmpty ? "_" : "let members"
             out.line("\(members) = try JSONConversion.members(jsonValue, of: \(Self.stringLiteral(decl.name)))")
             for field in decl.fields {
-                let name = Naming.swiftEscaped(field.swiftName)
                 // The JSONConversion helpers are named as the cases.
-                out.line("self.\(name) = try JSONConversion.\(presence(field))(members, \(Self.stringLiteral(field.jsonName)))")
+                out.line(assignment(
+                    field, of: decl, "try JSONConversion.\(presence(field))(members, \(Self.stringLiteral(field.jsonName)))"))
             }
         }
         out.line("}")
@@ -152,6 +151,41 @@ extension SwiftWriter {
         out.line("if let value = self.\(name) {")
         out.indented { out in body.forEach { out.line($0) } }
         out.line("}")
+    }
+
+    /// `public var name: T`; for a member stored out of line, a computed
+    /// property over `private var _name: Indirect<T>`, which the inits set.
+    func writeProperty(_ field: Field, of decl: StructDecl, into out: inout SourceWriter) {
+        let name = Naming.swiftEscaped(field.swiftName)
+        guard isIndirect(field, of: decl) else {
+            out.line("public var \(name): \(memberType(field))")
+            return
+        }
+        let storage = indirectStorage(field)
+        out.line("public var \(name): \(memberType(field)) {")
+        out.indented { out in
+            out.line("get { \(storage).value }")
+            out.line("set { \(storage) = Indirect(newValue) }")
+        }
+        out.line("}")
+        out.line("private var \(storage): Indirect<\(memberType(field))>")
+    }
+
+    /// The statement of an init that sets `field` to `value`.
+    func assignment(_ field: Field, of decl: StructDecl, _ value: String) -> String {
+        isIndirect(field, of: decl)
+            ? "self.\(indirectStorage(field)) = Indirect(\(value))"
+            : "self.\(Naming.swiftEscaped(field.swiftName)) = \(value)"
+    }
+
+    func isIndirect(_ field: Field, of decl: StructDecl) -> Bool {
+        indirectMembers.contains(RecursiveMembers.Member(owner: decl.name, jsonName: field.jsonName))
+    }
+
+    /// `_next`: member names never start with `_` but before a digit (`_2fa`),
+    /// so this takes no other member's name.
+    func indirectStorage(_ field: Field) -> String {
+        "_" + field.swiftName
     }
 
     /// The init parameter's local name: a parameter named `self` would hide `self`.

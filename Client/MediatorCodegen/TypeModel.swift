@@ -96,8 +96,27 @@ struct InterfaceModel: Sendable {
     var embedded: JSONValue
     var actions: [ActionModel]
     /// In the order of creation: `$defs` first, then each action's types.
-    var declarations: [Declaration]
+    let declarations: [Declaration]
     var typeNames: TypeNames
+    /// Where each name is declared in `declarations`: the generators look a
+    /// type up for every member that names one, so a scan would make
+    /// generation quadratic in the number of types.
+    private let declarationIndex: [String: Int]
+
+    init(
+        target: String, description: String?, embedded: JSONValue, actions: [ActionModel],
+        declarations: [Declaration], typeNames: TypeNames
+    ) {
+        self.target = target
+        self.description = description
+        self.embedded = embedded
+        self.actions = actions
+        self.declarations = declarations
+        self.typeNames = typeNames
+        // Names are unique (NameAllocator); were one not, the first would win, as a scan would find it.
+        declarationIndex = Dictionary(
+            declarations.enumerated().map { ($0.element.name, $0.offset) }, uniquingKeysWith: { first, _ in first })
+    }
 
     struct TypeNames: Sendable {
         var client: String
@@ -106,7 +125,7 @@ struct InterfaceModel: Sendable {
     }
 
     func declaration(named name: String) -> Declaration? {
-        declarations.first { $0.name == name }
+        declarationIndex[name].map { declarations[$0] }
     }
 
     /// `type` with aliases replaced by what they name (nullability kept).

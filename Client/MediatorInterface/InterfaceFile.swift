@@ -16,8 +16,18 @@ public struct InterfaceFile: Sendable, Equatable {
     /// such as `more` and `oneway`, are here).
     public var json: JSONValue
 
+    /// Larger files are refused (by `interface check`, `generate` and the
+    /// generator alike) rather than read into memory and compiled.
+    public static let maxBytes = 16 << 20
+
+    /// The problem of a file over ``maxBytes``.
+    public static func tooLarge(file: String) -> InterfaceProblem {
+        InterfaceProblem(file: file, member: "", reason: "is larger than \(maxBytes) bytes")
+    }
+
     /// Reads a file; throws every problem found when there is any.
     public init(bytes: some Collection<UInt8>, file: String) throws(InterfaceProblems) {
+        guard bytes.count <= Self.maxBytes else { throw InterfaceProblems([Self.tooLarge(file: file)]) }
         let json: JSONValue
         do {
             json = try JSONParser.parse(bytes)

@@ -1,6 +1,5 @@
 import Foundation
 import MediatorCodegen
-import MediatorProtocol
 
 // mediator-generate swift|python INPUT OUTPUT
 //
@@ -16,25 +15,25 @@ func fail(_ message: String, status: Int32) -> Never {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-guard arguments.count == 3, ["swift", "python"].contains(arguments[0]) else { fail(usage, status: 2) }
-let (language, inputPath, outputPath) = (arguments[0], arguments[1], arguments[2])
+guard arguments.count == 3, let language = CodeGeneration.Language(rawValue: arguments[0]) else { fail(usage, status: 2) }
+let (inputPath, outputPath) = (arguments[1], arguments[2])
 let fileName = URL(fileURLWithPath: inputPath).lastPathComponent
 
-let interface: JSONValue
+// Read and checked as `mediatorctl interface check` does (size, JSON,
+// problems), so that the build refuses what the check refuses.
+let bytes: Data
 do {
-    let data = try Data(contentsOf: URL(fileURLWithPath: inputPath))
-    interface = try JSONParser.parse(data)
+    bytes = try Data(contentsOf: URL(fileURLWithPath: inputPath))
 } catch {
     fail("\(inputPath): \(error)\n", status: 1)
 }
 
 let source: String
 do {
-    source = language == "swift"
-        ? try SwiftGenerator.generate(interface: interface, fileName: fileName)
-        : try PythonGenerator.generate(interface: interface, fileName: fileName)
+    source = try CodeGeneration.source(language, bytes: bytes, file: inputPath, headerName: fileName)
 } catch {
-    fail("\(inputPath): \(error)\n", status: 1)
+    // A refused file: its problems, one a line, as the check prints them.
+    fail(error.problems.isEmpty ? "\(inputPath): \(error)\n" : error.problems.map { "\($0)\n" }.joined(), status: 1)
 }
 
 do {

@@ -9,6 +9,7 @@ import Glibc
 #endif
 import MediatorClient
 import MediatorCodegen
+import MediatorInterface
 import MediatorProtocol
 
 /// `mediatorctl generate swift|python FILE... [--output DIR] [--target T]`:
@@ -33,6 +34,13 @@ struct Generate: AsyncParsableCommand {
 
     enum Language: String, ExpressibleByArgument, CaseIterable {
         case swift, python
+
+        var generated: CodeGeneration.Language {
+            switch self {
+            case .swift: .swift
+            case .python: .python
+            }
+        }
     }
 
     @OptionGroup var options: GlobalOptions
@@ -59,26 +67,34 @@ struct Generate: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var inputs: [(interface: JSONValue, name: String)] = []
-        var failed = false
+        // Read and checked as `interface check` reads them (CodeGeneration):
+        // a file the check refuses is refused here with the same problems.
+        var inputs: [(interface: InterfaceFile, headerName: String)] = []
+        var problems: [InterfaceProblem] = []
         if let liveTarget {
             let described = try await options.withClient(wait: .timeout) { client in try await client.describe(liveTarget) }
-            inputs.append((described, "describe of \(liveTarget)"))
+            do {
+                inputs.append((try InterfaceFile(json: described, file: "describe of \(liveTarget)"), "describe of \(liveTarget)"))
+            } catch {
+                problems += error.problems
+            }
         } else {
             for file in files {
-                guard let data = FileManager.default.contents(atPath: file) else {
-                    Output.log("\(file): cannot read the file")
-                    failed = true
-                    continue
-                }
-                do {
-                    inputs.append((try JSONParser.parse(data), URL(fileURLWithPath: file).lastPathComponent))
-                } catch {
-                    Output.log("\(file): not JSON: \(error)")
-                    failed = true
+                switch InterfaceFileReader.read(file) {
+                case .failure(let problem):
+                    problems.append(problem)
+                case .success(let bytes):
+                    do {
+                        let name = InterfaceFileReader.name(file)
+                        inputs.append((try InterfaceFile(bytes: bytes, file: name), URL(fileURLWithPath: name).lastPathComponent))
+                    } catch {
+                        problems += error.problems
+                    }
                 }
             }
         }
+        Output.write(STDERR_FILENO, problems.map { Output.escaped($0.description) + "\n" }.joined())
+        var failed = !problems.isEmpty
         let folder = URL(fileURLWithPath: output ?? FileManager.default.currentDirectoryPath)
         // Made when missing, as `mkdir -p` would: an output folder is where
         // generated code goes, not something the user must prepare.
@@ -88,31 +104,18 @@ struct Generate: AsyncParsableCommand {
             Output.log("cannot make the output folder \(folder.path): \(error)")
             throw ExitCode(Output.Status.error)
         }
+        let language = self.language.generated
         for input in inputs {
             do {
-                let (source, fileName) = try Self.generate(language, input.interface, name: input.name)
-                let path = folder.appendingPathComponent(fileName)
+                let source = try CodeGeneration.source(language, input.interface, headerName: input.headerName)
+                let path = folder.appendingPathComponent(CodeGeneration.fileName(language, target: input.interface.target))
                 try Data(source.utf8).write(to: path, options: .atomic)
                 Output.write(STDOUT_FILENO, path.path + "\n")
             } catch {
-                Output.log("\(input.name): \(error)")
+                Output.log("\(input.interface.file): \(error)")
                 failed = true
             }
         }
         if failed { throw ExitCode(Output.Status.error) }
-    }
-
-    /// The source and its file name (`Notes.swift`, `notes.py`).
-    static func generate(_ language: Language, _ interface: JSONValue, name: String) throws(CodegenError)
-        -> (source: String, fileName: String)
-    {
-        switch language {
-        case .swift:
-            let source = try SwiftGenerator.generate(interface: interface, fileName: name)
-            return (source, SwiftGenerator.fileName(forTarget: interface["target"]?.stringValue ?? "Interface"))
-        case .python:
-            let source = try PythonGenerator.generate(interface: interface, fileName: name)
-            return (source, PythonGenerator.fileName(forTarget: interface["target"]?.stringValue ?? "interface"))
-        }
     }
 }

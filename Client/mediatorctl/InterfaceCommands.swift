@@ -123,9 +123,6 @@ struct InterfaceDiffVerb: ParsableCommand {
 
 /// Reads an interface file's bytes for the pure MediatorInterface library.
 enum InterfaceFileReader {
-    /// Larger files are refused rather than read into memory.
-    static let maxBytes = 16 << 20
-
     /// How problems name a path (`<stdin>` for `-`).
     static func name(_ path: String) -> String { path == "-" ? "<stdin>" : path }
 
@@ -143,7 +140,8 @@ enum InterfaceFileReader {
             }
             if count == 0 { return .success(bytes) }
             bytes += chunk[0..<count]
-            if bytes.count > maxBytes { return .failure(problem(path, "is larger than \(maxBytes) bytes")) }
+            // Stops reading there, rather than reading all of a huge file first.
+            if bytes.count > InterfaceFile.maxBytes { return .failure(InterfaceFile.tooLarge(file: name(path))) }
         }
     }
 

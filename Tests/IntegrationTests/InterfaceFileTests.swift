@@ -125,5 +125,34 @@ extension Integration {
             #expect(try JSONValue.parse(added.stdout)["id"] != nil, "\(added)")
             #expect(try cli.json("status", ["Notes"])["state"] == "running")
         }
+
+        @Test("generate, and mediator-generate (the plugin's tool), refuse what interface check refuses, with its problems")
+        func generateRefusesWhatCheckRefuses() throws {
+            let world = try World()
+            defer { world.close() }
+            // 70 levels of arrays: over the 64 the check allows (swiftc took minutes on such output).
+            var schema = #"{"type": "string"}"#
+            for _ in 0..<70 { schema = #"{"type": "array", "items": "# + schema + "}" }
+            let deep = try Self.write(#"{"target": "Deep", "actions": [{"name": "a", "params": "# + schema + "}]}", "Deep.mediator.json", in: world)
+            // Over 16 MiB: a valid file but for its size.
+            let padding = String(repeating: "x", count: InterfaceFile.maxBytes)
+            let large = try Self.write(#"{"target": "Large", "description": ""# + padding + #"", "actions": ["a"]}"#, "Large.mediator.json", in: world)
+            let output = world.directory.file("out")
+            for file in [deep, large] {
+                let checked = try CLI.raw(["interface", "check", file])
+                #expect(checked.status == 1 && !checked.stderr.isEmpty, "\(checked)")
+                for language in ["swift", "python"] {
+                    let generated = try CLI.raw(["generate", language, file, "--output", output])
+                    #expect(generated.status == 1, "\(generated)")
+                    #expect(generated.stderr == checked.stderr, "\(generated)")
+                    #expect(generated.stdout.isEmpty, "\(generated)")
+                    let tool = try ChildProcess.run(
+                        Paths.executable("mediator-generate"), [language, file, output + "/x." + language], within: .seconds(30))
+                    #expect(tool.status == 1, "\(tool)")
+                    #expect(tool.stderr == "mediator-generate: " + checked.stderr, "\(tool)")
+                }
+            }
+            #expect((try? FileManager.default.contentsOfDirectory(atPath: output)) ?? [] == [])
+        }
     }
 }

@@ -1,9 +1,11 @@
 import MediatorCodegen
+import MediatorInterface
 import MediatorProtocol
 import Testing
 
 /// Bad interfaces give a ``CodegenError`` naming the member at fault, in
-/// both generators, never a crash.
+/// both generators, never a crash: the problems `interface check` gives
+/// (generation runs the check first, issue 23 point 14).
 @Suite struct BadInterfaceTests {
     struct Case: Sendable, CustomTestStringConvertible {
         var label: String
@@ -13,30 +15,38 @@ import Testing
         var testDescription: String { label }
     }
 
+    /// A schema 70 arrays deep: over the 64 levels `interface check` allows.
+    static let deep: String = {
+        var schema = #"{"type": "string"}"#
+        for _ in 0..<70 { schema = #"{"type": "array", "items": "# + schema + "}" }
+        return #"{"target": "T", "actions": [{"name": "a", "params": "# + schema + "}]}"
+    }()
+
     static let cases: [Case] = [
+        Case(label: "nested too deeply", json: deep, mentions: ["actions[0].params.items", "nested too deeply"]),
         Case(label: "not an object", json: ##"["Notes"]"##, mentions: ["must be a JSON object", "array"]),
-        Case(label: "missing target", json: ##"{"actions": []}"##, mentions: ["target", "missing"]),
+        Case(label: "missing target", json: ##"{"actions": []}"##, mentions: ["target: is required"]),
         Case(label: "bad target name", json: ##"{"target": "1x", "actions": []}"##, mentions: ["target", "\"1x\""]),
-        Case(label: "missing actions", json: ##"{"target": "T"}"##, mentions: ["actions", "missing"]),
+        Case(label: "missing actions", json: ##"{"target": "T"}"##, mentions: ["actions: is required"]),
         Case(label: "action not a name or object", json: ##"{"target": "T", "actions": [3]}"##, mentions: ["actions[0]"]),
         Case(label: "action without name", json: ##"{"target": "T", "actions": [{}]}"##,
-             mentions: ["actions[0]", "\"name\""]),
+             mentions: ["actions[0].name: is required"]),
         Case(label: "duplicate action", json: ##"{"target": "T", "actions": ["a", {"name": "a"}]}"##,
-             mentions: ["actions[1] (a)", "twice"]),
+             mentions: ["actions[1].name", "twice"]),
         Case(label: "more and oneway", json: ##"{"target": "T", "actions": [{"name": "a", "more": true, "oneway": true}]}"##,
-             mentions: ["actions[0] (a)", "more", "oneway"]),
+             mentions: ["actions[0]", "more", "oneway"]),
         Case(label: "ref to nothing",
              json: ##"{"target": "T", "actions": [{"name": "a", "params": {"type": "object", "properties": {"n": {"$ref": "#/$defs/Missing"}}}}]}"##,
-             mentions: ["actions[0] (a).params.properties.n.$ref", "Missing", "refers to nothing"]),
+             mentions: ["actions[0].params.properties.n.$ref", "Missing", "refers to nothing"]),
         Case(label: "ref to another root's defs",
              json: ##"""
                 {"target": "T", "actions": [
                   {"name": "a", "params": {"type": "object", "properties": {}, "$defs": {"P": {"type": "string"}}}},
                   {"name": "b", "result": {"$ref": "#/$defs/P"}}]}
                 """##,
-             mentions: ["actions[1] (b).result.$ref", "refers to nothing"]),
+             mentions: ["actions[1].result.$ref", "refers to nothing"]),
         Case(label: "malformed ref", json: ##"{"target": "T", "actions": [{"name": "a", "result": {"$ref": "other.json#/x"}}]}"##,
-             mentions: ["actions[0] (a).result.$ref", "#/$defs/NAME"]),
+             mentions: ["actions[0].result.$ref", "#/$defs/NAME"]),
         Case(label: "ref cycle",
              json: ##"{"target": "T", "actions": [{"name": "a", "result": {"$ref": "#/$defs/A", "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}}}]}"##,
              mentions: ["cycle"]),
@@ -46,13 +56,13 @@ import Testing
                   {"name": "a", "params": {"$ref": "#/$defs/P", "$defs": {"P": {"type": "string"}}}},
                   {"name": "b", "result": {"$ref": "#/$defs/P", "$defs": {"P": {"type": "integer"}}}}]}
                 """##,
-             mentions: ["actions[1] (b).result.$defs.P", "actions[0] (a).params.$defs.P", "conflicts"]),
+             mentions: ["actions[1].result.$defs.P", "actions[0].params.$defs.P", "differs"]),
         Case(label: "schema not an object",
              json: ##"{"target": "T", "actions": [{"name": "a", "params": {"type": "object", "properties": {"x": 5}}}]}"##,
-             mentions: ["actions[0] (a).params.properties.x", "must be an object"]),
+             mentions: ["actions[0].params.properties.x", "must be an object"]),
         Case(label: "unknown type name",
              json: ##"{"target": "T", "actions": [{"name": "a", "result": {"type": "object", "properties": {"x": {"type": "strin"}}}}]}"##,
-             mentions: ["actions[0] (a).result.properties.x.type", "strin"]),
+             mentions: ["actions[0].result.properties.x.type", "strin"]),
     ]
 
     @Test(arguments: cases)
@@ -72,6 +82,7 @@ import Testing
             for mention in item.mentions {
                 #expect(message.contains(mention), "\(message) should mention \(mention)")
             }
+            #expect(message == InterfaceProblems(InterfaceFile.check(json: interface, file: "T.mediator.json")).description)
         }
     }
 

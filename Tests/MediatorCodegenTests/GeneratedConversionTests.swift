@@ -83,6 +83,36 @@ import Testing
         #expect((-0.0).jsonValue == .double(-0.0))
     }
 
+    /// Golden Recursive: types that lead back to themselves through object
+    /// properties are stored out of line (`Indirect`) and still behave as
+    /// values: compared, converted and coded member by member, and a copy
+    /// changed leaves the original alone.
+    @Test func recursiveTypesAreValues() throws {
+        let text = #"{"value": 1, "next": {"value": 2, "next": {"value": 3}}}"#
+        let list = try ListCell(jsonValue: try JSONParser.parse(text))
+        #expect(list.next?.next?.value == 3 && list.next?.next?.next == nil)
+        #expect(try JSONDecoder().decode(ListCell.self, from: Data(text.utf8)) == list)
+        #expect(list.jsonValue == (try JSONParser.parse(text)))
+        var direct: [UInt8] = []
+        list.encodeJSON(into: &direct)
+        #expect(String(decoding: direct, as: UTF8.self) == list.jsonValue.jsonText)
+        var changed = list
+        changed.next?.next?.value = 30
+        #expect(list.next?.next?.value == 3 && changed.next?.next?.value == 30 && changed != list)
+
+        let ping = Ping(label: "a", pong: Pong(ping: Ping(label: "b")))
+        #expect(try Ping(jsonValue: ping.jsonValue) == ping)
+        #expect(ping.jsonValue == ["label": "a", "pong": ["ping": ["label": "b"]]])
+        let tree = TreeNode(children: [TreeNode()], meta: TreeNodeMeta(owner: TreeNode()), parent: TreeNode(children: []))
+        #expect(try TreeNode(jsonValue: tree.jsonValue) == tree)
+        let loop: MaybeLoop = MaybeLoopBody(again: MaybeLoopBody(again: nil))
+        #expect(loop?.again?.again == nil)
+        // A cycle through arrays alone: the closing reference is free-form.
+        let nested: NestParams = try NestParams(jsonValue: [[[]], []])
+        #expect(nested == [[[]], []])
+        #expect(try Right(jsonValue: [[[1]]]) == [[[1]]])
+    }
+
     @Test func scalarsEncodeDirectlyAsTheirJSONValue() {
         func same<T: JSONValueConvertible>(_ value: T, sourceLocation: SourceLocation = #_sourceLocation) {
             var direct: [UInt8] = []

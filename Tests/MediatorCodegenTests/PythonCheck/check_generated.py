@@ -6,6 +6,7 @@ import notes
 import shapes
 import keywords
 import streams
+import recursive
 
 # Client: params in wire form, results typed.
 client = mediator.Client([{"id": 7}, {"notes": [{"id": 1, "text": "a"}]}])
@@ -58,4 +59,12 @@ assert [spec["name"] for spec in service.actions] == ["count", "follow", "poke",
 ctx = mediator.CallContext()
 assert service.handlers["count"]({"n": 3}, ctx) == {"i": 3, "done": True}
 assert ctx.partials == [{"i": 1}]
+
+# Types that lead back to themselves through object properties.
+cell = recursive.ListCell(value=1, next=recursive.ListCell(value=2))
+assert cell.to_json() == {"value": 1, "next": {"value": 2}}, cell.to_json()
+assert recursive.ListCell.from_json(cell.to_json()) == cell
+ping = recursive.Ping(label="a", pong=recursive.Pong(ping=recursive.Ping(label="b")))
+assert recursive.Ping.from_json(ping.to_json()) == ping
+
 print("ok")
