@@ -43,12 +43,12 @@ public struct Envelope: Sendable, Equatable {
     public var resultRange: Range<Int>?
     public var errorRange: Range<Int>?
     public var continues: Bool = false
-    /// The result holds a `\u` escape of a lone UTF-16 surrogate
+    /// The result or error holds a `\u` escape of a lone UTF-16 surrogate
     /// (`"\ud800"`): well-formed JSON that stands for no Unicode text, so
     /// no client can be given it. Only the broker's reading lets such a
     /// response through (a client's refuses it as malformed), so that the
     /// caller can be answered.
-    public var resultHasLoneSurrogate: Bool = false
+    public var answerHasLoneSurrogate: Bool = false
 
     // Event members.
     public var event: String = ""

@@ -95,10 +95,10 @@ public enum EnvelopeParser {
                     case .params? where decoding: payloads.params = try parser.parseValue(depth: 1)
                     case .result? where decoding: payloads.result = try parser.parseValue(depth: 1)
                     case .data? where decoding: payloads.data = try parser.parseValue(depth: 1)
-                    case .result?:
-                        // A lone surrogate in a result is told apart: the
-                        // broker answers the caller instead of dropping the
-                        // response as malformed (issue 23).
+                    case .result? where !decoding, .error? where !decoding:
+                        // A lone surrogate in a result or an error is told
+                        // apart: the broker answers the caller instead of
+                        // dropping the response as malformed (issue 23).
                         let before = parser.loneSurrogate
                         parser.allowsLoneSurrogates = true
                         try parser.skipValue(depth: 1)
@@ -125,11 +125,13 @@ public enum EnvelopeParser {
             if let loneSurrogate = parser.loneSurrogate { return strictFailure(loneSurrogate) }
             return malformed(error, id: recoveredID)
         }
-        let failure = classify(frame, ranges, into: &envelope)
+        let failure = classify(frame, ranges, into: &envelope, loneSurrogate: parser.loneSurrogate)
         guard let loneSurrogate = parser.loneSurrogate else { return failure }
-        // Only in the result of a response that is otherwise well formed.
-        if failure == nil, envelope.kind == .response, envelope.resultRange?.contains(loneSurrogate) == true {
-            envelope.resultHasLoneSurrogate = true
+        // Only in the result or error of a response that is otherwise well formed.
+        if failure == nil, envelope.kind == .response,
+            (envelope.resultRange ?? envelope.errorRange)?.contains(loneSurrogate) == true
+        {
+            envelope.answerHasLoneSurrogate = true
             return nil
         }
         return strictFailure(loneSurrogate)
@@ -241,7 +243,12 @@ public enum EnvelopeParser {
         envelope.traceBounds = bounds
     }
 
-    static func classify(_ frame: UnsafeRawBufferPointer, _ ranges: Ranges, into envelope: inout Envelope) -> EnvelopeError? {
+    /// `loneSurrogate`: where the first lone surrogate escape the reading
+    /// let pass stands; an error object holding it cannot be decoded, and
+    /// is taken as it is (the broker refuses it: ``Envelope/answerHasLoneSurrogate``).
+    static func classify(
+        _ frame: UnsafeRawBufferPointer, _ ranges: Ranges, into envelope: inout Envelope, loneSurrogate: Int? = nil
+    ) -> EnvelopeError? {
         // The id first, so that every later error can carry it.
         var id: MessageID?
         var idIsValid = true
@@ -305,7 +312,9 @@ public enum EnvelopeParser {
             envelope.id = id
             envelope.idRange = ranges.id
             envelope.resultRange = ranges.result
-            if let range = ranges.error {
+            if let range = ranges.error, loneSurrogate.map(range.contains) == true {
+                envelope.errorRange = range
+            } else if let range = ranges.error {
                 guard let error = decode(frame, range), MediatorError(json: error) != nil, error["message"]?.stringValue != nil else {
                     return fail("\"error\" must be an object with string \"code\" and \"message\"")
                 }

@@ -22,10 +22,11 @@ extension Broker {
         let isError = envelope.errorRange != nil
         // A `continues` the caller did not ask for is passed on as the final answer.
         let continues = envelope.continues && !isError && call.more
-        // A result no client could decode is refused at once, schema or not,
-        // rather than left for the caller's library to fail on.
-        if envelope.resultHasLoneSurrogate {
-            refuseResult(daemonID, problem: loneSurrogateProblem(body), partial: continues, from: connection, now: now)
+        // A result or error no client could decode is refused at once,
+        // schema or not, rather than left for the caller's library to fail on.
+        if envelope.answerHasLoneSurrogate {
+            let problem = loneSurrogateProblem(body, member: isError ? "error" : "result")
+            refuseResult(daemonID, problem: problem, partial: continues, from: connection, now: now)
             return
         }
         // Only an action that declares `result` has its results decoded;
@@ -94,9 +95,10 @@ extension Broker {
             ])
     }
 
-    /// Why a result with a lone surrogate escape is refused, from the strict
-    /// reading, which names the escape and where it is in the result.
-    func loneSurrogateProblem(_ body: ByteBuffer) -> String {
+    /// Why a result or error (`member`) with a lone surrogate escape is
+    /// refused, from the strict reading, which names the escape and where
+    /// it is in the member.
+    func loneSurrogateProblem(_ body: ByteBuffer, member: String) -> String {
         let reason = body.withUnsafeReadableBytes { bytes -> String in
             do {
                 _ = try JSONParser.parse(bytes)
@@ -105,7 +107,7 @@ extension Broker {
                 return "\(error)"
             }
         }
-        return "result: " + reason
+        return member + ": " + reason
     }
 
     /// A result that does not match its action's `result` schema, or that

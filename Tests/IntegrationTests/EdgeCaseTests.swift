@@ -157,7 +157,7 @@ extension Integration {
             #expect(try caller.receive() == ["id": 1, "error": ["code": "broken", "message": "gave up"]])
         }
 
-        @Test("A result with a lone surrogate escape is answered invalid_result at once, schema or not, partial too")
+        @Test("A result or error with a lone surrogate escape is answered invalid_result at once, schema or not, partial too")
         func loneSurrogateInAResult() throws {
             let world = try World()
             defer { world.close() }
@@ -169,7 +169,7 @@ extension Integration {
             let bound = Duration.seconds(10)
             func expectRefused(_ reply: JSONValue, action: String) {
                 #expect(reply.errorCode == "invalid_result", "\(reply.jsonText)")
-                #expect(reply["error"]?["data"] == ["target": "S", "action": .string(action)], "\(reply.jsonText)")
+                #expect(reply["error"]?["data"] == ["target": "S", "action": .string(action), "delivered": true], "\(reply.jsonText)")
                 #expect(
                     reply["error"]?["message"]?.stringValue?.hasPrefix(#"result: lone surrogate escape \ud800"#) == true,
                     "\(reply.jsonText)")
@@ -191,6 +191,14 @@ extension Integration {
             expectRefused(try caller.response(to: id, within: bound), action: "count")
             #expect(try component.event("mediator.invalid_result")["data"]?["id"] == request["id"])
             #expect(try component.event("mediator.cancel")["data"]?["id"] == request["id"])
+
+            // An error that holds one is refused the same way.
+            let errorID = try caller.request("S", "plain", timeoutMs: 60_000)
+            let failing = try component.incomingRequest()
+            try component.sendLine(#"{"id":\#(failing["id"]!.jsonText),"error":{"code":"x","message":"a\ud800b"}}"#)
+            let refused = try caller.response(to: errorID, within: bound)
+            #expect(refused.errorCode == "invalid_result", "\(refused.jsonText)")
+            #expect(refused["error"]?["message"]?.stringValue?.hasPrefix(#"error: lone surrogate escape \ud800"#) == true)
             try caller.expectNothingPendingBeforePing()
         }
 

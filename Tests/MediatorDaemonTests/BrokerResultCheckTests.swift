@@ -165,6 +165,19 @@ struct BrokerResultCheckTests {
         #expect(d.broker.peers[2]?.consecutiveBadFrames == 0)
     }
 
+    /// The same in a component's error, whose message is where such a
+    /// string usually sits: refused at once rather than dropped.
+    @Test func loneSurrogateInAnErrorIsRefusedAtOnce() {
+        let d = setUp()
+        d.send(#"{"id":"c","target":"Notes","action":"free"}"#, from: 1)
+        _ = d.take(2)
+        d.send(#"{"id":1,"error":{"code":"broken","message":"\ud800"}}"#, from: 2)
+        let message = #"error: lone surrogate escape \ud800 (half of a UTF-16 pair: no character) at byte 28"#
+        #expect(d.takeJSON(1) == [Self.invalidResult(id: #""c""#, message, action: "free")])
+        #expect(d.takeJSON(2) == [Self.invalidResultEvent(1, message)])
+        #expect(d.broker.pending.count == 0)
+    }
+
     @Test func referenceInParamsIsEnforcedOnCalls() {
         let d = setUp()
         d.send(#"{"id":"a","target":"Notes","action":"add","params":{"note":{"id":"x","text":"t"}}}"#, from: 1)

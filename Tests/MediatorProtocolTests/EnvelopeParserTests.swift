@@ -178,12 +178,12 @@ private let deepOpen = String(repeating: "[", count: 100_000)
         MalformedCase("lone surrogate in the id of a response", #"{"id":"\udfff","result":1}"#, id: nil),
         MalformedCase("lone surrogate in a member name", #"{"id":14,"\ud800":1,"event":"e"}"#, id: .int(14)),
         MalformedCase("lone surrogate in more", #"{"id":14,"target":"a","action":"b","more":"\ud800"}"#, id: .int(14)),
-        // A lone surrogate passes only in the result of an otherwise well-formed response.
+        // A lone surrogate passes only in the result or error of an otherwise well-formed response.
         MalformedCase("lone surrogate in the result of a request", #"{"id":14,"target":"a","action":"b","result":"\ud800"}"#, id: .int(14)),
         MalformedCase("lone surrogate in a result beside an error", #"{"id":14,"result":"\ud800","error":{"code":"x","message":"m"}}"#, id: .int(14)),
         MalformedCase("lone surrogate in a result without an id", #"{"result":"\ud800"}"#, id: nil),
         MalformedCase("lone surrogate in a result given again", #"{"id":14,"result":"\ud800","result":1}"#, id: .int(14)),
-        MalformedCase("lone surrogate in an error", #"{"id":14,"error":{"code":"x","message":"\ud800"}}"#, id: .int(14)),
+        MalformedCase("lone surrogate in an error without an id", #"{"error":{"code":"x","message":"\ud800"}}"#, id: nil),
         MalformedCase("lone surrogate in the result of an event", #"{"event":"e","result":"\ud800"}"#, id: nil),
         MalformedCase("lone surrogate in a result, then broken", #"{"id":14,"result":"\ud800",}"#, id: .int(14)),
     ]
@@ -401,14 +401,22 @@ private let deepOpen = String(repeating: "[", count: 100_000)
         guard let envelope = accepted(frame) else { return }
         #expect(envelope.kind == .response)
         #expect(envelope.id == .int(7))
-        #expect(envelope.resultHasLoneSurrogate)
+        #expect(envelope.answerHasLoneSurrogate)
         #expect(envelope.continues)
         #expect(text(frame, envelope.resultRange) == result)
     }
 
+    @Test func responseWithLoneSurrogateInItsError() {
+        let frame = bytes(#"{"id":7,"error":{"code":"x","message":"a\udc00"}}"#)
+        guard let envelope = accepted(frame) else { return }
+        #expect(envelope.kind == .response)
+        #expect(envelope.answerHasLoneSurrogate)
+        #expect(text(frame, envelope.errorRange) == #"{"code":"x","message":"a\udc00"}"#)
+    }
+
     @Test func responseWithSurrogatePairsIsNotFlagged() {
         let frame = bytes(#"{"id":7,"result":"\ud83d\ude00 \uD83D\uDE00"}"#)
-        #expect(accepted(frame)?.resultHasLoneSurrogate == false)
+        #expect(accepted(frame)?.answerHasLoneSurrogate == false)
     }
 
     @Test(arguments: [

@@ -44,11 +44,12 @@ import Testing
         #expect(decoded == EnvelopeParser.parse(testCase.frame))
     }
 
-    /// A client's reading stays strict: it could not hand such a result to
+    /// A client's reading stays strict: it could not hand such a result (or error) to
     /// its user, and the daemon never forwards one (it answers `invalid_result`).
-    @Test func refusesALoneSurrogateInAResultThatParsePasses() throws {
-        let frame = Array(#"{"id":1,"result":"\ud800"}"#.utf8)
-        #expect(try EnvelopeParser.parse(frame).get().resultHasLoneSurrogate)
+    @Test(arguments: [#"{"id":1,"result":"\ud800"}"#, #"{"id":1,"error":{"code":"x","message":"\ud800"}}"#])
+    func refusesALoneSurrogateInAnAnswerThatParsePasses(text: String) throws {
+        let frame = Array(text.utf8)
+        #expect(try EnvelopeParser.parse(frame).get().answerHasLoneSurrogate)
         var payloads = EnvelopeParser.Payloads()
         let decoded = frame.withUnsafeBytes { EnvelopeParser.parse($0, decoding: &payloads) }
         #expect(throws: EnvelopeError.self) { try decoded.get() }

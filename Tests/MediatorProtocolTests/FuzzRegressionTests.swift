@@ -306,11 +306,11 @@ enum FuzzInvariants {
                 // response whose result holds a lone surrogate (the broker
                 // answers it invalid_result).
                 check.expect(
-                    envelope.resultHasLoneSurrogate && envelope.kind == .response,
+                    envelope.answerHasLoneSurrogate && envelope.kind == .response,
                     "EnvelopeParser accepts a frame that JSONParser does not read as an object")
                 return
             }
-            check.expect(!envelope.resultHasLoneSurrogate, "a result that JSONParser reads is flagged with a lone surrogate")
+            check.expect(!envelope.answerHasLoneSurrogate, "a result that JSONParser reads is flagged with a lone surrogate")
             checkEnvelope(envelope, frame, members, &check)
         case .failure(let failure):
             check.expect(failure.error.code == .badRequest, "a bad frame gives \(failure.error.code), not bad_request")
