@@ -1,4 +1,5 @@
 import ArgumentParser
+import MediatorProtocol
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -36,6 +37,8 @@ struct Mediatorctl: AsyncParsableCommand {
 
             Shell completion: mediatorctl --generate-completion-script bash (or zsh, fish).
             """,
+        // The same version as `mediatord --version` (one constant in MediatorProtocol).
+        version: MediatorVersion.current,
         subcommands: [
             Call.self, StreamCommand.self, Open.self, List.self, Describe.self, Ping.self,
             Start.self, Stop.self, Status.self, Stats.self, Top.self, Listen.self, Emit.self, Monitor.self, Serve.self,

@@ -12,7 +12,7 @@ cd "$root"
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
 here=systemd/debian
 
-version=$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' Daemon/MediatorDaemon/MediatorVersion.swift)
+version=$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' Protocol/MediatorVersion.swift)
 arch=$(dpkg --print-architecture)
 [ -n "$version" ] || { echo "build-deb: no version in MediatorVersion.swift" >&2; exit 1; }
 
