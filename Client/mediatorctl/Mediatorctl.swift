@@ -31,7 +31,7 @@ struct Mediatorctl: AsyncParsableCommand {
 
             EXIT STATUS
               0   a result
-              1   an error reply (the code is on stderr)
+              1   an error reply, or no reply within --timeout (the code is on stderr)
               2   bad usage
               69  the daemon is unreachable or went away before replying (EX_UNAVAILABLE)
 
