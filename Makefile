@@ -1,13 +1,16 @@
 # Build and install Mediator: mediatord, mediatorctl and the systemd units.
 #
 #   make build                       swift build -c release
-#   sudo make install                binaries, units, docs under PREFIX (/usr/local)
+#   sudo make install                binaries, units, docs, man pages and shell
+#                                    completion under PREFIX (/usr/local)
 #   sudo make uninstall              removes exactly what install put
 #   make units DESTDIR=/tmp/stage    only render the units (for tests)
 #
-# Variables: PREFIX, DESTDIR, BINDIR, LIBEXECDIR, DOCDIR, SYSTEMDSYSTEMUNITDIR,
-# SYSTEMDUSERUNITDIR, SYSUSERSDIR, SWIFT, SWIFT_BUILD_FLAGS, BIN_PATH (where the built
-# binaries are; default: what `swift build --show-bin-path` says).
+# Variables: PREFIX, DESTDIR, BINDIR, LIBEXECDIR, DOCDIR, MANDIR, BASHCOMPLETIONDIR,
+# ZSHCOMPLETIONDIR, FISHCOMPLETIONDIR, SYSTEMDSYSTEMUNITDIR, SYSTEMDUSERUNITDIR,
+# SYSUSERSDIR, SWIFT, SWIFT_BUILD_FLAGS, BIN_PATH (where the built binaries are;
+# default: what `swift build --show-bin-path` says), GENERATE_MANUAL (ArgumentParser's
+# generate-manual; default: BIN_PATH/generate-manual, built when missing), MAN_DATE.
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -15,6 +18,13 @@ BINDIR ?= $(PREFIX)/bin
 # LIBEXECDIR/mediator/components/TARGET, installed by whoever ships them.
 LIBEXECDIR ?= $(PREFIX)/libexec
 DOCDIR ?= $(PREFIX)/share/doc/mediator
+MANDIR ?= $(PREFIX)/share/man
+# Where each shell looks for a package's completion (bash-completion and fish
+# search $XDG_DATA_DIRS, which has /usr/local/share; Debian's zsh reads
+# vendor-completions under /usr and site-functions under /usr/local).
+BASHCOMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPLETIONDIR ?= $(PREFIX)/share/zsh/$(if $(filter /usr,$(PREFIX)),vendor-completions,site-functions)
+FISHCOMPLETIONDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 
 # With PREFIX=/usr, use the distribution's unit folders (pkg-config systemd);
 # otherwise PREFIX/lib/systemd/..., which systemd also searches for /usr/local.
@@ -32,6 +42,9 @@ SWIFT ?= $(or $(shell command -v swift 2>/dev/null),/opt/swift/usr/bin/swift)
 SWIFT_BUILD_FLAGS ?= -c release
 # Evaluated only by the recipes that need it (install, show-bin-path).
 BIN_PATH ?= $(shell $(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path 2>/dev/null || echo .build/release)
+GENERATE_MANUAL ?= $(BIN_PATH)/generate-manual
+# The man pages' date: the last commit's, or SOURCE_DATE_EPOCH (reproducible builds).
+MAN_DATE ?= $(shell date -u -d "@$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)}" +%Y-%m-%d)
 
 INSTALL ?= install
 SED ?= sed
@@ -43,12 +56,14 @@ DOCS = systemd.md daemon.md policy.md scale-out.md
 
 RENDER = $(SED) -e 's|@bindir@|$(BINDIR)|g' -e 's|@libexecdir@|$(LIBEXECDIR)|g' -e 's|@docdir@|$(DOCDIR)|g'
 
-.PHONY: deb all build install install-bin install-docs units uninstall show-bin-path verify-units install-sysusers install-polkit
+.PHONY: deb all build install install-bin install-docs install-man install-completion units uninstall show-bin-path \
+	verify-units install-sysusers install-polkit
 
 all: build
 
 build:
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product generate-manual
 
 show-bin-path:
 	@echo $(BIN_PATH)
@@ -95,6 +110,35 @@ install-docs:
 	$(INSTALL) -d '$(DESTDIR)$(DOCDIR)'
 	$(INSTALL) -m 0644 $(addprefix docs/,$(DOCS)) '$(DESTDIR)$(DOCDIR)/'
 
+# Man pages from the installed commands' own help: mediatorctl(1), and
+# mediatord(8) as a daemon; gzipped, as Debian ships them. generate-manual is
+# built when missing, as install-bin builds the binaries.
+install-man: install-bin
+	@gm='$(GENERATE_MANUAL)'; \
+	if [ ! -x "$$gm" ]; then \
+		echo "make: $$gm is missing, building"; \
+		$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product generate-manual || exit 1; \
+		gm="$$($(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path)/generate-manual" || exit 1; \
+	fi; \
+	$(INSTALL) -d '$(DESTDIR)$(MANDIR)/man1' '$(DESTDIR)$(MANDIR)/man8' && \
+	"$$gm" '$(DESTDIR)$(BINDIR)/mediatorctl' --section 1 --date '$(MAN_DATE)' -o '$(DESTDIR)$(MANDIR)/man1' && \
+	"$$gm" '$(DESTDIR)$(BINDIR)/mediatord' --section 8 --date '$(MAN_DATE)' -o '$(DESTDIR)$(MANDIR)/man8' || exit 1; \
+	for page in man1/mediatorctl.1 man8/mediatord.8; do \
+		f='$(DESTDIR)$(MANDIR)/'"$$page"; \
+		sed -i 's/^$$/.Pp/' "$$f" && gzip -9nf "$$f" && chmod 0644 "$$f.gz" || exit 1; \
+	done
+# (mdoc wants no blank lines: a paragraph break is .Pp.)
+
+# Shell completion from `mediatorctl --generate-completion-script`. The bash
+# script loses its #! line: bash-completion sources it, never runs it.
+install-completion: install-bin
+	$(INSTALL) -d '$(DESTDIR)$(BASHCOMPLETIONDIR)' '$(DESTDIR)$(ZSHCOMPLETIONDIR)' '$(DESTDIR)$(FISHCOMPLETIONDIR)'
+	'$(DESTDIR)$(BINDIR)/mediatorctl' --generate-completion-script bash | sed '1{/^#!/d}' > '$(DESTDIR)$(BASHCOMPLETIONDIR)/mediatorctl'
+	'$(DESTDIR)$(BINDIR)/mediatorctl' --generate-completion-script zsh > '$(DESTDIR)$(ZSHCOMPLETIONDIR)/_mediatorctl'
+	'$(DESTDIR)$(BINDIR)/mediatorctl' --generate-completion-script fish > '$(DESTDIR)$(FISHCOMPLETIONDIR)/mediatorctl.fish'
+	chmod 0644 '$(DESTDIR)$(BASHCOMPLETIONDIR)/mediatorctl' '$(DESTDIR)$(ZSHCOMPLETIONDIR)/_mediatorctl' \
+		'$(DESTDIR)$(FISHCOMPLETIONDIR)/mediatorctl.fish'
+
 # Lets the mediator user start and stop mediator-component@*.service units
 # (components whose manifest names a unit).
 POLKITRULESDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/share/polkit-1/rules.d,/etc/polkit-1/rules.d)
@@ -103,7 +147,7 @@ install-polkit:
 	$(INSTALL) -d '$(DESTDIR)$(POLKITRULESDIR)'
 	$(INSTALL) -m 0644 systemd/polkit/50-mediator.rules '$(DESTDIR)$(POLKITRULESDIR)/50-mediator.rules'
 
-install: install-bin units install-sysusers install-polkit install-docs
+install: install-bin units install-sysusers install-polkit install-docs install-man install-completion
 
 uninstall:
 	rm -f $(foreach p,$(PROGRAMS),'$(DESTDIR)$(BINDIR)/$(p)')
@@ -111,6 +155,9 @@ uninstall:
 	rm -f $(foreach u,$(USER_UNITS),'$(DESTDIR)$(SYSTEMDUSERUNITDIR)/$(u)')
 	rm -f $(foreach d,$(DOCS),'$(DESTDIR)$(DOCDIR)/$(d)')
 	rm -f '$(DESTDIR)$(SYSUSERSDIR)/mediator.conf' '$(DESTDIR)$(POLKITRULESDIR)/50-mediator.rules' 
+	rm -f '$(DESTDIR)$(MANDIR)/man1/mediatorctl.1.gz' '$(DESTDIR)$(MANDIR)/man8/mediatord.8.gz'
+	rm -f '$(DESTDIR)$(BASHCOMPLETIONDIR)/mediatorctl' '$(DESTDIR)$(ZSHCOMPLETIONDIR)/_mediatorctl' \
+		'$(DESTDIR)$(FISHCOMPLETIONDIR)/mediatorctl.fish'
 	rmdir '$(DESTDIR)$(DOCDIR)' 2>/dev/null || true
 
 verify-units:

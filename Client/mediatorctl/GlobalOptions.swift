@@ -69,8 +69,8 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Connects (failure: `unreachable`, exit status 69), within the
-    /// timeout: a daemon that accepts but never answers `hello` counts as
-    /// unreachable.
+    /// timeout: a daemon that accepts but does not answer `hello` in time is
+    /// a `timeout` (exit status 1), as any other reply that does not come.
     func connect() async throws(MediatorError) -> MediatorClient {
         let (path, name, seconds) = (try socketPath, name, timeoutSeconds)
         do {
@@ -79,7 +79,7 @@ struct GlobalOptions: ParsableArguments {
             }
         } catch let error as MediatorError {
             if error.code == .timeout {
-                throw MediatorError(.unreachable, "\(path): no answer to hello within \(Output.seconds(seconds)) s")
+                throw MediatorError(.timeout, "\(path): no answer to hello within \(Output.seconds(seconds)) s")
             }
             throw error
         } catch {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import MediatorProtocol
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -30,12 +31,14 @@ struct Mediatorctl: AsyncParsableCommand {
 
             EXIT STATUS
               0   a result
-              1   an error reply (the code is on stderr)
+              1   an error reply, or no reply within --timeout (the code is on stderr)
               2   bad usage
               69  the daemon is unreachable or went away before replying (EX_UNAVAILABLE)
 
             Shell completion: mediatorctl --generate-completion-script bash (or zsh, fish).
             """,
+        // The same version as `mediatord --version` (one constant in MediatorProtocol).
+        version: MediatorVersion.current,
         subcommands: [
             Call.self, StreamCommand.self, Open.self, List.self, Describe.self, Ping.self,
             Start.self, Stop.self, Status.self, Stats.self, Top.self, Listen.self, Emit.self, Monitor.self, Serve.self,

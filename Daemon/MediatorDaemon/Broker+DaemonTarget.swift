@@ -245,9 +245,7 @@ extension Broker {
         guard let target = params["target"]?.stringValue else {
             return .failure(MediatorError(.badRequest, "\"target\" must be a string"))
         }
-        guard let component = components[target] else {
-            return .failure(MediatorError(.targetNotFound, "no manifest describes target \"\(target)\""))
-        }
+        guard let component = components[target] else { return .failure(unmanagedRefusal(target)) }
         if component.state == .running, registry.target(target) != nil {
             return .success(["target": .string(target), "state": "running"])
         }
@@ -262,13 +260,24 @@ extension Broker {
         return nil
     }
 
+    /// `start` or `stop` of a target that no manifest describes. One that
+    /// registered itself is running, but the daemon did not start it and may
+    /// not stop it: `forbidden`, as unregistering another connection's
+    /// target is (docs/components.md); `target_not_found` would say it is not there.
+    func unmanagedRefusal(_ target: String) -> MediatorError {
+        if registry.target(target) != nil {
+            return MediatorError(
+                .forbidden,
+                "target \"\(target)\" is running but not managed by the daemon: it registered itself and no manifest describes it")
+        }
+        return MediatorError(.targetNotFound, "no manifest describes target \"\(target)\" and it is not registered")
+    }
+
     func stopAction(_ params: [String: JSONValue], now: NIODeadline) -> Result<JSONValue, MediatorError> {
         guard let target = params["target"]?.stringValue else {
             return .failure(MediatorError(.badRequest, "\"target\" must be a string"))
         }
-        guard let component = components[target] else {
-            return .failure(MediatorError(.targetNotFound, "no manifest describes target \"\(target)\""))
-        }
+        guard let component = components[target] else { return .failure(unmanagedRefusal(target)) }
         if component.state == .running || component.state == .starting { stop(target, reason: "requested", now: now) }
         return .success(["target": .string(target), "state": .string(components[target]?.state.rawValue ?? "activatable")])
     }

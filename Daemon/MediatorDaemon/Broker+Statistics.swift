@@ -49,7 +49,10 @@ extension Broker {
     /// `stats {"target"?: T, "slow"?: bool, "after"?: T, "after_action"?: A, "limit"?: n}`: granted like `monitor`.
     func statsAction(_ params: [String: JSONValue], _ connection: ConnectionID, now: NIODeadline) -> Result<JSONValue, MediatorError> {
         guard let peer = peers[connection] else { return .failure(MediatorError(.internal, "unknown connection")) }
-        if let denial = checkPolicy(.monitor, peer.credentials) { return .failure(denial) }
+        // The denial names the grant; say that stats is what needs it.
+        if let denial = checkPolicy(.monitor, peer.credentials) {
+            return .failure(MediatorError(denial.code, "stats: \(denial.message) (stats needs the \"monitor\" grant)"))
+        }
         var target: String?
         if let raw = params["target"] {
             guard let name = raw.stringValue else { return .failure(MediatorError(.badRequest, "\"target\" must be a string")) }

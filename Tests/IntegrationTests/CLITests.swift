@@ -123,6 +123,31 @@ extension Integration {
             #expect(stale.status == 69, "\(stale)")
         }
 
+        @Test("A daemon that accepts but does not answer hello in time: timeout, exit status 1")
+        func helloTimeout() throws {
+            let world = try World()
+            defer { world.close() }
+            let path = world.directory.socket("silent")
+            let listener = try makeSilentListener(path)
+            defer { close(listener) }
+            for seconds in ["0.001", "0.2"] {
+                let outcome = try CLI(socketPath: path).run("ping", ["--timeout", seconds])
+                #expect(outcome.status == 1, "--timeout \(seconds): \(outcome)")
+                #expect(outcome.stderr.hasPrefix("mediatorctl: timeout: "), "--timeout \(seconds): \(outcome)")
+                #expect(outcome.stderr.contains("no answer to hello"), "--timeout \(seconds): \(outcome)")
+            }
+        }
+
+        @Test("--version prints the version that mediatord --version prints")
+        func version() throws {
+            let ctl = try CLI.raw(["--version"])
+            #expect(ctl.status == 0, "\(ctl)")
+            let daemon = try ChildProcess.run(Paths.mediatord, ["--version"])
+            #expect(daemon.status == 0, "\(daemon)")
+            #expect(ctl.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == MediatorVersion.current, "\(ctl)")
+            #expect(ctl.stdout == daemon.stdout, "\(ctl) \(daemon)")
+        }
+
         @Test("Exit status 69 when the daemon goes away before replying")
         func daemonGoesAway() throws {
             let world = try World()

@@ -118,9 +118,35 @@ extension Integration {
 
 /// Leaves a socket file that nobody listens on, as a crashed daemon would.
 func makeStaleSocket(_ path: String) throws {
+    close(try boundSocket(path))
+}
+
+/// A socket at `path` that accepts connections (the kernel queues them) but
+/// never reads or answers: a daemon that hangs. The caller closes it.
+func makeSilentListener(_ path: String) throws -> Int32 {
+    let fd = try boundSocket(path)
+    guard listen(fd, 8) == 0 else {
+        let reason = String(cString: strerror(errno))
+        close(fd)
+        throw HarnessError("listen \(path): \(reason)")
+    }
+    return fd
+}
+
+private func boundSocket(_ path: String) throws -> Int32 {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw HarnessError("socket failed") }
-    defer { close(fd) }
-    let bound = try UnixAddress(path).bind(fd)
-    guard bound == 0 else { throw HarnessError("bind \(path): \(String(cString: strerror(errno)))") }
+    let bound: Int32
+    do {
+        bound = try UnixAddress(path).bind(fd)
+    } catch {
+        close(fd)
+        throw error
+    }
+    guard bound == 0 else {
+        let reason = String(cString: strerror(errno))
+        close(fd)
+        throw HarnessError("bind \(path): \(reason)")
+    }
+    return fd
 }

@@ -56,6 +56,23 @@ struct BrokerActivationTests {
         #expect(forwarded.map { $0["params"]?["n"]?.intValue } == (1...50).map { Int64($0) })
     }
 
+    @Test func startOrStopOfASelfRegisteredTargetSaysItIsNotManaged() {
+        let d = driver([Self.manifest()])
+        d.connect(1, credentials: PeerCredentials(pid: 1, uid: 0, gid: 0))
+        d.connect(2)
+        d.register("Kv", from: 2)
+        for action in ["start", "stop"] {
+            let answer = d.daemon(action, #"{"target":"Kv"}"#, from: 1)
+            #expect(errorCode(answer) == "forbidden", "\(action): \(String(describing: answer))")
+            #expect(answer?["error"]?["message"]
+                == #"target "Kv" is running but not managed by the daemon: it registered itself and no manifest describes it"#)
+            let nobody = d.daemon(action, #"{"target":"Nobody"}"#, from: 1)
+            #expect(errorCode(nobody) == "target_not_found", "\(action): \(String(describing: nobody))")
+        }
+        #expect(d.spawns.isEmpty)
+        #expect(d.broker.registry.target("Kv") != nil, "still registered")
+    }
+
     @Test func anUndeclaredActionFailsAtOnceWithoutStartingAnything() {
         let d = driver([Self.manifest()])
         d.connect(1)

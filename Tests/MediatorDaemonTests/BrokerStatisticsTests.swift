@@ -142,7 +142,9 @@ struct BrokerStatisticsTests {
         d.send(#"{"id":3,"target":"Svc","action":"a"}"#, from: 1)
         #expect(errorCode(d.takeOne(1)) == "forbidden")
         // uid 1001 may not read them now; root may.
-        #expect(errorCode(d.daemon("stats", from: 1)) == "forbidden")
+        let refused = d.daemon("stats", from: 1)
+        #expect(errorCode(refused) == "forbidden")
+        #expect(refused?["error"]?["message"] == #"stats: uid 1001 may not monitor (stats needs the "monitor" grant)"#)
         d.connect(9, credentials: PeerCredentials(pid: 9, uid: 0, gid: 0))
         let result = try #require(stats(d, from: 9))
         #expect(result["daemon"]?["policy_denials"] == 2)

@@ -10,9 +10,12 @@
 #    tried and break it (see docs/systemd.md);
 #  - `systemd-analyze security --offline=true` rates the system service and a
 #    component instance OK or better (exposure below 5.0; figures printed);
-#  - `make install` then `make uninstall` into a DESTDIR leaves no file behind.
-# Needs make and systemd-analyze (package systemd). The last line is
-# "N passed, M failed"; the exit status is non-zero when anything failed.
+#  - `make install` into a DESTDIR puts the binaries, units, docs, man pages
+#    and shell completion in place, and `make uninstall` leaves no file behind.
+# Needs make and systemd-analyze (package systemd), and the binaries of
+# `swift build` (the man pages and completion come from their help). The
+# last line is "N passed, M failed"; the exit status is non-zero when
+# anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 top=$PWD
@@ -169,23 +172,37 @@ else
   fail "systemd-analyze security: component instance exposure 5.0 or worse, or not found" "$(printf '%s\n' "$sec" | grep -E '✗|Overall')"
 fi
 
-# make install + make uninstall into a DESTDIR leaves nothing behind.
-mkdir -p "$tmp/built"
-printf '#!/bin/sh\nexit 0\n' >"$tmp/built/mediatord"
-cp "$tmp/built/mediatord" "$tmp/built/mediatorctl"
-chmod +x "$tmp/built/mediatord" "$tmp/built/mediatorctl"
+# make install + make uninstall into a DESTDIR: binaries, units, docs, man
+# pages and shell completion where the .deb has them (under PREFIX), then
+# nothing left behind. The real binaries of `swift build` (run-tests builds
+# them first): the man pages and the completion come from their help.
+bin=$(swift build --show-bin-path 2>/dev/null)
 dest=$tmp/dest
-if out=$(make -s --no-print-directory install DESTDIR="$dest" BIN_PATH="$tmp/built" 2>&1); then
+share=$dest/usr/local/share
+installed="$dest/usr/local/bin/mediatord $dest/usr/local/bin/mediatorctl
+$share/man/man1/mediatorctl.1.gz $share/man/man8/mediatord.8.gz
+$share/bash-completion/completions/mediatorctl $share/zsh/site-functions/_mediatorctl
+$share/fish/vendor_completions.d/mediatorctl.fish"
+if [ -z "$bin" ] || [ ! -x "$bin/mediatord" ] || [ ! -x "$bin/mediatorctl" ]; then
+  fail "make install" "no mediatord and mediatorctl in '${bin}' (swift build first)"
+elif out=$(make -s --no-print-directory install DESTDIR="$dest" BIN_PATH="$bin" SWIFT_BUILD_FLAGS= 2>&1); then
   n=$(find "$dest" -type f | wc -l)
+  missing=$(for f in $installed; do [ -s "$f" ] || echo "missing or empty: $f"; done)
+  gzip -dc "$share/man/man1/mediatorctl.1.gz" | grep -q '^\.Dt MEDIATORCTL 1' || missing+=$'\nmediatorctl.1 is not section 1 of mediatorctl'
+  gzip -dc "$share/man/man8/mediatord.8.gz" | grep -q '^\.Dt MEDIATORD 8' || missing+=$'\nmediatord.8 is not section 8 of mediatord'
+  grep -q '^#compdef mediatorctl' "$share/zsh/site-functions/_mediatorctl" || missing+=$'\n_mediatorctl is no zsh completion'
+  if head -n 1 "$share/bash-completion/completions/mediatorctl" | grep -q '^#!' \
+    || ! grep -q 'complete .*mediatorctl' "$share/bash-completion/completions/mediatorctl"; then
+    missing+=$'\nthe bash completion has a #! line or no complete command'
+  fi
   out2=$(make -s --no-print-directory uninstall DESTDIR="$dest" 2>&1)
   left=$(find "$dest" -type f)
-  if [ "$n" -eq 13 ] && [ -z "$left" ]; then
-    pass "make install puts 13 files, make uninstall removes them"
+  if [ "$n" -eq 18 ] && [ -z "$missing" ] && [ -z "$left" ]; then
+    pass "make install puts 18 files (man pages and completion too), make uninstall removes them"
   else
-    fail "make install/uninstall ($n files installed, 13 expected)" "$out2${left:+left: $left}"
+    fail "make install/uninstall ($n files installed, 18 expected)" "$missing${out2:+$'\n'$out2}${left:+$'\n'left: $left}"
   fi
 else
   fail "make install" "$out"
 fi
-
 finish

@@ -2,9 +2,9 @@
 # Builds dist/mediator_VERSION_ARCH.deb (`make deb`): mediatord and
 # mediatorctl linked with the Swift standard library statically (they need
 # only the base system and libsystemd), the systemd units, the sysusers.d
-# file, the polkit rule, the docs and man pages generated from the
-# commands' own help. Maintainer scripts create the user and enable
-# mediatord.socket, as debhelper would. Needs dpkg-dev and fakeroot;
+# file, the polkit rule, the docs, man pages generated from the commands'
+# own help and shell completion (all of `make install`). Maintainer scripts
+# create the user and enable mediatord.socket, as debhelper would. Needs dpkg-dev and fakeroot;
 # checks the package with lintian when it is installed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -12,7 +12,7 @@ cd "$root"
 [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH"
 here=systemd/debian
 
-version=$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' Daemon/MediatorDaemon/MediatorVersion.swift)
+version=$(sed -n 's/.*static let current = "\(.*\)".*/\1/p' Protocol/MediatorVersion.swift)
 arch=$(dpkg --print-architecture)
 [ -n "$version" ] || { echo "build-deb: no version in MediatorVersion.swift" >&2; exit 1; }
 
@@ -25,18 +25,12 @@ generate_manual="$(swift build --show-bin-path)/generate-manual"
 work=$(mktemp -d /tmp/mediator-deb.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 stage="$work/mediator"
-make --no-print-directory install-bin units install-sysusers install-polkit install-docs \
-    DESTDIR="$stage" PREFIX=/usr BIN_PATH="$bin" >/dev/null
-strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage/usr/bin/mediatord" "$stage/usr/bin/mediatorctl"
-
-# Man pages from the commands' help: mediatord is a daemon (section 8).
 date=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}" +%Y-%m-%d)
-install -d "$stage/usr/share/man/man1" "$stage/usr/share/man/man8"
-"$generate_manual" "$stage/usr/bin/mediatorctl" --section 1 --date "$date" -o "$stage/usr/share/man/man1"
-"$generate_manual" "$stage/usr/bin/mediatord" --section 8 --date "$date" -o "$stage/usr/share/man/man8"
-# mdoc wants no blank lines: a paragraph break is .Pp.
-sed -i 's/^$/.Pp/' "$stage"/usr/share/man/man*/*
-gzip -9n "$stage"/usr/share/man/man*/*
+# The same files, in the same places, as `make install PREFIX=/usr`: man
+# pages (from the commands' help) and shell completion included.
+make --no-print-directory install DESTDIR="$stage" PREFIX=/usr BIN_PATH="$bin" \
+    GENERATE_MANUAL="$generate_manual" MAN_DATE="$date" >/dev/null
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage/usr/bin/mediatord" "$stage/usr/bin/mediatorctl"
 
 doc="$stage/usr/share/doc/mediator"
 install -m 0644 "$here/copyright" "$doc/copyright"
