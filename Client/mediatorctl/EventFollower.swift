@@ -15,7 +15,8 @@ import MediatorProtocol
 func followEvents(
     _ options: GlobalOptions,
     start: @escaping @Sendable (MediatorClient) async throws -> AsyncStream<MediatorEvent>,
-    line: (MediatorEvent) -> JSONValue
+    line: (MediatorEvent) -> JSONValue,
+    text: ((MediatorEvent) -> String)? = nil
 ) async throws {
     Signals.onTerminate { Glibc.exit(0) }
     let output = options.output
@@ -32,7 +33,11 @@ func followEvents(
         throw output.fail(error)
     }
     for await event in events {
-        output.line(line(event))
+        if let text {
+            Output.write(STDOUT_FILENO, text(event) + "\n")
+        } else {
+            output.line(line(event))
+        }
     }
     if Task.isCancelled { return }
     throw output.fail(MediatorError(.disconnected, "the daemon closed the connection"))

@@ -16,7 +16,7 @@ extension Broker {
         guard !components.isEmpty, let component = components[request.target] else { return false }
         if component.state == .running, registry.target(request.target) != nil { return false }
         func fail(_ error: MediatorError) -> Bool {
-            if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error, delivered: .no)) }
+            refuse(request, from: connection, error, now: now)
             return true
         }
         if component.state == .failed {

@@ -7,9 +7,9 @@ import Glibc
 
 /// `mediator/monitor`: a connection that asks for it gets, as the event
 /// `mediator.monitor`, a record of every request, response and event the
-/// daemon routes (optionally filtered by target and event patterns), with
-/// both peers and the time. With no monitor attached, routing pays one
-/// emptiness check.
+/// daemon routes and of every call it refuses itself (optionally filtered
+/// by target and event patterns), with both peers and the time. With no
+/// monitor attached, routing pays one emptiness check.
 extension Broker {
     /// The event name of monitor records.
     static let monitorRecordEvent = "mediator.monitor"
@@ -55,17 +55,35 @@ extension Broker {
         return .object(members)
     }
 
+    /// Answers a call that no component will see (forbidden, unknown
+    /// target or action, invalid params, a limit met) and shows it to the
+    /// monitors as a `refused` record: otherwise an operator looking for
+    /// why a call fails would see nothing. A call without an id gets no
+    /// answer, but its refusal is still recorded.
+    func refuse(_ request: RouteRequest, from connection: ConnectionID, _ error: MediatorError, now: NIODeadline) {
+        let answer = request.idBytes.map { writer.error(callerID: $0, error, delivered: .no) }
+        if let answer { send(connection, answer) }
+        if !monitors.isEmpty {
+            monitorRecord(
+                "refused", from: connection, to: nil, target: request.target, action: request.action, event: nil,
+                elapsed: nil, message: answer ?? writer.error(callerID: nil, error, delivered: .no), now: now)
+        }
+    }
+
     /// Sends one record to every monitor that wants it; `message` is the
     /// line as it went out, spliced in unchanged.
     func monitorRecord(
-        _ type: String, from: ConnectionID, to: ConnectionID?, target: String?, event: String?, elapsed: TimeAmount?,
-        message: ByteBuffer, now: NIODeadline
+        _ type: String, from: ConnectionID, to: ConnectionID?, target: String?, action: String? = nil, event: String?,
+        elapsed: TimeAmount?, message: ByteBuffer, now: NIODeadline
     ) {
+        // The daemon's own uptime, as in `mediator/stats`: not the machine's.
         var members: [String: JSONValue] = [
-            "type": .string(type), "from": peerJSON(from), "uptime_us": .int(Int64(now.uptimeNanoseconds / 1000)),
+            "type": .string(type), "from": peerJSON(from),
+            "uptime_us": .int(max(0, (now - statisticsStart).nanoseconds / 1000)),
         ]
         if let to { members["to"] = peerJSON(to) }
         if let target { members["target"] = .string(target) }
+        if let action { members["action"] = .string(action) }
         if let event { members["event"] = .string(event) }
         if let elapsed { members["elapsed_us"] = .int(elapsed.nanoseconds / 1000) }
         var line: ByteBuffer?

@@ -74,9 +74,7 @@ extension Broker {
     /// Contract section 4: picks the instance and forwards the call, holds it
     /// for a component being started, or answers why not.
     func route(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) {
-        func fail(_ error: MediatorError) {
-            if let idBytes = request.idBytes { send(connection, writer.error(callerID: idBytes, error, delivered: .no)) }
-        }
+        func fail(_ error: MediatorError) { refuse(request, from: connection, error, now: now) }
         let notFound = { MediatorError(.targetNotFound, "no component serves target \"\(request.target)\"") }
         guard let (uid, connectionCaller) = caller(connection) else { return fail(notFound()) }
         var callerMember = connectionCaller

@@ -59,7 +59,8 @@ public final class Broker {
     /// Members that services of this process add to `mediator/stats`
     /// (``MediatorServer/addStatisticsSection(_:_:)``), read at each answer.
     var statisticsSections: [(name: String, read: @Sendable () -> JSONValue?)] = []
-    /// Where the statistics' time starts (their uptime); tests set it to their clock's start.
+    /// Where the daemon's time starts: the uptime of `mediator/stats` and of
+    /// monitor records; tests set it to their clock's start.
     var statisticsStart = NIODeadline.now()
 
     // Components started on demand (Broker+Activation.swift).
