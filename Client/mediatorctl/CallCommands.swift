@@ -12,10 +12,12 @@ import MediatorProtocol
 
 /// The target, action and params words that `call` and `stream` share.
 struct CallArguments: ParsableArguments {
-    @Argument(help: "The target to call (a registered component, or mediator for the daemon).")
+    @Argument(help: "The target to call (a registered component, or mediator for the daemon).",
+              completion: .custom { words, _, prefix in await DaemonCompletion.targets(words: words, prefix: prefix) })
     var target: String
 
-    @Argument(help: "The action to call.")
+    @Argument(help: "The action to call.",
+              completion: .custom { words, _, prefix in await DaemonCompletion.actions(words: words, prefix: prefix) })
     var action: String
 
     @Argument(help: ArgumentHelp(

@@ -37,7 +37,8 @@ struct Mediatorctl: AsyncParsableCommand {
               2   bad usage
               69  the daemon is unreachable or went away before replying (EX_UNAVAILABLE)
 
-            Shell completion: mediatorctl --generate-completion-script bash (or zsh, fish).
+            Shell completion: mediatorctl --generate-completion-script bash (or zsh, fish); \
+            it completes the target and action of call and stream from the running daemon.
             """,
         // The same version as `mediatord --version` (one constant in MediatorProtocol).
         version: MediatorVersion.current,

@@ -396,6 +396,33 @@ extension Integration {
             #expect(try JSONValue.parse(call.stdout) == ["stored": true])
         }
 
+        @Test("Shell completion offers the running daemon's targets, and the actions of the target on the line")
+        func completionFromTheDaemon() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.notes(daemon)
+            /// What `mediatorctl ---completion` (as the generated scripts call it) offers for
+            /// the last word, whose text so far is `prefix`.
+            func complete(_ positional: Int, _ words: [String], _ prefix: String) throws -> [String] {
+                let outcome = try CLI.raw(
+                    ["---completion", "call", "--", "positional@\(positional)", "\(words.count)", "\(prefix.count)"]
+                        + words + [prefix])
+                #expect(outcome.status == 0, "\(outcome)")
+                return ChildProcess.lines(outcome.stdout).filter { !$0.isEmpty }
+            }
+            let socket = ["--socket", daemon.socketPath]
+            #expect(try complete(0, ["mediatorctl", "call"] + socket, "") == ["Notes", "mediator"])
+            #expect(try complete(0, ["mediatorctl", "call"] + socket, "No") == ["Notes"])
+            // Options before the verb and option values are not the target.
+            #expect(try complete(1, ["mediatorctl"] + socket + ["call", "--timeout", "5", "Notes"], "")
+                    == ["add", "echo", "get", "list", "notFound", "sleep", "whoami"])
+            #expect(try complete(1, ["mediatorctl", "call", "Notes"] + socket, "s") == ["sleep"])
+            // An unknown target or no daemon: nothing, and no error.
+            #expect(try complete(1, ["mediatorctl", "call", "Nobody"] + socket, "") == [])
+            #expect(try complete(0, ["mediatorctl", "call", "--socket", world.directory.file("none.sock")], "") == ["mediator"])
+        }
+
         @Test("The Swift example's typed forecast; its schema rejects bad params with invalid_params")
         func typedForecast() throws {
             let world = try World()
