@@ -12,14 +12,16 @@ import MediatorProtocol
 
 /// The target, action and params words that `call` and `stream` share.
 struct CallArguments: ParsableArguments {
-    @Argument(help: "The target to call (a registered component, or mediator for the daemon).")
+    @Argument(help: "The target to call (a registered component, or mediator for the daemon).",
+              completion: .custom { words, _, prefix in await DaemonCompletion.targets(words: words, prefix: prefix) })
     var target: String
 
-    @Argument(help: "The action to call.")
+    @Argument(help: "The action to call.",
+              completion: .custom { words, _, prefix in await DaemonCompletion.actions(words: words, prefix: prefix) })
     var action: String
 
     @Argument(help: ArgumentHelp(
-        "The params: one JSON object, key=value words (values are JSON when they parse, else strings), or - to read a JSON object from stdin.",
+        "The params: one JSON object, key=value words (typed by the action's params schema; without one, JSON when they parse, else strings), key:=json words, or - to read a JSON object from stdin.",
         valueName: "params"))
     var params: [String] = []
 
@@ -48,6 +50,28 @@ struct CallArguments: ParsableArguments {
             throw ValidationError(error.message)
         }
     }
+
+    /// The params, with `key=value` words typed by the action's declared
+    /// `params` schema. That costs a `describe`, so it is asked only for
+    /// `key=value` words; without an answer, the values are guessed.
+    func paramsValue(using client: MediatorClient) async throws -> JSONValue {
+        guard params != ["-"], ParamsParser.isKeyValue(params) else { return try paramsValue() }
+        let schema = await paramsSchema(using: client)
+        do {
+            return try ParamsParser.params(params, schema: schema)
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
+    /// The action's `params` schema from `describe`; nil when the target or
+    /// action cannot be described or declares none.
+    private func paramsSchema(using client: MediatorClient) async -> Schema? {
+        guard let described = try? await client.describe(target),
+            let spec = described["actions"]?.arrayValue?.first(where: { $0["name"]?.stringValue == action })
+        else { return nil }
+        return (try? ActionSpec(json: spec))?.params
+    }
 }
 
 struct Call: AsyncParsableCommand {
@@ -71,11 +95,11 @@ struct Call: AsyncParsableCommand {
     @OptionGroup var trace: TraceOptions
 
     func run() async throws {
-        let params = try call.paramsValue()
-        let (target, action, timeout, oneway) = (call.target, call.action, options.timeoutDuration, oneway)
+        let (call, target, action, timeout, oneway) = (call, call.target, call.action, options.timeoutDuration, oneway)
         let (output, options) = (options.output, options)
         let result: JSONValue? = try await trace.run {
             try await options.withClient(wait: .backstop) { client in
+                let params = try await call.paramsValue(using: client)
                 if oneway {
                     try await client.send(target, action, params: params)
                     return nil
@@ -99,10 +123,10 @@ struct StreamCommand: AsyncParsableCommand {
     @OptionGroup var trace: TraceOptions
 
     func run() async throws {
-        let params = try call.paramsValue()
-        let (target, action, timeout) = (call.target, call.action, options.timeoutDuration)
+        let (call, target, action, timeout) = (call, call.target, call.action, options.timeoutDuration)
         let (output, options) = (options.output, options)
         try await trace.run { try await options.withClient(wait: .unlimited) { client in
+            let params = try await call.paramsValue(using: client)
             do {
                 for try await value in client.stream(target, action, params: params, timeout: timeout) {
                     output.line(value)

@@ -22,9 +22,11 @@ struct Mediatorctl: AsyncParsableCommand {
             prints a table instead, unless --json or --pretty is given (--table: a table anywhere).
 
             Params for call and stream: one JSON object ('{"n": 5}'), or key=value words, \
-            whose values are JSON when they parse as JSON and strings otherwise \
-            (n=5 is 5, ok=true is true, name=bob is "bob", s='"5"' is "5"), or - to read \
-            a JSON object from stdin.
+            typed from the action's params schema (asked of describe: a string member takes \
+            value=1 as "1", an integer one as 1, a bad value is bad usage), and where the schema \
+            says nothing JSON when they parse as JSON and strings otherwise (n=5 is 5, \
+            name=bob is "bob", s='"5"' is "5"); key:=json is always JSON; or - to read a JSON \
+            object from stdin.
 
             Results go to stdout. An error prints "mediatorctl: CODE: message" on stderr, \
             and its data as JSON on a second line.
@@ -35,7 +37,8 @@ struct Mediatorctl: AsyncParsableCommand {
               2   bad usage
               69  the daemon is unreachable or went away before replying (EX_UNAVAILABLE)
 
-            Shell completion: mediatorctl --generate-completion-script bash (or zsh, fish).
+            Shell completion: mediatorctl --generate-completion-script bash (or zsh, fish); \
+            it completes the target and action of call and stream from the running daemon.
             """,
         // The same version as `mediatord --version` (one constant in MediatorProtocol).
         version: MediatorVersion.current,

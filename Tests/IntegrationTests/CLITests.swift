@@ -374,6 +374,55 @@ extension Integration {
             #expect(try single.jsonLines().count == 1, "\(single)")
         }
 
+        @Test("call key=value types each value from the action's params schema: a string member takes 1 as \"1\"")
+        func keyValueTypedBySchema() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let component = try world.peer(daemon)
+            let string: JSONValue = ["type": "string"]
+            _ = try component.register("Kv", actions: [[
+                "name": "set",
+                "params": ["type": "object", "properties": ["key": string, "value": string], "required": ["key", "value"]],
+            ]])
+            let call = try world.spawn(
+                Paths.mediatorctl, ["call", "--socket", daemon.socketPath, "Kv", "set", "key=a", "value=1", "--json"],
+                label: "call-Kv")
+            // The daemon checks the schema, so a value sent as 1 would not get here.
+            let request = try component.incomingRequest()
+            #expect(request["params"] == ["key": "a", "value": "1"], "\(request.jsonText)")
+            try component.reply(to: request, result: ["stored": true])
+            #expect(try call.waitForExit() == .exited(0), "\(call.logTail())")
+            #expect(try JSONValue.parse(call.stdout) == ["stored": true])
+        }
+
+        @Test("Shell completion offers the running daemon's targets, and the actions of the target on the line")
+        func completionFromTheDaemon() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.notes(daemon)
+            /// What `mediatorctl ---completion` (as the generated scripts call it) offers for
+            /// the last word, whose text so far is `prefix`.
+            func complete(_ positional: Int, _ words: [String], _ prefix: String) throws -> [String] {
+                let outcome = try CLI.raw(
+                    ["---completion", "call", "--", "positional@\(positional)", "\(words.count)", "\(prefix.count)"]
+                        + words + [prefix])
+                #expect(outcome.status == 0, "\(outcome)")
+                return ChildProcess.lines(outcome.stdout).filter { !$0.isEmpty }
+            }
+            let socket = ["--socket", daemon.socketPath]
+            #expect(try complete(0, ["mediatorctl", "call"] + socket, "") == ["Notes", "mediator"])
+            #expect(try complete(0, ["mediatorctl", "call"] + socket, "No") == ["Notes"])
+            // Options before the verb and option values are not the target.
+            #expect(try complete(1, ["mediatorctl"] + socket + ["call", "--timeout", "5", "Notes"], "")
+                    == ["add", "echo", "get", "list", "notFound", "sleep", "whoami"])
+            #expect(try complete(1, ["mediatorctl", "call", "Notes"] + socket, "s") == ["sleep"])
+            // An unknown target or no daemon: nothing, and no error.
+            #expect(try complete(1, ["mediatorctl", "call", "Nobody"] + socket, "") == [])
+            #expect(try complete(0, ["mediatorctl", "call", "--socket", world.directory.file("none.sock")], "") == ["mediator"])
+        }
+
         @Test("The Swift example's typed forecast; its schema rejects bad params with invalid_params")
         func typedForecast() throws {
             let world = try World()
@@ -396,14 +445,21 @@ extension Integration {
             #expect(try cli.json("call", ["Weather", "forecast", #"{"city": "Oslo", "days": 2}"#]) == forecast)
             #expect(try cli.json("call", ["Weather", "forecast", "city=Oslo"])["days"]?.arrayValue?.count == 3)
 
-            for (arguments, member) in [(["days=2"], "city"), (["city=Oslo", "days=two"], "days"), (["city=5"], "city"),
-                                        (["city=Oslo", "days=1.5"], "days")]
-            {
-                let rejected = try cli.run("call", ["Weather", "forecast"] + arguments)
-                #expect(rejected.status == 1, "\(arguments): \(rejected)")
-                #expect(rejected.stderr.hasPrefix("mediatorctl: invalid_params: "), "\(arguments): \(rejected)")
-                #expect(rejected.stderr.contains(member), "\(arguments): \(rejected)")
+            let missing = try cli.run("call", ["Weather", "forecast", "days=2"])
+            #expect(missing.status == 1, "\(missing)")
+            #expect(missing.stderr.hasPrefix("mediatorctl: invalid_params: "), "\(missing)")
+            #expect(missing.stderr.contains("city"), "\(missing)")
+            // key=value words are typed from the schema: city is a string, so 5 is "5";
+            // a days that is no integer is bad usage, named, before any call.
+            #expect(try cli.json("call", ["Weather", "forecast", "city=5", "days=1"])["city"] == "5")
+            for days in ["two", "1.5"] {
+                let rejected = try cli.run("call", ["Weather", "forecast", "city=Oslo", "days=\(days)"])
+                #expect(rejected.status == 2, "\(days): \(rejected)")
+                #expect(rejected.stderr.contains("days: expected integer"), "\(days): \(rejected)")
             }
+            // key:=json bypasses the typing; the daemon's schema then refuses it.
+            let forced = try cli.run("call", ["Weather", "forecast", "city:=5"])
+            #expect(forced.stderr.hasPrefix("mediatorctl: invalid_params: "), "\(forced)")
             // In the schema but out of the handler's range: the component's own invalid_params.
             let tooMany = try cli.run("call", ["Weather", "forecast", "city=Oslo", "days=40"])
             #expect(tooMany.stderr.hasPrefix("mediatorctl: invalid_params: "), "\(tooMany)")

@@ -115,7 +115,8 @@ extension Integration {
             #expect(known["actions"]?.arrayValue?.compactMap { $0["name"]?.stringValue }
                     == ["add", "get", "list", "echo", "sleep", "whoami"], "\(known.jsonText)")
 
-            let refused = try cli.run("call", ["Notes", "add", "text=5"])
+            // text=5 would be typed "5" from the schema; := sends the number.
+            let refused = try cli.run("call", ["Notes", "add", "text:=5"])
             #expect(refused.status == 1, "\(refused)")
             #expect(refused.stderr.hasPrefix("mediatorctl: invalid_params: params.text: expected string"), "\(refused)")
             #expect(try cli.json("status", ["Notes"])["state"] == "activatable", "a refused call started the component")
