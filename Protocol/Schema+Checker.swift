@@ -27,6 +27,7 @@ extension Schema {
             if let allowed = node.allowed, !allowed.contains(value) {
                 return Problem(.notAllowedValue(allowed.expectation))
             }
+            if let bounds = node.bounds, let reason = bounds.check(value) { return Problem(reason) }
             switch value {
             case .object(let members):
                 return checkMembers(members, of: node, depth: depth)
@@ -105,6 +106,8 @@ extension Schema {
             case notAllowedValue(String)
             case missingRequired(String)
             case memberNotAllowed
+            /// `expected at least 3 characters, got 2`: the bound, then what the value has.
+            case outOfRange(String, got: String)
             case tooDeep
         }
 
@@ -143,6 +146,8 @@ extension Schema {
                 return text + ": missing required member \(quoted(name))"
             case .memberNotAllowed:
                 return text + ": member not allowed"
+            case .outOfRange(let bound, let got):
+                return text + ": expected \(bound), got \(got)"
             case .tooDeep:
                 return text + ": nested too deeply to check"
             }

@@ -15,6 +15,8 @@ extension Schema {
         let items: Node?
         /// `enum`, read into a set once so that checking a value costs its size, not the enum's.
         let allowed: AllowedValues?
+        /// `minimum` … `maxItems` and `const`; nil when the schema has none of them.
+        let bounds: Bounds?
         let additional: AdditionalRule
         let description: String?
         let title: String?
@@ -25,7 +27,7 @@ extension Schema {
 
         init(
             json: JSONValue, typeMask: UInt8 = 0, typeNames: [String]? = nil, properties: [String: Node] = [:],
-            required: [String] = [], items: Node? = nil, allowed: AllowedValues? = nil,
+            required: [String] = [], items: Node? = nil, allowed: AllowedValues? = nil, bounds: Bounds? = nil,
             additional: AdditionalRule = .allowed, description: String?, title: String? = nil,
             definitions: [(name: String, node: Node)] = [], reference: (text: String, name: String, index: Int)? = nil
         ) {
@@ -36,6 +38,7 @@ extension Schema {
             self.required = required
             self.items = items
             self.allowed = allowed
+            self.bounds = bounds
             self.additional = additional
             self.description = description
             self.title = title
@@ -170,7 +173,7 @@ extension Schema {
 
             return Node(
                 json: json, typeMask: typeMask, typeNames: typeNames, properties: properties, required: required,
-                items: items, allowed: allowed, additional: additional, description: description,
+                items: items, allowed: allowed, bounds: try Bounds.read(members, path: path), additional: additional, description: description,
                 title: try readString(members, "title", path: path), definitions: definitions)
         }
 

@@ -1,6 +1,9 @@
 /// A JSON Schema of the subset the contract allows in an ActionSpec (section 6):
-/// `type`, `properties`, `required`, `items`, `enum`, `additionalProperties`
-/// and `description`, with JSON Schema's meaning; and our extensions (issue
+/// `type`, `properties`, `required`, `items`, `enum`, `additionalProperties`,
+/// `description`, the bounds `minimum`, `maximum`, `exclusiveMinimum`,
+/// `exclusiveMaximum`, `minLength`, `maxLength`, `minItems`, `maxItems`,
+/// `const` (``Bounds``) and the annotation `default` (kept, never checked),
+/// with JSON Schema 2020-12's meaning; and our extensions (issue
 /// 11): `title`, `$defs` (named schemas) and `$ref` (only `#/$defs/NAME`,
 /// resolved against the `$defs` of the root schema).
 ///
