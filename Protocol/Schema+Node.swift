@@ -17,6 +17,11 @@ extension Schema {
         let allowed: AllowedValues?
         /// `minimum` … `maxItems` and `const`; nil when the schema has none of them.
         let bounds: Bounds?
+        /// `anyOf` and `oneOf`; nil when the schema has neither.
+        let alternatives: Alternatives?
+        /// Whether this node or any below it has ``alternatives``: checking
+        /// against it then runs on a step budget.
+        let containsAlternatives: Bool
         let additional: AdditionalRule
         let description: String?
         let title: String?
@@ -28,7 +33,7 @@ extension Schema {
         init(
             json: JSONValue, typeMask: UInt8 = 0, typeNames: [String]? = nil, properties: [String: Node] = [:],
             required: [String] = [], items: Node? = nil, allowed: AllowedValues? = nil, bounds: Bounds? = nil,
-            additional: AdditionalRule = .allowed, description: String?, title: String? = nil,
+            alternatives: Alternatives? = nil, additional: AdditionalRule = .allowed, description: String?, title: String? = nil,
             definitions: [(name: String, node: Node)] = [], reference: (text: String, name: String, index: Int)? = nil
         ) {
             self.json = json
@@ -39,6 +44,11 @@ extension Schema {
             self.items = items
             self.allowed = allowed
             self.bounds = bounds
+            self.alternatives = alternatives
+            var below = properties.values.contains { $0.containsAlternatives } || items?.containsAlternatives == true
+                || definitions.contains { $0.node.containsAlternatives }
+            if case .schema(let extra) = additional, extra.containsAlternatives { below = true }
+            self.containsAlternatives = alternatives != nil || below
             self.additional = additional
             self.description = description
             self.title = title
@@ -173,7 +183,10 @@ extension Schema {
 
             return Node(
                 json: json, typeMask: typeMask, typeNames: typeNames, properties: properties, required: required,
-                items: items, allowed: allowed, bounds: try Bounds.read(members, path: path), additional: additional, description: description,
+                items: items, allowed: allowed, bounds: try Bounds.read(members, path: path),
+                alternatives: try Alternatives.read(
+                    members, path: path, depth: depth, definitionIndex: definitionIndex),
+                additional: additional, description: description,
                 title: try readString(members, "title", path: path), definitions: definitions)
         }
 

@@ -90,3 +90,104 @@ import Testing
         #expect(try Schema(json: json).json == json)
     }
 }
+
+/// `anyOf` and `oneOf`: ignored before, so each refused value here was let through.
+@Suite struct SchemaAlternativesTests {
+    typealias Case = SchemaTests.Case
+
+    static let idOrName: JSONValue = ["anyOf": [["type": "integer", "minimum": 1], ["type": "string", "minLength": 1]]]
+
+    static let cases: [Case] = [
+        Case("anyOf first", idOrName, 3, nil),
+        Case("anyOf second", idOrName, "x", nil),
+        Case("anyOf none", idOrName, 0,
+             "params: matches none of the 2 schemas of \"anyOf\" (the first: params: expected at least 1, got 0)"),
+        Case("anyOf none, nested path", ["properties": ["p": ["anyOf": [["properties": ["q": ["type": "string"]]], ["type": "array"]]]]],
+             ["p": ["q": 1]],
+             "params.p: matches none of the 2 schemas of \"anyOf\" (the first: params.p.q: expected string, got integer)"),
+        Case("oneOf exactly one", ["oneOf": [["type": "string"], ["type": "integer"]]], 3, nil),
+        Case("oneOf two", ["oneOf": [["type": "number"], ["type": "integer"], ["type": "integer"]]], 3,
+             "params: matches more than one schema of \"oneOf\" (0 and 1)"),
+        Case("oneOf none", ["oneOf": [["const": "a"], ["const": "b"]]], "c",
+             "params: matches none of the 2 schemas of \"oneOf\" (the first: params: expected \"a\")"),
+        Case("anyOf beside type", ["type": "object", "anyOf": [["required": ["a"]], ["required": ["b"]]]], ["b": 1], nil),
+        Case("anyOf beside type refused", ["type": "object", "anyOf": [["required": ["a"]], ["required": ["b"]]]], ["c": 1],
+             "params: matches none of the 2 schemas of \"anyOf\" (the first: params: missing required member \"a\")"),
+        Case("anyOf through ref", ["$defs": ["Id": ["anyOf": [["type": "integer"], ["type": "null"]]]],
+                                   "items": ["$ref": "#/$defs/Id"]], [1, nil, "x"],
+             "params[2]: matches none of the 2 schemas of \"anyOf\" (the first: params[2]: expected integer, got string)"),
+    ]
+
+    @Test(arguments: cases)
+    func validates(_ example: Case) throws {
+        let error = try Schema(json: example.schema).validate(example.value)
+        if let message = example.message {
+            #expect(error?.code == .invalidParams)
+            #expect(error?.message == message)
+        } else {
+            #expect(error == nil)
+        }
+    }
+
+    static let malformed: [(JSONValue, String)] = [
+        (["anyOf": ["type": "string"]], "schema.anyOf: must be an array of schemas"),
+        (["oneOf": []], "schema.oneOf: must not be empty"),
+        (["anyOf": [["type": "string"], "integer"]], "schema.anyOf[1]: a schema must be an object, got string"),
+        (["items": ["oneOf": [["type": "strin"]]]], "schema.items.oneOf[0].type: unknown type name \"strin\"; expected one of null, boolean, integer, number, string, array, object"),
+        (["anyOf": .array(Array(repeating: [:], count: Schema.maxAlternatives + 1))],
+         "schema.anyOf: at most \(Schema.maxAlternatives) schemas, got \(Schema.maxAlternatives + 1)"),
+    ]
+
+    @Test(arguments: malformed)
+    func rejectsMalformed(json: JSONValue, message: String) {
+        #expect {
+            try Schema(json: json)
+        } throws: { error in
+            guard let error = error as? MediatorError else { return false }
+            return error.code == .badRequest && error.message == message
+        }
+    }
+
+    @Test func maxAlternativesAreAccepted() throws {
+        let list = JSONValue.array((0..<Schema.maxAlternatives).map { ["const": .int(Int64($0))] })
+        let schema = try Schema(json: ["anyOf": list])
+        #expect(schema.validate(.int(Int64(Schema.maxAlternatives - 1))) == nil)
+    }
+
+    /// k alternatives cost k checks per element: linear in the value.
+    @Test func anyOfCostsItsAlternativesPerElement() throws {
+        let count = Schema.maxAlternatives
+        var alternatives: [JSONValue] = (0..<(count - 1)).map { _ in ["type": "string"] }
+        alternatives.append(["type": "integer"])
+        let schema = try Schema(json: ["type": "array", "items": ["anyOf": .array(alternatives)]])
+        let elements = 1_000
+        let (problem, steps) = schema.check(.array((0..<elements).map { .int(Int64($0)) }))
+        #expect(problem == nil)
+        // The array; per element: the anyOf schema, then each alternative until the last matches.
+        #expect(steps == 1 + elements * (1 + count))
+    }
+
+    /// Alternatives nested through a recursive `$ref` would multiply at
+    /// each level of the value (16^depth); the budget stops that.
+    @Test func nestedAlternativesStayWithinTheBudget() throws {
+        let branch: JSONValue = ["type": "object", "properties": ["a": ["$ref": "#/$defs/A"]]]
+        let schema = try Schema(json: [
+            "$defs": ["A": ["anyOf": .array(Array(repeating: branch, count: Schema.maxAlternatives))]],
+            "$ref": "#/$defs/A",
+        ])
+        // 40 levels whose leaf matches no branch: every branch of every level is tried.
+        var value: JSONValue = 5
+        for _ in 0..<40 { value = ["a": value] }
+        let (problem, steps) = schema.check(value)
+        let size = 41
+        #expect(steps <= Schema.maxCheckStepsPerElement * size + Schema.maxAlternatives * 2 * size)
+        let message = problem?.message(root: "params")
+        #expect(message?.contains("too costly to check against this schema's \"anyOf\"/\"oneOf\"") == true)
+    }
+
+    @Test func referenceCycleThroughAlternativesStops() throws {
+        let schema = try Schema(json: ["$defs": ["A": ["anyOf": [["$ref": "#/$defs/A"]]]], "$ref": "#/$defs/A"])
+        let error = schema.validate(1)
+        #expect(error?.code == .invalidParams)
+    }
+}
