@@ -48,16 +48,7 @@ import Testing
     ]
 
     @Test(arguments: cases)
-    func validates(_ example: Case) throws {
-        let schema = try Schema(json: example.schema)
-        let error = schema.validate(example.value)
-        if let message = example.message {
-            #expect(error?.code == .invalidParams)
-            #expect(error?.message == message)
-        } else {
-            #expect(error == nil)
-        }
-    }
+    func validates(_ example: Case) throws { try example.expectResult() }
 
     static let malformed: [(JSONValue, String)] = [
         (["minimum": "0"], "schema.minimum: must be a number, got string"),
@@ -71,14 +62,7 @@ import Testing
     ]
 
     @Test(arguments: malformed)
-    func rejectsMalformed(json: JSONValue, message: String) {
-        #expect {
-            try Schema(json: json)
-        } throws: { error in
-            guard let error = error as? MediatorError else { return false }
-            return error.code == .badRequest && error.message == message
-        }
-    }
+    func rejectsMalformed(json: JSONValue, message: String) { expectRefusal(json, message: message) }
 
     @Test func integralDoubleCountIsRead() throws {
         let schema = try Schema(json: ["maxLength": 2.0])
@@ -119,15 +103,7 @@ import Testing
     ]
 
     @Test(arguments: cases)
-    func validates(_ example: Case) throws {
-        let error = try Schema(json: example.schema).validate(example.value)
-        if let message = example.message {
-            #expect(error?.code == .invalidParams)
-            #expect(error?.message == message)
-        } else {
-            #expect(error == nil)
-        }
-    }
+    func validates(_ example: Case) throws { try example.expectResult() }
 
     static let malformed: [(JSONValue, String)] = [
         (["anyOf": ["type": "string"]], "schema.anyOf: must be an array of schemas"),
@@ -139,14 +115,7 @@ import Testing
     ]
 
     @Test(arguments: malformed)
-    func rejectsMalformed(json: JSONValue, message: String) {
-        #expect {
-            try Schema(json: json)
-        } throws: { error in
-            guard let error = error as? MediatorError else { return false }
-            return error.code == .badRequest && error.message == message
-        }
-    }
+    func rejectsMalformed(json: JSONValue, message: String) { expectRefusal(json, message: message) }
 
     @Test func maxAlternativesAreAccepted() throws {
         let list = JSONValue.array((0..<Schema.maxAlternatives).map { ["const": .int(Int64($0))] })
@@ -189,5 +158,28 @@ import Testing
         let schema = try Schema(json: ["$defs": ["A": ["anyOf": [["$ref": "#/$defs/A"]]]], "$ref": "#/$defs/A"])
         let error = schema.validate(1)
         #expect(error?.code == .invalidParams)
+    }
+}
+
+extension SchemaTests.Case {
+    /// Checks the value: refused with `message`, or accepted when it is nil.
+    func expectResult() throws {
+        let error = try Schema(json: schema).validate(value)
+        if let message {
+            #expect(error?.code == .invalidParams)
+            #expect(error?.message == message)
+        } else {
+            #expect(error == nil)
+        }
+    }
+}
+
+/// Reading `json` is refused with `bad_request` and exactly `message`.
+func expectRefusal(_ json: JSONValue, message: String) {
+    #expect {
+        try Schema(json: json)
+    } throws: { error in
+        guard let error = error as? MediatorError else { return false }
+        return error.code == .badRequest && error.message == message
     }
 }
