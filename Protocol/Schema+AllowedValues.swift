@@ -22,13 +22,18 @@ extension Schema {
         /// How many values a refusal lists.
         static let maxListedValues = 10
 
-        init(_ values: [JSONValue]) {
+        /// `expectation` replaces the list of values in a refusal (`const` says `expected 3`).
+        init(_ values: [JSONValue], expectation: String? = nil) {
             self.values = values
             self.members = Set(values.map { Member(value: $0) })
             self.kinds = values.reduce(0) { $0 | Kind(of: $1).bit }
-            var listed = values.prefix(Self.maxListedValues).map(render).joined(separator: ",")
-            if values.count > Self.maxListedValues { listed += ", … and \(values.count - Self.maxListedValues) more" }
-            self.expectation = "expected one of [\(listed)]"
+            if let expectation {
+                self.expectation = expectation
+            } else {
+                var listed = values.prefix(Self.maxListedValues).map(render).joined(separator: ",")
+                if values.count > Self.maxListedValues { listed += ", … and \(values.count - Self.maxListedValues) more" }
+                self.expectation = "expected one of [\(listed)]"
+            }
         }
 
         func contains(_ value: JSONValue) -> Bool {

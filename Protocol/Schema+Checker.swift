@@ -9,11 +9,18 @@ extension Schema {
         /// Work done: one step per value checked against a schema and per
         /// member looked up. Tests measure this rather than time.
         private(set) var steps = 0
+        /// The most steps allowed, when the schema has alternatives
+        /// (``Schema/maxCheckStepsPerElement``); nil for no limit.
+        let budget: Int?
 
-        init(scope: Scope?) { self.scope = scope }
+        init(scope: Scope?, budget: Int? = nil) {
+            self.scope = scope
+            self.budget = budget
+        }
 
         mutating func check(_ value: JSONValue, against schema: Node, depth: Int) -> Problem? {
             steps += 1
+            if let budget, steps > budget { return Problem(.tooCostly) }
             var node = schema
             if let reference = node.reference {
                 // Scope.resolved skips chains of `$ref`s: one hop, whatever their length.
@@ -26,6 +33,12 @@ extension Schema {
             }
             if let allowed = node.allowed, !allowed.contains(value) {
                 return Problem(.notAllowedValue(allowed.expectation))
+            }
+            if let bounds = node.bounds, let reason = bounds.check(value) { return Problem(reason) }
+            if let alternatives = node.alternatives,
+                let problem = checkAlternatives(value, alternatives, depth: depth)
+            {
+                return problem
             }
             switch value {
             case .object(let members):
@@ -105,7 +118,15 @@ extension Schema {
             case notAllowedValue(String)
             case missingRequired(String)
             case memberNotAllowed
+            /// `expected at least 3 characters, got 2`: the bound, then what the value has.
+            case outOfRange(String, got: String)
             case tooDeep
+            /// No schema of `anyOf`/`oneOf` matched; `first` is why the first did not.
+            indirect case noAlternative(keyword: String, count: Int, first: Problem)
+            /// Two schemas of a `oneOf` matched (their indexes).
+            case severalAlternatives(Int, Int)
+            /// Checking would exceed ``Checker/budget``.
+            case tooCostly
         }
 
         enum Step {
@@ -143,8 +164,17 @@ extension Schema {
                 return text + ": missing required member \(quoted(name))"
             case .memberNotAllowed:
                 return text + ": member not allowed"
+            case .outOfRange(let bound, let got):
+                return text + ": expected \(bound), got \(got)"
             case .tooDeep:
                 return text + ": nested too deeply to check"
+            case .noAlternative(let keyword, let count, let first):
+                return text + ": matches none of the \(count) schemas of \(quoted(keyword)) (the first: "
+                    + first.message(root: text) + ")"
+            case .severalAlternatives(let first, let second):
+                return text + ": matches more than one schema of \"oneOf\" (\(first) and \(second))"
+            case .tooCostly:
+                return text + ": too costly to check against this schema's \"anyOf\"/\"oneOf\""
             }
         }
     }

@@ -15,6 +15,13 @@ extension Schema {
         let items: Node?
         /// `enum`, read into a set once so that checking a value costs its size, not the enum's.
         let allowed: AllowedValues?
+        /// `minimum` … `maxItems` and `const`; nil when the schema has none of them.
+        let bounds: Bounds?
+        /// `anyOf` and `oneOf`; nil when the schema has neither.
+        let alternatives: Alternatives?
+        /// Whether this node or any below it has ``alternatives``: checking
+        /// against it then runs on a step budget.
+        let containsAlternatives: Bool
         let additional: AdditionalRule
         let description: String?
         let title: String?
@@ -25,8 +32,8 @@ extension Schema {
 
         init(
             json: JSONValue, typeMask: UInt8 = 0, typeNames: [String]? = nil, properties: [String: Node] = [:],
-            required: [String] = [], items: Node? = nil, allowed: AllowedValues? = nil,
-            additional: AdditionalRule = .allowed, description: String?, title: String? = nil,
+            required: [String] = [], items: Node? = nil, allowed: AllowedValues? = nil, bounds: Bounds? = nil,
+            alternatives: Alternatives? = nil, additional: AdditionalRule = .allowed, description: String?, title: String? = nil,
             definitions: [(name: String, node: Node)] = [], reference: (text: String, name: String, index: Int)? = nil
         ) {
             self.json = json
@@ -36,6 +43,12 @@ extension Schema {
             self.required = required
             self.items = items
             self.allowed = allowed
+            self.bounds = bounds
+            self.alternatives = alternatives
+            var below = properties.values.contains { $0.containsAlternatives } || items?.containsAlternatives == true
+                || definitions.contains { $0.node.containsAlternatives }
+            if case .schema(let extra) = additional, extra.containsAlternatives { below = true }
+            self.containsAlternatives = alternatives != nil || below
             self.additional = additional
             self.description = description
             self.title = title
@@ -170,7 +183,10 @@ extension Schema {
 
             return Node(
                 json: json, typeMask: typeMask, typeNames: typeNames, properties: properties, required: required,
-                items: items, allowed: allowed, additional: additional, description: description,
+                items: items, allowed: allowed, bounds: try Bounds.read(members, path: path),
+                alternatives: try Alternatives.read(
+                    members, path: path, depth: depth, definitionIndex: definitionIndex),
+                additional: additional, description: description,
                 title: try readString(members, "title", path: path), definitions: definitions)
         }
 

@@ -1,6 +1,10 @@
 /// A JSON Schema of the subset the contract allows in an ActionSpec (section 6):
-/// `type`, `properties`, `required`, `items`, `enum`, `additionalProperties`
-/// and `description`, with JSON Schema's meaning; and our extensions (issue
+/// `type`, `properties`, `required`, `items`, `enum`, `additionalProperties`,
+/// `description`, the bounds `minimum`, `maximum`, `exclusiveMinimum`,
+/// `exclusiveMaximum`, `minLength`, `maxLength`, `minItems`, `maxItems`,
+/// `const` (``Bounds``), `anyOf` and `oneOf` (``Alternatives``, bounded so
+/// that checking stays linear) and the annotation `default` (kept, never checked),
+/// with JSON Schema 2020-12's meaning; and our extensions (issue
 /// 11): `title`, `$defs` (named schemas) and `$ref` (only `#/$defs/NAME`,
 /// resolved against the `$defs` of the root schema).
 ///
@@ -114,7 +118,9 @@ public struct Schema: Sendable, Hashable {
 
     /// Checks `value`, also saying how much work that took (``Checker/steps``).
     func check(_ value: JSONValue) -> (problem: Problem?, steps: Int) {
-        var checker = Checker(scope: scope)
+        let hasAlternatives = node.containsAlternatives || scope?.containsAlternatives == true
+        let budget = hasAlternatives ? Self.maxCheckStepsPerElement * Self.elementCount(value) : nil
+        var checker = Checker(scope: scope, budget: budget)
         let problem = checker.check(value, against: node, depth: 0)
         return (problem, checker.steps)
     }
@@ -139,6 +145,9 @@ public struct Schema: Sendable, Hashable {
     final class Scope: Sendable {
         let definitions: [Node]
         let resolved: [Node]
+        /// Whether a definition has `anyOf`/`oneOf`, so that a sub-schema
+        /// reaching it by `$ref` is checked on a budget too.
+        let containsAlternatives: Bool
 
         /// Follows each definition's `$ref`s, once each (a long chain costs
         /// its length, not its square), and refuses a cycle.
@@ -175,6 +184,7 @@ public struct Schema: Sendable, Hashable {
             }
             self.definitions = definitions
             self.resolved = end.map { definitions[$0] }
+            self.containsAlternatives = definitions.contains { $0.containsAlternatives }
         }
     }
 

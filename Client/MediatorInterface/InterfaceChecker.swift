@@ -12,8 +12,13 @@ struct InterfaceChecker {
     static let actionMembers = ["name", "description", "params", "result", "url", "more", "oneway"]
     static let schemaKeywords = [
         "type", "properties", "required", "items", "enum", "additionalProperties", "description", "$defs", "$ref",
-        "title",
-    ]
+        "title", "const", "default",
+    ] + numberBoundKeywords + countBoundKeywords
+    /// Bounds the daemon checks and generated types do not express (issue
+    /// 24, point 14). `anyOf`/`oneOf` stay out of interface files: no
+    /// generated type expresses them yet.
+    static let numberBoundKeywords = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
+    static let countBoundKeywords = ["minLength", "maxLength", "minItems", "maxItems"]
     static let typeNames = ["null", "boolean", "integer", "number", "string", "array", "object"]
     /// As `Schema` refuses deeper schemas, so does the check.
     static let maxSchemaDepth = 64
@@ -263,6 +268,17 @@ struct InterfaceChecker {
             default:
                 report(
                     path + ".additionalProperties", "must be a boolean or a schema object, got \(MemberPath.shown(extra))")
+            }
+        }
+
+        for keyword in Self.numberBoundKeywords {
+            if let value = members[keyword], value.doubleValue == nil {
+                report(path + "." + keyword, "must be a number, got \(MemberPath.shown(value))")
+            }
+        }
+        for keyword in Self.countBoundKeywords {
+            if let value = members[keyword], (value.intValue ?? -1) < 0 {
+                report(path + "." + keyword, "must be a non-negative integer, got \(MemberPath.shown(value))")
             }
         }
 

@@ -84,11 +84,52 @@ struct SchemaComparison {
         }
 
         compareEnums(old, new, path: path)
+        compareBounds(old, new, path: path)
         if !oldKinds.intersection(newKinds).isDisjoint(with: ["object"]) {
             compareProperties(old, new, path: path, depth: depth)
         }
         if !oldKinds.intersection(newKinds).isDisjoint(with: ["array"]) {
             compare(old["items"] ?? [:], new["items"] ?? [:], path: path + ".items", depth: depth + 1)
+        }
+    }
+
+    /// The keywords that bound a value from below, and those from above:
+    /// raising a lower bound or adding one narrows, and the reverse widens.
+    private static let lowerBounds = ["minimum", "exclusiveMinimum", "minLength", "minItems"]
+    private static let upperBounds = ["maximum", "exclusiveMaximum", "maxLength", "maxItems"]
+
+    /// Numeric bounds and `const` by their rule (interface files have no
+    /// `anyOf`/`oneOf`).
+    private mutating func compareBounds(_ old: JSONValue, _ new: JSONValue, path: String) {
+        for keyword in Self.lowerBounds + Self.upperBounds {
+            let (from, to) = (old[keyword], new[keyword])
+            guard from != to else { continue }
+            let member = path + "." + keyword
+            let raised: Bool
+            switch (from?.doubleValue, to?.doubleValue) {
+            case (nil, nil): continue
+            case (nil, .some):
+                note(breaks(.narrowed), member, "\(keyword) \(to.map(MemberPath.shown) ?? "") added")
+                continue
+            case (.some, nil):
+                note(breaks(.widened), member, "\(keyword) removed")
+                continue
+            case (.some(let a), .some(let b)):
+                guard a != b else { continue }
+                raised = b > a
+            }
+            let narrowed = raised == Self.lowerBounds.contains(keyword)
+            let (shownFrom, shownTo) = (from.map(MemberPath.shown) ?? "", to.map(MemberPath.shown) ?? "")
+            note(
+                breaks(narrowed ? .narrowed : .widened), member,
+                "\(keyword) \(raised ? "raised" : "lowered") from \(shownFrom) to \(shownTo)")
+        }
+        let (from, to) = (old["const"], new["const"])
+        guard from != to else { return }
+        switch (from, to) {
+        case (nil, .some): note(breaks(.narrowed), path + ".const", "const added")
+        case (.some, nil): note(breaks(.widened), path + ".const", "const removed")
+        default: note(breaks(.changed), path + ".const", "const changed")
         }
     }
 

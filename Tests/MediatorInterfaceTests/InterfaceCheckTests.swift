@@ -158,14 +158,15 @@ private let badCases: [BadInterfaceCase] = [
         json: params(#"""
             {"type": "object", "required": ["text", 3, "text", "gone"],
              "properties": {"text": {"type": ["string", "string"]}, "due": {"type": ["strin", "null"]},
-                            "tags": {"type": "array", "items": {"type": [], "minItems": 1}}, "n": 5, "odd-name!": {"type": 1}}}
+                            "tags": {"type": "array", "items": {"type": [], "minItems": -1, "pattern": "^a"}, "maxItems": 2}, "n": 5, "odd-name!": {"type": 1}}}
             """#),
         problems: [
             "f.json: actions[0].params.properties.due.type: unknown type name \"strin\"; expected one of null, boolean, integer, number, string, array, object",
             "f.json: actions[0].params.properties.n: a schema must be an object, got 5",
             #"f.json: actions[0].params.properties["odd-name!"].type: must be a type name or an array of type names, got 1"#,
-            "f.json: actions[0].params.properties.tags.items.minItems: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title",
+            "f.json: actions[0].params.properties.tags.items.pattern: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title, const, default, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, minItems, maxItems",
             "f.json: actions[0].params.properties.tags.items.type: must not be an empty array",
+            "f.json: actions[0].params.properties.tags.items.minItems: must be a non-negative integer, got -1",
             "f.json: actions[0].params.properties.text.type: lists \"string\" twice",
             "f.json: actions[0].params.required[1]: must be a string, got 3",
             "f.json: actions[0].params.required[2]: \"text\" is listed twice",
@@ -211,7 +212,7 @@ private let badCases: [BadInterfaceCase] = [
         json: #"{"target": "T", "actions": [{"name": "a", "params": "object", "result": {"type": "object", "oneOf": []}}]}"#,
         problems: [
             #"f.json: actions[0].params: a schema must be an object, got "object""#,
-            "f.json: actions[0].result.oneOf: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title",
+            "f.json: actions[0].result.oneOf: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title, const, default, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, minItems, maxItems",
         ]),
 ]
 

@@ -144,6 +144,23 @@ private let diffCases: [DiffCase] = [
              changes: [
                 #"breaking actions.a.params.properties.t.properties.v.type: type narrowed from "number" to "integer""#,
              ]),
+    DiffCase(name: "param bounds tightened",
+             old: withParams(object(#""n": {"maximum": 10, "minimum": 0}, "s": {"maxLength": 5}, "c": {}"#)),
+             new: withParams(object(#""n": {"maximum": 5, "minimum": 1}, "s": {"maxLength": 5, "minLength": 1}, "c": {"const": 1}"#)),
+             changes: [
+                "breaking actions.a.params.properties.c.const: const added",
+                "breaking actions.a.params.properties.n.minimum: minimum raised from 0 to 1",
+                "breaking actions.a.params.properties.n.maximum: maximum lowered from 10 to 5",
+                "breaking actions.a.params.properties.s.minLength: minLength 1 added",
+             ]),
+    DiffCase(name: "param bounds loosened, result bounds tightened",
+             old: #"[{"name": "a", "params": \#(object(#""n": {"maximum": 5}, "l": {"minItems": 2}"#)), "result": \#(object(#""r": {"maxItems": 3}"#))}]"#,
+             new: #"[{"name": "a", "params": \#(object(#""n": {"maximum": 10.5}, "l": {}"#)), "result": \#(object(#""r": {"maxItems": 2}"#))}]"#,
+             changes: [
+                "compatible actions.a.params.properties.l.minItems: minItems removed",
+                "compatible actions.a.params.properties.n.maximum: maximum raised from 5 to 10.5",
+                "compatible actions.a.result.properties.r.maxItems: maxItems lowered from 3 to 2",
+             ]),
     DiffCase(name: "odd names are quoted in paths", old: #"[{"name": "a.b", "params": \#(object(#""x y": {}"#))}]"#,
              new: #"[{"name": "a.b", "params": \#(object(#""x y": {}"#, required: ["x y"]))}]"#,
              changes: [#"breaking actions["a.b"].params.properties["x y"]: param made required"#]),

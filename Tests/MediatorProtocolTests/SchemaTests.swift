@@ -67,7 +67,7 @@ import Testing
              "params: expected integer or boolean, got number"),
         // no type: anything
         Case("empty schema takes anything", [:], ["x": [1, nil]], nil),
-        Case("unknown keywords ignored", ["minLength": 3, "pattern": "^a"], "b", nil),
+        Case("unknown keywords ignored", ["pattern": "^a", "format": "date"], "b", nil),
         // enum
         Case("enum ok", ["enum": ["a", "b"]], "b", nil),
         Case("enum miss", ["enum": ["a", "b"]], "c", "params: expected one of [\"a\",\"b\"]"),
@@ -211,16 +211,7 @@ import Testing
     ]
 
     @Test(arguments: referenceCases)
-    func validatesReferences(_ example: Case) throws {
-        let schema = try Schema(json: example.schema)
-        let error = schema.validate(example.value)
-        if let message = example.message {
-            #expect(error?.code == .invalidParams)
-            #expect(error?.message == message)
-        } else {
-            #expect(error == nil)
-        }
-    }
+    func validatesReferences(_ example: Case) throws { try example.expectResult() }
 
     static let malformedReferences: [(JSONValue, String)] = [
         (["$defs": ["X": [:]], "properties": ["a": ["$ref": "#/$defs/Nope"]]],
@@ -347,16 +338,7 @@ import Testing
     }
 
     @Test(arguments: cases)
-    func validates(_ example: Case) throws {
-        let schema = try Schema(json: example.schema)
-        let error = schema.validate(example.value)
-        if let message = example.message {
-            #expect(error?.code == .invalidParams)
-            #expect(error?.message == message)
-        } else {
-            #expect(error == nil)
-        }
-    }
+    func validates(_ example: Case) throws { try example.expectResult() }
 
     @Test func pathRootCanBeChosen() throws {
         let schema = try Schema(json: ["type": "object", "properties": ["ok": ["type": "boolean"]]])
