@@ -3,10 +3,10 @@ import PackageDescription
 
 let package = Package(
     name: "Mediator",
-    platforms: [.macOS(.v14)],
+    // Linux only (Unix sockets with SO_PEERCRED, systemd, /proc): no
+    // `platforms:` entry claims otherwise.
     products: [
         .library(name: "MediatorProtocol", targets: ["MediatorProtocol"]),
-        .library(name: "MediatorDaemon", targets: ["MediatorDaemon"]),
         .library(name: "MediatorClient", targets: ["MediatorClient"]),
         .executable(name: "mediatord", targets: ["mediatord"]),
         .executable(name: "mediatorctl", targets: ["mediatorctl"]),

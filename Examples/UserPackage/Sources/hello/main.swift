@@ -1,0 +1,41 @@
+// hello serve        serves the target Hello (prints "ready" once registered)
+// hello call NAME    calls Hello.greet and prints the greeting
+//
+// The types (HelloService, HelloClient, GreetParams, GreetResult) come from
+// Hello.mediator.json through the MediatorGenerator plugin. The socket is
+// $MEDIATOR_SOCKET, else the user instance's, else the system's.
+import Foundation
+import MediatorClient
+
+struct Greeter: HelloService {
+    func greet(_ params: GreetParams, context: CallContext) async throws -> GreetResult {
+        GreetResult(greeting: "Hello, \(params.name)!")
+    }
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("hello: \(message)\n".utf8))
+    exit(1)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+do {
+    switch arguments.first {
+    case "serve":
+        try await Component(serving: Greeter()).run(onRegistered: {
+            // Unbuffered: whoever started it may wait for this line.
+            FileHandle.standardOutput.write(Data("ready\n".utf8))
+        })
+    case "call" where arguments.count == 2:
+        let client = try await MediatorClient.connect(name: "hello")
+        let result = try await HelloClient(client).greet(GreetParams(name: arguments[1]))
+        print(result.greeting)
+        await client.close()
+    default:
+        fail("usage: hello serve | hello call NAME")
+    }
+} catch let error as MediatorError {
+    fail("\(error.code): \(error.message)")
+} catch {
+    fail("\(error)")
+}
