@@ -90,7 +90,7 @@ extension Broker {
         for (connection, filter) in monitors {
             let wanted = target.map(filter.wants(target:)) ?? event.map(filter.wants(event:)) ?? true
             guard wanted, connection != from, connection != to else { continue }
-            if !queuedByUID.isEmpty, let uid = peers[connection]?.credentials.uid, skipsEvent(toward: uid) { continue }
+            if !quotas.nothingQueued, let uid = peers[connection]?.credentials.uid, skipsEvent(toward: uid) { continue }
             if line == nil {
                 var body = writer.allocator.buffer(capacity: message.readableBytes + 160)
                 var head = JSONValue.object(members).encoded

@@ -7,21 +7,7 @@ import MediatorProtocol
 /// quota and its value, and the log names the culprit (uid, pid, executable),
 /// which dbus-broker's users miss in its logs.
 extension Broker {
-    enum Quota: String {
-        case connections = "max_connections_per_uid"
-        case callsInFlight = "max_calls_in_flight_per_uid"
-        case subscriptions = "max_subscriptions_per_uid"
-        case registrations = "max_registrations_per_uid"
-        case queuedBytes = "max_queued_bytes_per_uid"
-        case pendingBytes = "max_pending_bytes_per_uid"
-        case registeredBytes = "max_registered_bytes_per_uid"
-    }
-
-    /// A uid that met one quota (``quotasWarned``).
-    struct QuotaWarning: Hashable {
-        var uid: UInt32
-        var quota: Quota
-    }
+    typealias Quota = QuotaLedger.Quota
 
     func limit(_ quota: Quota) -> Int {
         switch quota {
@@ -35,15 +21,15 @@ extension Broker {
         }
     }
 
-    /// How much of a quota the uid uses now.
+    /// How much of a quota the uid uses now, measured in the parts that hold it.
     func usage(_ quota: Quota, uid: UInt32) -> Int {
-        let connections = connectionsByUID[uid] ?? []
+        let connections = quotas.connections(of: uid)
         switch quota {
         case .connections: return connections.count
         case .callsInFlight: return connections.reduce(0) { $0 + callsInFlight(of: $1) }
         case .subscriptions: return connections.reduce(0) { $0 + (peers[$1]?.patterns.count ?? 0) }
         case .registrations: return connections.reduce(0) { $0 + (peers[$1]?.targets.count ?? 0) }
-        case .queuedBytes: return queuedByUID[uid] ?? 0
+        case .queuedBytes: return quotas.queuedBytes(uid: uid)
         case .pendingBytes:
             return connections.reduce(0) { $0 + pending.bytesHeld(of: $1) + heldCalls.bytes(of: $1) }
         case .registeredBytes:
@@ -74,14 +60,10 @@ extension Broker {
         guard credentials.uid != 0 else { return nil }
         let limit = self.limit(quota)
         let used = usage(quota, uid: credentials.uid)
-        let warning = QuotaWarning(uid: credentials.uid, quota: quota)
-        guard used + adding > limit else {
-            // Back under it: the next refusal is a new episode. One check when none is under way.
-            if !quotasWarned.isEmpty { quotasWarned.remove(warning) }
-            return nil
-        }
+        guard case .refused(let first) = quotas.check(quota, uid: credentials.uid, used: used, adding: adding, limit: limit)
+        else { return nil }
         statistics.quotaRefused(uid: credentials.uid, quota: quota.rawValue)
-        if quotasWarned.insert(warning).inserted {
+        if first {
             logger.warning(
                 "quota reached; further refusals are counted (mediatorctl stats) and logged again after this uid fits",
                 metadata: [

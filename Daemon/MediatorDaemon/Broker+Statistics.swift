@@ -113,7 +113,7 @@ extension Broker {
             let uid = peer.credentials.uid
             live.uids[uid, default: LiveFigures.UID()].connections += 1
             live.uids[uid, default: LiveFigures.UID()].callsInFlight += callsInFlight(of: connection)
-            live.uids[uid, default: LiveFigures.UID()].queuedBytes += peer.queuedBytes
+            live.uids[uid, default: LiveFigures.UID()].queuedBytes += quotas.queuedBytes(of: connection)
         }
         return live
     }

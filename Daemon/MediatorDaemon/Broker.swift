@@ -24,8 +24,6 @@ public final class Broker {
         var registeredBytes: [String: Int] = [:]
         var patterns: Set<String> = []
         var consecutiveBadFrames = 0
-        /// Bytes queued toward this peer that its socket has not taken, as the host last measured.
-        var queuedBytes = 0
     }
 
     /// Replaced on reload (SIGHUP); read on every use, never cached.
@@ -69,16 +67,8 @@ public final class Broker {
     var policy = Policy.defaultPolicy(daemonUID: UInt32(getuid()))
     /// Connections that monitor traffic, with what they want to see.
     var monitors: [ConnectionID: MonitorFilter] = [:]
-    /// Each uid's connections, for the per-uid quotas.
-    var connectionsByUID: [UInt32: Set<ConnectionID>] = [:]
-    /// Bytes queued toward each uid's connections, only the nonzero sums and
-    /// never uid 0, so that routing pays one emptiness check when no one is backlogged.
-    var queuedByUID: [UInt32: Int] = [:]
-    /// The uids past their queued-bytes quota, with what it cost them (Broker+QueuedBytes.swift).
-    var queueQuotaEpisodes: [UInt32: QueueQuotaEpisode] = [:]
-    /// The uids that met a quota and were told so in the log: a refusal
-    /// is logged once per episode, the next once the uid fits again.
-    var quotasWarned: Set<QuotaWarning> = []
+    /// Each uid's connections and queued bytes, for the per-uid quotas.
+    var quotas = QuotaLedger()
     /// Calls waiting for a component to start (and `start`s waiting for it
     /// to register), by caller: they count against the limits and obey the
     /// duplicate-id rule and `cancel` like calls in flight.
@@ -117,7 +107,7 @@ public final class Broker {
         }
         statistics.connectionOpened(uid: credentials.uid)
         peers[connection] = Peer(credentials: credentials, callerMember: writer.callerMember(credentials, name: nil))
-        connectionsByUID[credentials.uid, default: []].insert(connection)
+        quotas.admit(connection, uid: credentials.uid)
         logger.info(
             "connection opened",
             metadata: ["connection": "\(connection)", "pid": "\(credentials.pid)", "uid": "\(credentials.uid)"])
@@ -158,9 +148,7 @@ public final class Broker {
     public func disconnect(_ connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
         guard let peer = peers.removeValue(forKey: connection) else { return [] }
         monitors[connection] = nil
-        connectionsByUID[peer.credentials.uid]?.remove(connection)
-        if connectionsByUID[peer.credentials.uid]?.isEmpty == true { connectionsByUID[peer.credentials.uid] = nil }
-        forgetQueued(peer, connection)
+        carryOut(quotas.remove(connection, uid: peer.credentials.uid, queueLimit: configuration.maxQueuedBytesPerUID))
         for call in pending.calls(toCallee: connection) {
             finish(call.daemonID)
             if call.caller != connection {
@@ -222,10 +210,7 @@ public final class Broker {
     func shrinkSparseTables() -> Bool {
         var shrank = pending.shrinkIfSparse()
         shrank = peers.shrinkIfSparse() || shrank
-        shrank = connectionsByUID.shrinkIfSparse() || shrank
-        for uid in Array(connectionsByUID.keys) {
-            shrank = connectionsByUID[uid]?.shrinkIfSparse() == true || shrank
-        }
+        shrank = quotas.shrinkIfSparse() || shrank
         shrank = monitors.shrinkIfSparse() || shrank
         return shrank
     }

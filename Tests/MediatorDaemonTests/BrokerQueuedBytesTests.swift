@@ -37,7 +37,7 @@ struct BrokerQueuedBytesTests {
         #expect(d.broker.usage(.queuedBytes, uid: 1000) == 100, "a closed connection's backlog goes with it")
         d.queued(1, 0)
         d.queued(3, 0)
-        #expect(d.broker.queuedByUID.isEmpty, "no backlog: routing pays one emptiness check")
+        #expect(d.broker.quotas.nothingQueued, "no backlog: routing pays one emptiness check")
     }
 
     @Test func aCallTowardAUIDPastItsQuotaIsRefusedNamingTheQuota() {
@@ -54,7 +54,7 @@ struct BrokerQueuedBytesTests {
         #expect(message.contains("\"Svc\""), "\(message)")
         #expect(d.take(1).isEmpty, "the refused call is not queued to the component")
         #expect(d.broker.pending.count == 0)
-        #expect(d.broker.queueQuotaEpisodes[1000]?.refusedCalls == 1)
+        #expect(d.broker.quotas.queueEpisodes[1000]?.refusedCalls == 1)
     }
 
     @Test func atTheQuotaCallsStillRouteAndDrainingReopens() {
@@ -72,7 +72,7 @@ struct BrokerQueuedBytesTests {
         d.send(#"{"id":3,"target":"Svc","action":"a"}"#, from: 3)
         #expect(d.take(3).isEmpty)
         #expect(d.take(1).count == 1, "routed after draining")
-        #expect(d.broker.queueQuotaEpisodes[1000] == nil, "under half the quota, the episode is over")
+        #expect(d.broker.quotas.queueEpisodes[1000] == nil, "under half the quota, the episode is over")
     }
 
     @Test func aOnewayCallTowardAUIDPastItsQuotaIsDroppedSilently() {
@@ -100,7 +100,7 @@ struct BrokerQueuedBytesTests {
         d.subscribe(["tick"], from: 1)
         let effects = d.queued(1, Self.limit * 10)
         #expect(effects.isEmpty, "no disconnection")
-        #expect(d.broker.queuedByUID.isEmpty)
+        #expect(d.broker.quotas.nothingQueued)
         d.send(#"{"id":1,"target":"Svc","action":"a"}"#, from: 3)
         #expect(d.take(3).isEmpty)
         #expect(d.take(1).count == 1)
@@ -116,7 +116,7 @@ struct BrokerQueuedBytesTests {
         #expect(d.daemon("publish", #"{"event":"news.a"}"#, from: 3)?["result"] == #"{"delivered":1}"#.json)
         #expect(d.take(2).isEmpty, "skipped for alice")
         #expect(d.take(4) == [#"{"event":"news.a"}"#])
-        #expect(d.broker.queueQuotaEpisodes[1000]?.skippedEvents == 1)
+        #expect(d.broker.quotas.queueEpisodes[1000]?.skippedEvents == 1)
         d.queued(2, 0)
         #expect(d.daemon("publish", #"{"event":"news.b"}"#, from: 3)?["result"] == #"{"delivered":2}"#.json)
         #expect(d.take(2) == [#"{"event":"news.b"}"#])
@@ -151,7 +151,7 @@ struct BrokerQueuedBytesTests {
         let d = BrokerDriver { $0.maxQueuedBytesPerUID = Int.max - 1 }
         d.connect(1, credentials: Self.alice)
         #expect(d.queued(1, Int.max).isEmpty)
-        #expect(d.broker.isOverQueueQuota(1000))
+        #expect(d.broker.quotas.isOverQueueQuota(1000, limit: d.broker.configuration.maxQueuedBytesPerUID))
     }
 
     @Test func theConfigMemberAndItsDefault() throws {
