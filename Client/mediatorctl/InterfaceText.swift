@@ -30,10 +30,11 @@ public enum InterfaceText {
         var text = TargetTable.text(target["target"]).map(Output.escaped) ?? "?"
         if let description = TargetTable.text(target["description"]) { text += " - " + Output.escaped(description) }
         text += "\n"
-        let facts = [
-            TargetTable.text(target["state"]), TargetTable.text(target["mode"]),
-            target["instances"]?.arrayValue.map { "PID(s) " + TargetTable.pids($0) },
-        ].compactMap { $0 }
+        // The daemon's own target has neither state nor instances: no line.
+        let state = TargetTable.text(target["state"])
+        let instances = target["instances"]?.arrayValue ?? []
+        let pids = state != nil || !instances.isEmpty ? "PID(s) " + TargetTable.pids(instances) : nil
+        let facts = [state, TargetTable.text(target["mode"]), pids].compactMap { $0 }
         if !facts.isEmpty { text += "State: " + Output.escaped(facts.joined(separator: ", ")) + "\n" }
         let actions = target["actions"]?.arrayValue ?? []
         text += "\nActions:\n"

@@ -165,6 +165,13 @@ import Testing
         #expect(TextLayout.inline(InterfaceText.params(["additionalProperties": ["type": "string"]])) == "(*: string)")
     }
 
+    @Test func theDaemonsOwnTargetHasNoStateLine() {
+        let daemon: JSONValue = ["target": "mediator", "description": "The daemon itself", "actions": ["ping"], "instances": []]
+        #expect(InterfaceText.render(daemon, width: nil) == "mediator - The daemon itself\n\nActions:\n  ping(...)\n")
+        let activatable: JSONValue = ["target": "W", "state": "activatable", "actions": [], "instances": []]
+        #expect(InterfaceText.render(activatable, width: nil) == "W\nState: activatable, PID(s) -\n\nActions:\n  (none)\n")
+    }
+
     @Test func aDescriptionIsEscapedAndCutToTheWidth() {
         let target: JSONValue = [
             "target": "T", "description": "evil\u{1b}]0;x\u{07}", "actions": [["name": "a", "description": .string(String(repeating: "d", count: 100))]],
