@@ -1,4 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import MediatorClient
 import MediatorProtocol
 
@@ -18,11 +26,15 @@ struct TargetArgument: ParsableArguments {
 /// `status`) with `{"target": TARGET}` and prints its result.
 private func callDaemon(_ action: String, _ options: GlobalOptions, _ target: TargetArgument) async throws {
     let output = options.output
+    output.result(try await askDaemon(action, options, target))
+}
+
+/// The result of one of the daemon's component actions for TARGET.
+private func askDaemon(_ action: String, _ options: GlobalOptions, _ target: TargetArgument) async throws -> JSONValue {
     let params: JSONValue = ["target": .string(target.target)]
-    let result = try await options.withClient(wait: .timeout) { client in
+    return try await options.withClient(wait: .timeout) { client in
         try await client.call(ProtocolConstants.daemonTarget, action, params: params)
     }
-    output.result(result)
 }
 
 struct Start: AsyncParsableCommand {
@@ -67,23 +79,49 @@ struct Stop: AsyncParsableCommand {
     }
 }
 
-struct Status: AsyncParsableCommand {
+struct Status: AsyncParsableCommand, PeopleViewVerb {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show a target's state, activation, instances, restarts, last exit and calls served.",
         discussion: """
-            Prints the daemon's status of TARGET as JSON: "state" (running, activatable, starting, \
-            stopping, failed), "activation" (exec or unit; absent for a component that registered \
-            on its own), "description", "instances", "restarts", "last_exit" (for example "exited \
-            with status 3"), "calls_served", "uptime_s" while running, and "manifest" (its file). \
-            Exit 1 with target_not_found for a target neither registered nor in a manifest.
+            On a terminal, like systemctl status: a bullet (● running, starting or stopping; ○ not \
+            running; × failed) with the target and its description, then State (and the \
+            activation: exec, unit, or registered itself), PID(s), Since (when it registered, and \
+            when its process started), Restarts, Last exit, Manifest, Unit, Held calls and Calls; \
+            for a component its manifest starts as a systemd unit, the unit's last journal lines \
+            (journalctl -u UNIT -n LINES --no-pager -o short-iso --quiet, with --user for \
+            mediatorctl --user; left out when journalctl is missing or fails). The output of a component the \
+            daemon starts itself is in the daemon's journal (journalctl -u mediatord \
+            MEDIATOR_TARGET=TARGET) and is not shown. Otherwise (stdout not a terminal, or --json \
+            or --pretty) the daemon's status as JSON: "state", "activation", "description", \
+            "instances", "pids", "restarts", "last_exit" (for example "exited with status 3"), \
+            "calls_served", "held_calls", "uptime_s" while running, "process_uptime_s", \
+            "manifest" and "unit"; --table gives the text anywhere. Exit 1 with target_not_found \
+            for a target neither registered nor in a manifest.
             """
     )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var view: PeopleView
     @OptionGroup var target: TargetArgument
 
+    @Option(name: [.customShort("n"), .long], help: ArgumentHelp(
+        "How many of the unit's journal lines to show (0: none).", valueName: "count"))
+    var lines = Journal.defaultLines
+
+    func validate() throws {
+        try view.validate(with: options)
+        if lines < 0 { throw ValidationError("--lines must be 0 or more") }
+    }
+
     func run() async throws {
-        try await callDaemon("status", options, target)
+        guard asTable else { return try await callDaemon("status", options, target) }
+        let status = try await askDaemon("status", options, target)
+        var journal: [String] = []
+        if let unit = status["unit"]?.stringValue {
+            journal = await Journal.lines(unit: unit, count: lines, user: options.user, within: options.timeoutSeconds)
+        }
+        let now = Double(Date().timeIntervalSince1970)
+        Output.write(STDOUT_FILENO, StatusText.render(status, journal: journal, now: now, width: Terminal.columns(STDOUT_FILENO)))
     }
 }

@@ -12,7 +12,7 @@ import MediatorClient
 import MediatorProtocol
 import NIOConcurrencyHelpers
 
-/// One run of a program for `serve`: started with `posix_spawn`, its stdin
+/// One run of a program for `serve` (or of journalctl for `status`): started with `posix_spawn`, its stdin
 /// written and its stdout and stderr read to their end on threads of their
 /// own (blocking I/O on the concurrency pool or dispatch's global queues
 /// would starve them), and its exit status reaped with `waitpid`.
@@ -58,9 +58,15 @@ final class ExecRun: @unchecked Sendable {
     ///   Callers check it first; checking again where argv is built keeps a
     ///   name like `-rf` or `../x; rm` from ever reaching a program however
     ///   the call got here.
-    init(program: URL, action: String, environment: [String: String], input: [UInt8]) throws(MediatorError) {
-        self.program = program.path
-        self.arguments = [try Component.validatedActionName(action, member: "action")]
+    convenience init(program: URL, action: String, environment: [String: String], input: [UInt8]) throws(MediatorError) {
+        self.init(path: program.path, arguments: [try Component.validatedActionName(action, member: "action")],
+                  environment: environment, input: input)
+    }
+
+    /// Runs `path ARGUMENTS...` (`status` runs journalctl so).
+    init(path: String, arguments: [String], environment: [String: String], input: [UInt8] = []) {
+        self.program = path
+        self.arguments = arguments
         self.environment = environment
         self.input = input
     }

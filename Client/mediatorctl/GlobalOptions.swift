@@ -31,7 +31,7 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: .long, help: "Print compact JSON (the default when stdout is not a terminal).")
     var json = false
 
-    @Flag(name: .long, help: "Print indented JSON (the default on a terminal).")
+    @Flag(name: .long, help: "Print indented JSON (the default on a terminal, but for the views of list, stats, describe and status).")
     var pretty = false
 
     static let defaultTimeout: Double = 30

@@ -10,7 +10,7 @@ import Glibc
 import MediatorClient
 import MediatorProtocol
 
-struct List: AsyncParsableCommand {
+struct List: AsyncParsableCommand, PeopleViewVerb {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "List the targets: registered ones, and those the daemon can start from a manifest.",
@@ -25,19 +25,9 @@ struct List: AsyncParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Flag(name: .long, help: "Print a table even when stdout is not a terminal.")
-    var table = false
+    @OptionGroup var view: PeopleView
 
-    func validate() throws {
-        if table && (options.json || options.pretty) {
-            throw ValidationError("--table excludes --json and --pretty")
-        }
-    }
-
-    /// A table when asked for, or on a terminal unless JSON was asked for.
-    var asTable: Bool {
-        table || (!options.json && !options.pretty && Terminal.isTerminal(STDOUT_FILENO))
-    }
+    func validate() throws { try view.validate(with: options) }
 
     func run() async throws {
         let (output, asTable) = (options.output, asTable)
@@ -50,26 +40,44 @@ struct List: AsyncParsableCommand {
     }
 }
 
-struct Describe: AsyncParsableCommand {
+struct Describe: AsyncParsableCommand, PeopleViewVerb {
     static let configuration = CommandConfiguration(
         commandName: "describe",
-        abstract: "Show a target's action specs (params and result schemas) and instances.")
+        abstract: "Show a target's actions: their params and results with their types, and its instances.",
+        discussion: """
+            On a terminal, the interface as a person reads it: the target and its description, \
+            its state, mode and pids, then each action as a signature, \
+            get(city: string, days?: integer 1…14 = 7) -> {temp: number}, with its description \
+            and the $defs it names below it. name?: is an optional member, A | B one of several \
+            types or values, [T] an array, {*: T} the members not listed, (...) params that are \
+            not described; [stream] marks an action that answers with several responses, \
+            [oneway] one that never answers. Long signatures are broken over lines at the \
+            terminal's width. Otherwise (stdout not a terminal, or --json or --pretty) the \
+            daemon's result as JSON, with the full schemas; --table gives the text anywhere.
+            """
+    )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var view: PeopleView
 
     @Argument(help: "The target.")
     var target: String
 
     func validate() throws {
+        try view.validate(with: options)
         guard NameRules.isValidTarget(target) else {
             throw ValidationError("invalid target name \"\(target)\": expected [A-Za-z][A-Za-z0-9_.-]*")
         }
     }
 
     func run() async throws {
-        let (output, target) = (options.output, target)
+        let (output, target, asTable) = (options.output, target, asTable)
         let result = try await options.withClient(wait: .timeout) { client in try await client.describe(target) }
-        output.result(result)
+        if asTable {
+            Output.write(STDOUT_FILENO, InterfaceText.render(result, width: Terminal.columns(STDOUT_FILENO)))
+        } else {
+            output.result(result)
+        }
     }
 }
 

@@ -18,8 +18,9 @@ struct Mediatorctl: AsyncParsableCommand {
             Every verb takes, before or after the verb, --socket PATH (else $MEDIATOR_SOCKET, else \
             /run/mediator/mediator.sock; --user for $XDG_RUNTIME_DIR/mediator/mediator.sock), \
             --timeout SECONDS (default 30), --name NAME (the name sent in hello), and \
-            --json / --pretty (indented on a terminal, compact otherwise). On a terminal, list \
-            prints a table instead, unless --json or --pretty is given (--table: a table anywhere).
+            --json / --pretty (indented on a terminal, compact otherwise). On a terminal, list, \
+            stats, describe and status print for people instead (a table, a summary, signatures, \
+            systemctl-like status), unless --json or --pretty is given (--table: that view anywhere).
 
             Params for call and stream: one JSON object ('{"n": 5}'), or key=value words, \
             typed from the action's params schema (asked of describe: a string member takes \

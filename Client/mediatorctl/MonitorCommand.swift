@@ -46,7 +46,7 @@ struct Monitor: AsyncParsableCommand {
 
     /// The one-line form: on a terminal unless JSON was asked for.
     var asLines: Bool {
-        !options.json && !options.pretty && Terminal.isTerminal(STDOUT_FILENO)
+        options.peopleByDefault
     }
 
     func run() async throws {

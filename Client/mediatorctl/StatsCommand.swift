@@ -10,7 +10,7 @@ import Glibc
 import MediatorClient
 import MediatorProtocol
 
-struct Stats: AsyncParsableCommand {
+struct Stats: AsyncParsableCommand, PeopleViewVerb {
     static let configuration = CommandConfiguration(
         commandName: "stats",
         abstract: "Show what the broker counted: calls, latencies, errors, refusals, slow calls.",
@@ -30,20 +30,13 @@ struct Stats: AsyncParsableCommand {
     @Argument(help: "Only this target.")
     var target: String?
 
-    @Flag(name: .long, help: "Print the summary even when stdout is not a terminal.")
-    var table = false
+    @OptionGroup var view: PeopleView
 
     func validate() throws {
-        if table && (options.json || options.pretty) {
-            throw ValidationError("--table excludes --json and --pretty")
-        }
+        try view.validate(with: options)
         if let target, !NameRules.isValidTarget(target) {
             throw ValidationError("invalid target name \"\(target)\": expected [A-Za-z][A-Za-z0-9_.-]*")
         }
-    }
-
-    var asTable: Bool {
-        table || (!options.json && !options.pretty && Terminal.isTerminal(STDOUT_FILENO))
     }
 
     func run() async throws {

@@ -58,7 +58,7 @@ struct Top: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let interactive = !options.json && !options.pretty && Terminal.isTerminal(STDOUT_FILENO)
+        let interactive = options.peopleByDefault
         let output = options.output
         let client: MediatorClient
         do { client = try await options.connect() } catch { throw output.fail(error) }

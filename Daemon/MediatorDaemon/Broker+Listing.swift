@@ -85,10 +85,15 @@ extension Broker {
         if let component {
             members["activation"] = .string(component.activationKind)
             if let since = component.runningSince, component.state == .running {
-                members["uptime_s"] = .double(Double((now - since).nanoseconds / 1_000_000) / 1000)
+                members["uptime_s"] = Self.seconds(now - since)
             }
         }
         return .object(members)
+    }
+
+    /// A duration as `uptime_s` gives it: seconds, to the millisecond.
+    static func seconds(_ duration: TimeAmount) -> JSONValue {
+        .double(Double(duration.nanoseconds / 1_000_000) / 1000)
     }
 
     func describe(_ params: [String: JSONValue], now: NIODeadline) -> Result<JSONValue, MediatorError> {
@@ -113,6 +118,12 @@ extension Broker {
             members["held_calls"] = .int(Int64(component.held.count))
             members["pids"] = .array(component.processes.compactMap(\.pid).map { .int(Int64($0)) })
             if let lastExit = component.lastExit { members["last_exit"] = .string(lastExit) }
+            if case .unit(let unit) = component.manifest.launch { members["unit"] = .string(unit) }
+            // Since the oldest live process the daemon started: `uptime_s`
+            // counts from registration, and restarts or pool members do not reset it.
+            if let started = component.processes.filter({ $0.pid != nil }).map(\.startedAt).min() {
+                members["process_uptime_s"] = Self.seconds(now - started)
+            }
         }
         summary = .object(members)
         return .success(summary)

@@ -746,7 +746,7 @@ extension Integration {
 }
 
 /// The components folder of one test, with the manifests and scripts it holds.
-private struct ComponentsFolder {
+struct ComponentsFolder {
     let path: String
     let directory: TestDirectory
 
@@ -777,7 +777,7 @@ private struct ComponentsFolder {
     }
 
     /// A manifest running `sequencer.py` for `target`, logging into `log`.
-    func sequencer(
+    fileprivate func sequencer(
         _ target: String, log: ComponentLog, environment: [String: String] = [:], members: [String: JSONValue] = [:]
     ) -> JSONValue {
         let program = directory.file("sequencer.py")

@@ -50,6 +50,18 @@ import Testing
         #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot(["list", "--table", "--json"]) }
         #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot(["list", "--table", "--pretty"]) }
     }
+
+    @Test("describe and status: --table forces the text; --json and --pretty force JSON; --lines of status")
+    func describeAndStatusFormat() throws {
+        #expect(try (Mediatorctl.parseAsRoot(["describe", "T", "--table"]) as? Describe)?.asTable == true)
+        #expect(try (Mediatorctl.parseAsRoot(["describe", "T", "--json"]) as? Describe)?.asTable == false)
+        #expect(try (Mediatorctl.parseAsRoot(["status", "T", "--table"]) as? Status)?.asTable == true)
+        #expect(try (Mediatorctl.parseAsRoot(["--pretty", "status", "T"]) as? Status)?.asTable == false)
+        #expect(try (Mediatorctl.parseAsRoot(["status", "T"]) as? Status)?.lines == Journal.defaultLines)
+        #expect(try (Mediatorctl.parseAsRoot(["status", "T", "-n", "0"]) as? Status)?.lines == 0)
+        #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot(["status", "T", "--lines", "-1"]) }
+        #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot(["describe", "T", "--table", "--json"]) }
+    }
 }
 
 /// What `mediatorctl` prints of an error's data.

@@ -17,13 +17,15 @@ struct CLI {
         self.socketPath = socketPath
     }
 
-    /// `mediatorctl VERB --socket PATH ARGS...`.
-    func run(_ verb: String, _ arguments: [String] = [], within bound: Duration = .seconds(30)) throws
-        -> ChildProcess.Outcome
-    {
+    /// `mediatorctl VERB --socket PATH ARGS...`, in the test's environment
+    /// unless `environment` is given.
+    func run(
+        _ verb: String, _ arguments: [String] = [], within bound: Duration = .seconds(30),
+        environment: [String: String]? = nil
+    ) throws -> ChildProcess.Outcome {
         try ChildProcess.run(
             Paths.mediatorctl, [verb, "--socket", socketPath] + arguments, within: bound,
-            directory: daemon?.directory.path)
+            directory: daemon?.directory.path, environment: environment)
     }
 
     /// Runs `mediatorctl` with exactly these arguments (no --socket added).
