@@ -1,4 +1,5 @@
 import Logging
+import MediatorConfiguration
 import MediatorProtocol
 import MediatorTransport
 import NIOCore

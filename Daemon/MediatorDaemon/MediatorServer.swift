@@ -1,5 +1,6 @@
 import CoreMetrics
 import Logging
+import MediatorConfiguration
 import MediatorProtocol
 import MediatorStatistics
 import MediatorTransport

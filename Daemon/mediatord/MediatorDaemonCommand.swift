@@ -7,6 +7,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Logging
+import MediatorConfiguration
 import MediatorDaemon
 import MediatorMetrics
 import MediatorNATSBridge

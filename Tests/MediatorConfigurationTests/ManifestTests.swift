@@ -2,7 +2,7 @@ import Foundation
 import MediatorProtocol
 import Testing
 
-@testable import MediatorDaemon
+@testable import MediatorConfiguration
 
 #if canImport(Glibc)
 import Glibc

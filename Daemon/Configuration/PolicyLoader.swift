@@ -1,10 +1,3 @@
-// FoundationEssentials, not Foundation: the daemon needs no ICU data
-// (tens of MiB of mapped memory, docs/benchmark.md "Footprint").
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import MediatorProtocol
 
 #if canImport(Glibc)
@@ -107,16 +100,8 @@ public struct PolicyLoader: Sendable {
     /// the user instance runs the default policy.
     public static func defaultDirectories(userInstance: Bool, environment: [String: String]) -> [String] {
         guard userInstance else { return systemDirectories }
-        let configHome: String
-        if let value = environment["XDG_CONFIG_HOME"], value.hasPrefix("/") {
-            configHome = value
-        } else {
-            let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
-                ?? FileManager.default.homeDirectoryForCurrentUser.path
-            configHome = ManifestLoader.join(home, ".config")
-        }
-        return [ManifestLoader.join(configHome, "mediator/policy.d")]
+        return [ConfigPaths.userFolder(ConfigPaths.policyFolder, environment: environment)]
     }
 
-    public static let systemDirectories = ["/etc/mediator/policy.d"]
+    static let systemDirectories = ["/etc/mediator/" + ConfigPaths.policyFolder]
 }

@@ -1,10 +1,3 @@
-// FoundationEssentials, not Foundation: the daemon needs no ICU data
-// (tens of MiB of mapped memory, docs/benchmark.md "Footprint").
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import MediatorProtocol
 
 #if canImport(Glibc)
@@ -72,24 +65,12 @@ public struct ManifestLoader: Sendable {
     /// relative `XDG_CONFIG_HOME` means `$HOME/.config`.
     public static func defaultDirectories(userInstance: Bool, environment: [String: String]) -> [String] {
         guard userInstance else { return systemDirectories }
-        let configHome: String
-        if let value = environment["XDG_CONFIG_HOME"], value.hasPrefix("/") {
-            configHome = value
-        } else {
-            let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
-                ?? FileManager.default.homeDirectoryForCurrentUser.path
-            configHome = join(home, ".config")
-        }
-        return [join(configHome, "mediator/components.d")]
+        return [ConfigPaths.userFolder(ConfigPaths.componentsFolder, environment: environment)]
     }
 
-    public static let systemDirectories = ["/etc/mediator/components.d", "/usr/lib/mediator/components.d"]
+    static let systemDirectories = ["/etc/mediator/" + ConfigPaths.componentsFolder, "/usr/lib/mediator/" + ConfigPaths.componentsFolder]
 
     // MARK: - Helpers
-
-    static func join(_ directory: String, _ name: String) -> String {
-        directory.hasSuffix("/") ? directory + name : directory + "/" + name
-    }
 
     enum Kind { case file, mask, brokenLink, other }
 
