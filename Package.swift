@@ -154,6 +154,7 @@ let package = Package(
             name: "mediatorctl",
             dependencies: [
                 "MediatorClient",
+                "MediatorConfiguration",
                 "MediatorInterface",
                 "MediatorCodegen",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -21,19 +21,19 @@ public struct ManifestLoader: Sendable {
     /// NAME as an earlier one is ignored (the first folder wins: /etc overrides
     /// /usr/lib, as systemd does); an empty file or a link to /dev/null masks
     /// the name without being a problem. Two files declaring the same target:
-    /// the second is a problem. A missing folder is not a problem. Names that
+    /// the second is skipped. A missing folder is not a problem. Names that
     /// start with `.` are ignored, as are folders and other non-files.
-    public func load() -> (manifests: [Manifest], problems: [ManifestProblem]) {
+    public func load() -> (manifests: [Manifest], skipped: [SkippedManifest]) {
         var manifests: [Manifest] = []
-        var problems: [ManifestProblem] = []
+        var skipped: [SkippedManifest] = []
         var fileOfTarget: [String: String] = [:]
         let walk = ConfigFolders(directories: directories).walk()
-        problems += walk.problems
+        skipped += walk.problems.map { SkippedManifest(problem: $0) }
         for path in walk.files {
             let manifest: Manifest
             switch Self.read(path) {
             case .failure(let problem):
-                problems.append(problem)
+                skipped.append(SkippedManifest(problem: problem))
                 continue
             case .success(nil):
                 continue  // empty: masked
@@ -41,21 +41,21 @@ public struct ManifestLoader: Sendable {
                 do {
                     manifest = try Manifest(json: json, file: path, readFile: Self.readInterfaceFile)
                 } catch {
-                    problems.append(error)
+                    skipped.append(SkippedManifest(problem: error, target: SkippedManifest.declaredTarget(json)))
                     continue
                 }
             }
             if let earlier = fileOfTarget[manifest.target] {
-                problems.append(
-                    ManifestProblem(
-                        file: path, member: "target",
-                        reason: "target \(Manifest.quoted(manifest.target)) is already declared by \(earlier)"))
+                let problem = ManifestProblem(
+                    file: path, member: "target",
+                    reason: "target \(Manifest.quoted(manifest.target)) is already declared by \(earlier)")
+                skipped.append(SkippedManifest(problem: problem, target: manifest.target))
                 continue
             }
             fileOfTarget[manifest.target] = path
             manifests.append(manifest)
         }
-        return (manifests, problems)
+        return (manifests, skipped)
     }
 
     /// The components folders of the system or the user instance.

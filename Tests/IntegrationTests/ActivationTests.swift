@@ -614,7 +614,8 @@ extension Integration {
             let new = try #require(try daemon.listing("New"))
             #expect(new["state"] == "activatable" && new["activation"] == "exec", "\(new.jsonText)")
             #expect(try daemon.listing("Unused") == nil, "a removed manifest that never ran is forgotten at once")
-            #expect(try daemon.listing("Bad") == nil)
+            // The skipped manifest is reported, not served.
+            #expect(try daemon.listing("Bad")?["state"] == "invalid")
             // Gone still has a call in flight: it keeps running until the call ends.
             let busy = try #require(try daemon.listing("Gone"), "Gone dropped with a call in flight")
             #expect(busy["state"] == "running", "\(busy.jsonText)")
@@ -746,7 +747,7 @@ extension Integration {
 }
 
 /// The components folder of one test, with the manifests and scripts it holds.
-private struct ComponentsFolder {
+struct ComponentsFolder {
     let path: String
     let directory: TestDirectory
 
@@ -808,7 +809,7 @@ private struct ComponentsFolder {
 }
 
 /// What `sequencer.py` components wrote: `TARGET PID MONOTONIC-TIME WORD [REST]` per line.
-private struct ComponentLog {
+struct ComponentLog {
     let path: String
     init(_ path: String) { self.path = path }
 
