@@ -31,19 +31,14 @@ public struct ManifestLoader: Sendable {
         skipped += walk.problems.map { SkippedManifest(problem: $0) }
         for path in walk.files {
             let manifest: Manifest
-            switch Self.read(path) {
-            case .failure(let problem):
-                skipped.append(SkippedManifest(problem: problem))
+            switch Self.readManifest(path) {
+            case .failure(let skip):
+                skipped.append(skip)
                 continue
             case .success(nil):
                 continue  // empty: masked
-            case .success(let json?):
-                do {
-                    manifest = try Manifest(json: json, file: path, readFile: Self.readInterfaceFile)
-                } catch {
-                    skipped.append(SkippedManifest(problem: error, target: SkippedManifest.declaredTarget(json)))
-                    continue
-                }
+            case .success(let read?):
+                manifest = read
             }
             if let earlier = fileOfTarget[manifest.target] {
                 let problem = ManifestProblem(
@@ -56,6 +51,24 @@ public struct ManifestLoader: Sendable {
             manifests.append(manifest)
         }
         return (manifests, skipped)
+    }
+
+    /// One manifest file as ``load()`` reads it: the manifest, nil for an
+    /// empty file (a mask), or why it is skipped. (Whether another file
+    /// declares the same target is for the caller that reads several.)
+    public static func readManifest(_ path: String) -> Result<Manifest?, SkippedManifest> {
+        switch read(path) {
+        case .failure(let problem):
+            return .failure(SkippedManifest(problem: problem))
+        case .success(nil):
+            return .success(nil)
+        case .success(let json?):
+            do {
+                return .success(try Manifest(json: json, file: path, readFile: readInterfaceFile))
+            } catch {
+                return .failure(SkippedManifest(problem: error, target: SkippedManifest.declaredTarget(json)))
+            }
+        }
     }
 
     /// The components folders of the system or the user instance.

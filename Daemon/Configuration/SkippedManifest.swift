@@ -4,7 +4,7 @@ import MediatorProtocol
 /// declares when that much can be read, so that the daemon can answer
 /// `status` and `list` for that target with the problem rather than as if
 /// the file did not exist.
-public struct SkippedManifest: Sendable, Equatable {
+public struct SkippedManifest: Error, Sendable, Equatable {
     public var problem: ManifestProblem
     /// The file's `target` member when it is a valid target name (it may
     /// also be the target of a manifest that was loaded: a duplicate); nil

@@ -59,5 +59,49 @@ extension Integration {
             let reloaded = try cli.json("list")
             #expect(reloaded["invalid_manifests"]?.arrayValue?.map { $0["file"] } == [.string(junk)], "\(reloaded.jsonText)")
         }
+
+        @Test("verify: silent and 0 for good files; every problem, as the daemon reports it, and 65 otherwise; --json")
+        func verifyChecksFilesWithoutADaemon() throws {
+            let world = try World()
+            defer { world.close() }
+            let components = world.directory.file("components.d")
+            let policies = world.directory.file("policy.d")
+            for folder in [components, policies] {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            }
+            func write(_ text: String, _ path: String) throws -> String {
+                try text.write(toFile: path, atomically: true, encoding: .utf8)
+                return path
+            }
+            let interface = try write(#"{"target": "Notes", "actions": ["add"]}"#, world.directory.file("Notes.mediator.json"))
+            let good = try write(#"{"target": "Notes", "interface": "\#(interface)", "exec": ["/bin/true"]}"#, components + "/notes.json")
+            let policy = try write(#"{"rules": [{"match": {}, "allow": {"call": ["Notes/*"]}}]}"#, policies + "/notes.json")
+            let ok = try CLI.raw(["verify", good, policy, components, policies])
+            #expect(ok.status == 0 && ok.stdout.isEmpty && ok.stderr.isEmpty, "\(ok)")
+
+            let kv2 = try write(#"{"target": "Kv2", "actions": ["a"], "exec": "/bin/kv2"}"#, components + "/kv2.json")
+            let lost = try write(#"{"target": "Lost", "interface": "Lost.mediator.json", "exec": ["/bin/true"]}"#, components + "/lost.json")
+            let badPolicy = try write(#"{"rules": [{"match": {}, "allow": {"call": ["nope"]}}]}"#, policies + "/bad.json")
+            let bad = try CLI.raw(["verify", components, badPolicy])
+            #expect(bad.status == 65, "\(bad)")
+            #expect(bad.stdout.isEmpty, "\(bad)")
+            #expect(ChildProcess.lines(bad.stderr) == [
+                #"\#(kv2): member "exec": must be a non-empty array of strings, got "/bin/kv2""#,
+                #"\#(lost): member "interface": \#(components)/Lost.mediator.json: does not exist"#,
+                #"\#(badPolicy): member "rules[0].allow.call[0]": "nope" is not a call pattern: expected TARGET/ACTION, each side a name, NAME.* or * (such as "Notes/*")"#,
+            ], "\(bad)")
+
+            let json = try CLI.raw(["verify", "--json", kv2, world.directory.file("missing.json")])
+            #expect(json.status == 65, "\(json)")
+            #expect(try JSONValue.parse(json.stdout) == [
+                ["file": .string(kv2), "member": "exec", "reason": #"must be a non-empty array of strings, got "/bin/kv2""#],
+                ["file": .string(world.directory.file("missing.json")), "reason": "does not exist"],
+            ], "\(json)")
+
+            // The daemon skips the same file for the same reason.
+            let daemon = try world.daemon(["--components", components])
+            let status = try CLI(daemon).json("status", ["Kv2"])
+            #expect(status["problem"] == (try JSONValue.parse(json.stdout)).arrayValue?.first, "\(status.jsonText)")
+        }
     }
 }
