@@ -25,8 +25,8 @@ struct Verify: ParsableCommand {
 
             EXIT STATUS
               0   every file is valid
-              65  a problem in at least one file (EX_DATAERR)
               2   bad usage
+              65  a problem in at least one file (EX_DATAERR)
             """
     )
 
