@@ -19,7 +19,7 @@ public enum ConfigFileKind: String, Sendable, CaseIterable {
 public struct ConfigFileCheck: Sendable {
     /// Where a policy's user and group names resolve: a rule whose name
     /// does not resolve is a problem, as it is skipped by the daemon.
-    public var accounts: any AccountDirectory
+    var accounts: any AccountDirectory
 
     public init(accounts: any AccountDirectory = SystemAccounts()) {
         self.accounts = accounts

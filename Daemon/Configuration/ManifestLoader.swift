@@ -56,7 +56,7 @@ public struct ManifestLoader: Sendable {
     /// One manifest file as ``load()`` reads it: the manifest, nil for an
     /// empty file (a mask), or why it is skipped. (Whether another file
     /// declares the same target is for the caller that reads several.)
-    public static func readManifest(_ path: String) -> Result<Manifest?, SkippedManifest> {
+    static func readManifest(_ path: String) -> Result<Manifest?, SkippedManifest> {
         switch read(path) {
         case .failure(let problem):
             return .failure(SkippedManifest(problem: problem))

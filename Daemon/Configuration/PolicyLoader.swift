@@ -59,7 +59,7 @@ public struct PolicyLoader: Sendable {
     /// One policy file as ``load()`` reads it: its rules (nil when the file
     /// is refused, or empty: no rules) and its problems, the file's own or
     /// those of the rules it skipped.
-    public func readPolicy(_ path: String) -> (policy: Policy?, problems: [PolicyProblem]) {
+    func readPolicy(_ path: String) -> (policy: Policy?, problems: [PolicyProblem]) {
         if let unsafe = Self.unsafeFileReason(path) { return (nil, [PolicyProblem(file: path, reason: unsafe)]) }
         switch ManifestLoader.read(path) {
         case .failure(let problem):
