@@ -39,12 +39,20 @@ let package = Package(
         // What the broker counts (issue 12): counters, histograms, the
         // slow-call log and their JSON; pure, no clock, no I/O.
         .target(name: "MediatorStatistics", dependencies: ["MediatorProtocol"], path: "Daemon/MediatorStatistics"),
+        // Component manifests and policy files: their folders, reading and
+        // checking them. Reads files, no NIO, so that a tool can check files
+        // with the daemon's own parsers.
+        .target(
+            name: "MediatorConfiguration",
+            dependencies: ["MediatorProtocol", "MediatorInterface"],
+            path: "Daemon/Configuration"
+        ),
         .target(
             name: "MediatorDaemon",
             dependencies: [
                 "MediatorProtocol",
                 "MediatorStatistics",
-                "MediatorInterface",
+                "MediatorConfiguration",
                 "MediatorTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -96,6 +104,7 @@ let package = Package(
         .executableTarget(
             name: "mediatord",
             dependencies: [
+                "MediatorConfiguration",
                 "MediatorDaemon",
                 "MediatorMetrics",
                 "MediatorSystemd",
@@ -145,6 +154,7 @@ let package = Package(
             name: "mediatorctl",
             dependencies: [
                 "MediatorClient",
+                "MediatorConfiguration",
                 "MediatorInterface",
                 "MediatorCodegen",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -283,8 +293,14 @@ let package = Package(
             path: "Tests/MediatorInterfaceTests"
         ),
         .testTarget(
+            name: "MediatorConfigurationTests",
+            dependencies: ["MediatorConfiguration", "MediatorProtocol"],
+            path: "Tests/MediatorConfigurationTests"
+        ),
+        .testTarget(
             name: "MediatorDaemonTests",
             dependencies: [
+                "MediatorConfiguration",
                 "MediatorDaemon",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 "MediatorProtocol",

@@ -250,18 +250,25 @@ public final class MediatorClient: Sendable {
     /// `mediator/list`: `{"targets": [...]}`.
     /// The daemon answers a long list in pages (`next` names the last
     /// target of a page that has more after it); this follows them and
-    /// returns every target in one `{"targets": [...]}`.
+    /// returns every target in one `{"targets": [...]}`, with the first
+    /// page's `invalid_manifests` and `invalid_manifests_omitted` (manifest
+    /// files the daemon skipped) when it has them.
     public func list() async throws(MediatorError) -> JSONValue {
         var targets: [JSONValue] = []
         var params: JSONValue = [:]
+        var result: [String: JSONValue] = [:]
         // Bounded: each page moves past at least one target, by name.
         while true {
             let page = try await call(ProtocolConstants.daemonTarget, "list", params: params)
             targets += page["targets"]?.arrayValue ?? []
+            if params["after"] == nil {
+                for member in ["invalid_manifests", "invalid_manifests_omitted"] { result[member] = page[member] }
+            }
             guard let next = page["next"]?.stringValue, next != params["after"]?.stringValue else { break }
             params = ["after": .string(next)]
         }
-        return ["targets": .array(targets)]
+        result["targets"] = .array(targets)
+        return .object(result)
     }
 
     /// `mediator/stats`: what the broker counted (docs/daemon.md,

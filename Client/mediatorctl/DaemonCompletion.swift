@@ -15,12 +15,14 @@ enum DaemonCompletion {
     /// stuck one, and a local answer takes milliseconds.
     static let bound: Double = 1
 
-    /// The registered targets (and `mediator`) that start with `prefix`.
+    /// The registered targets (and `mediator`) that start with `prefix`;
+    /// not those whose manifest is invalid, which no call reaches.
     static func targets(words: [String], prefix: String) async -> [String] {
         guard let line = CompletionLine.read(words) else { return [] }
         let names = await ask(line) { client in
             let listing = try await client.list()
-            return (listing["targets"]?.arrayValue ?? []).compactMap { $0["target"]?.stringValue }
+            return (listing["targets"]?.arrayValue ?? []).filter { $0["state"]?.stringValue != "invalid" }
+                .compactMap { $0["target"]?.stringValue }
         }
         return matching(names + [ProtocolConstants.daemonTarget], prefix)
     }

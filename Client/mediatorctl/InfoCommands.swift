@@ -16,8 +16,10 @@ struct List: AsyncParsableCommand, PeopleViewVerb {
         abstract: "List the targets: registered ones, and those the daemon can start from a manifest.",
         discussion: """
             On a terminal, a table: TARGET, STATE (running, activatable, starting, stopping, \
-            failed), PID(S), UPTIME, CALLS (calls served), ACTIVATION (exec or unit; - for a \
-            component that registered on its own) and DESCRIPTION, cut to the terminal's width. \
+            failed, or invalid: its manifest was skipped, the problem shown as its description), \
+            PID(S), UPTIME, CALLS (calls served), ACTIVATION (exec or unit; - for a \
+            component that registered on its own) and DESCRIPTION, cut to the terminal's width; \
+            then the skipped manifest files that no target stands for. \
             Otherwise (stdout not a terminal, or --json or --pretty) the daemon's result as JSON, \
             with each target's actions and instances. --table gives the table anywhere, uncut.
             """

@@ -36,6 +36,7 @@ struct Mediatorctl: AsyncParsableCommand {
               0   a result
               1   an error reply, or no reply within --timeout (the code is on stderr)
               2   bad usage
+              65  verify: a problem in a manifest or policy file (EX_DATAERR)
               69  the daemon is unreachable or went away before replying (EX_UNAVAILABLE)
 
             Shell completion: mediatorctl --generate-completion-script bash (or zsh, fish); \
@@ -46,7 +47,7 @@ struct Mediatorctl: AsyncParsableCommand {
         subcommands: [
             Call.self, StreamCommand.self, Open.self, List.self, Describe.self, Ping.self,
             Start.self, Stop.self, Status.self, Stats.self, Top.self, Listen.self, Emit.self, Monitor.self, Serve.self,
-            InterfaceVerb.self, Generate.self,
+            InterfaceVerb.self, Generate.self, Verify.self,
         ]
     )
 

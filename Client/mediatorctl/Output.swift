@@ -31,6 +31,7 @@ struct Output: Sendable {
     enum Status {
         static let error: Int32 = 1
         static let usage: Int32 = 2
+        static let dataError: Int32 = 65  // EX_DATAERR: verify found a problem in a file
         static let unavailable: Int32 = 69  // EX_UNAVAILABLE
     }
 

@@ -18,7 +18,8 @@ import MediatorProtocol
 ///     (the unit's last journal lines)
 ///
 /// The bullet is `●` for a component that runs (or starts or stops), `○`
-/// for one that does not, `×` for one the daemon gave up on. Lines the
+/// for one that does not, `×` for one the daemon gave up on or whose
+/// manifest it skipped (`invalid`: then the problem instead of the pids). Lines the
 /// daemon gives nothing for are left out (an older daemon, a target that
 /// registered itself). Pure (a `status` result and journal lines in, text
 /// out); everything shown is escaped.
@@ -35,9 +36,18 @@ public enum StatusText {
         if let description = TargetTable.text(status["description"]) { text += " - " + Output.escaped(description) }
         text += "\n"
         var lines: [(String, String)] = []
-        let activation = TargetTable.text(status["activation"]) ?? "registered itself"
-        lines.append(("State", "\(state) (\(activation))"))
-        lines.append(("PID(s)", pids(status)))
+        if state == "invalid" {
+            // A manifest the daemon skipped: nothing runs; what is wrong with it is the point.
+            lines.append(("State", "invalid (the daemon skipped its manifest)"))
+            if let problem = status["problem"] {
+                let member = TargetTable.text(problem["member"]).map { "member \"\($0)\": " } ?? ""
+                lines.append(("Problem", member + (TargetTable.text(problem["reason"]) ?? "?")))
+            }
+        } else {
+            let activation = TargetTable.text(status["activation"]) ?? "registered itself"
+            lines.append(("State", "\(state) (\(activation))"))
+            lines.append(("PID(s)", pids(status)))
+        }
         if let since = since(status, now: now, time: time) { lines.append(("Since", since)) }
         if let restarts = status["restarts"]?.intValue { lines.append(("Restarts", String(restarts))) }
         if let lastExit = TargetTable.text(status["last_exit"]) { lines.append(("Last exit", lastExit)) }
@@ -61,7 +71,7 @@ public enum StatusText {
 
     static func bullet(_ state: String) -> String {
         switch state {
-        case "failed": return "×"
+        case "failed", "invalid": return "×"
         case "running", "starting", "stopping": return "●"
         default: return "○"
         }

@@ -1,3 +1,4 @@
+import MediatorConfiguration
 import MediatorProtocol
 
 /// The table `mediatorctl list` prints for people, like `systemctl
@@ -6,6 +7,14 @@ import MediatorProtocol
 ///     TARGET   STATE        PID(S)  UPTIME  CALLS  ACTIVATION  DESCRIPTION
 ///     Notes    running      4242    3m12s   17     exec        In-memory notes
 ///     Weather  activatable  -       -       0      unit        Forecasts
+///     Kv2      invalid      -       -       0      -           /etc/mediator/components.d/kv2.json: member "exec": …
+///
+///     Invalid manifests:
+///       /etc/mediator/components.d/old.json: is not valid JSON: …
+///
+/// A target whose manifest the daemon skipped (state `invalid`) shows the
+/// problem as its description; the skipped files no target stands for
+/// follow the table.
 ///
 /// Pure (a `list` result in, text out), so that it can be unit-tested.
 /// Whatever a daemon leaves out shows as `-`, so an older daemon (no
@@ -26,7 +35,23 @@ public enum TargetTable {
     /// cut to fit, with `…`; without it lines are never cut.
     public static func render(_ list: JSONValue, width: Int? = nil) -> String {
         let rows = (list["targets"]?.arrayValue ?? []).map(row)
-        return layout([headers] + rows, width: width)
+        return layout([headers] + rows, width: width) + invalidManifests(list)
+    }
+
+    /// The skipped manifest files of a `list` result that no target row
+    /// shows, after a blank line, one a line; nothing when there are none.
+    static func invalidManifests(_ list: JSONValue) -> String {
+        let problems = (list["invalid_manifests"]?.arrayValue ?? []).map(problem)
+        let omitted = list["invalid_manifests_omitted"]?.intValue ?? 0
+        guard !problems.isEmpty || omitted > 0 else { return "" }
+        var lines = problems
+        if omitted > 0 { lines.append("and \(omitted) more (the daemon's log names them)") }
+        return "\nInvalid manifests:\n" + lines.map { "  " + Output.escaped($0) + "\n" }.joined()
+    }
+
+    /// A problem as `FILE: member "MEMBER": REASON`, from its JSON form.
+    static func problem(_ json: JSONValue) -> String {
+        ConfigFileProblem(json: json)?.description ?? json.jsonText
     }
 
     /// The cells of one target.
@@ -39,7 +64,7 @@ public enum TargetTable {
             target["uptime_s"]?.doubleValue.map(uptime) ?? none,
             target["calls_served"]?.intValue.map { String($0) } ?? none,
             text(target["activation"]) ?? none,
-            text(target["description"]) ?? "",
+            text(target["description"]) ?? target["problem"].map(problem) ?? "",
         ]
     }
 

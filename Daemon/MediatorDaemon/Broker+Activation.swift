@@ -1,4 +1,5 @@
 import Logging
+import MediatorConfiguration
 import MediatorProtocol
 import NIOCore
 
@@ -14,8 +15,10 @@ extension Broker {
 
     /// Installs the manifests at start, or replaces them on reload: new ones
     /// become activatable, changed ones apply from their next start, removed
-    /// ones stop once their calls finish.
-    public func loadManifests(_ manifests: [Manifest], now: NIODeadline) -> [BrokerEffect] {
+    /// ones stop once their calls finish. `skipped`, the files the loader
+    /// refused, replace those of the last load: `list` and `status` report them.
+    public func loadManifests(_ manifests: [Manifest], skipped: [SkippedManifest] = [], now: NIODeadline) -> [BrokerEffect] {
+        keepSkippedManifests(skipped)
         let incoming = Dictionary(manifests.map { ($0.target, $0) }, uniquingKeysWith: { first, _ in first })
         for (target, manifest) in incoming {
             if components[target] != nil {

@@ -1,3 +1,4 @@
+import MediatorConfiguration
 import MediatorProtocol
 import NIOCore
 
@@ -269,6 +270,9 @@ extension Broker {
             return MediatorError(
                 .forbidden,
                 "target \"\(target)\" is running but not managed by the daemon: it registered itself and no manifest describes it")
+        }
+        if let skipped = invalidManifest(of: target) {
+            return MediatorError(.targetNotFound, "target \"\(target)\" is not registered and its manifest is invalid: \(skipped.problem)")
         }
         return MediatorError(.targetNotFound, "no manifest describes target \"\(target)\" and it is not registered")
     }

@@ -1,8 +1,10 @@
+import MediatorConfiguration
 import MediatorProtocol
 import NIOCore
 
 /// What the daemon tells about targets: `list` (in pages), `describe` and
-/// `status`, for registered targets and those known from manifests.
+/// `status`, for registered targets, those known from manifests and those
+/// whose manifest was skipped (Broker+SkippedManifests.swift).
 extension Broker {
     func instancesJSON(_ entry: Registry.Target) -> JSONValue {
         .array(entry.instances.map { instance in
@@ -41,15 +43,19 @@ extension Broker {
             }
             limit = Int(clamping: number)
         }
+        let invalid = invalidTargets
         var names = Set(registry.targets.keys)
         names.formUnion(components.keys)
+        names.formUnion(invalid.keys)
         var sorted = names.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
         if let after { sorted.removeAll { !after.lexicographicallyPrecedes($0) } }
         var entries: [JSONValue] = []
         var bytes = 0
         var next: String?
         for name in sorted {
-            let entry = targetSummary(String(decoding: name, as: UTF8.self), now: now, fullSpecs: false)
+            let target = String(decoding: name, as: UTF8.self)
+            let entry = invalid[target].map { invalidTargetSummary(target, $0, actions: true) }
+                ?? targetSummary(target, now: now, fullSpecs: false)
             let size = entry.encoded.count
             if entries.count == limit || (!entries.isEmpty && bytes + size > listPageBytes) {
                 next = entries.last?["target"]?.stringValue
@@ -60,6 +66,12 @@ extension Broker {
         }
         var result: [String: JSONValue] = ["targets": .array(entries)]
         if let next { result["next"] = .string(next) }
+        // The files no target stands for, once: on the first page.
+        if after == nil {
+            let unattributed = unattributedSkippedManifests(besides: invalid)
+            if !unattributed.isEmpty { result["invalid_manifests"] = .array(unattributed) }
+            if skippedManifestsLeftOut > 0 { result["invalid_manifests_omitted"] = .int(Int64(skippedManifestsLeftOut)) }
+        }
         return .success(.object(result))
     }
 
@@ -102,12 +114,15 @@ extension Broker {
         }
         if target == ProtocolConstants.daemonTarget { return .success(DaemonTargetDescription.json) }
         guard registry.target(target) != nil || components[target] != nil else {
-            return .failure(MediatorError(.targetNotFound, "no component serves target \"\(target)\""))
+            return .failure(targetNotFound(target))
         }
         return .success(targetSummary(target, now: now, fullSpecs: true))
     }
 
     func status(_ params: [String: JSONValue], now: NIODeadline) -> Result<JSONValue, MediatorError> {
+        if let target = params["target"]?.stringValue, let skipped = invalidManifest(of: target) {
+            return .success(invalidTargetSummary(target, skipped, actions: false))
+        }
         guard case .success(var summary) = describe(params, now: now), var members = summary.objectValue,
             let target = params["target"]?.stringValue
         else { return describe(params, now: now) }

@@ -1,4 +1,5 @@
 import Logging
+import MediatorConfiguration
 import NIOCore
 import MediatorProtocol
 

@@ -1,4 +1,5 @@
 import Logging
+import MediatorConfiguration
 import MediatorProtocol
 import MediatorTransport
 import NIOCore
@@ -75,7 +76,7 @@ extension Broker {
     /// for a component being started, or answers why not.
     func route(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) {
         func fail(_ error: MediatorError) { refuse(request, from: connection, error, now: now) }
-        let notFound = { MediatorError(.targetNotFound, "no component serves target \"\(request.target)\"") }
+        let notFound = { self.targetNotFound(request.target) }
         guard let (uid, connectionCaller) = caller(connection) else { return fail(notFound()) }
         var callerMember = connectionCaller
         if let remote = request.remote {

@@ -1,4 +1,5 @@
 import Logging
+import MediatorConfiguration
 import MediatorProtocol
 import MediatorStatistics
 import MediatorTransport
@@ -63,6 +64,11 @@ public final class Broker {
 
     // Components started on demand (Broker+Activation.swift).
     var components: [String: ManagedComponent] = [:]
+    /// The manifest files skipped at the last load, at most
+    /// ``maxSkippedManifests``, and how many more there were
+    /// (Broker+SkippedManifests.swift).
+    var skippedManifests: [SkippedManifest] = []
+    var skippedManifestsLeftOut = 0
     /// Who may do what; the default until policy files are loaded.
     var policy = Policy.defaultPolicy(daemonUID: UInt32(getuid()))
     /// Connections that monitor traffic, with what they want to see.

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Logging
+import MediatorConfiguration
 import MediatorProtocol
 import MediatorStatistics
 import MediatorTransport
@@ -56,15 +57,18 @@ public final class MediatorServer: Service, Sendable {
     let heartbeat: Heartbeat?
 
     let manifests: [Manifest]
+    let skippedManifests: [SkippedManifest]
     let waitForBootComponents: Bool
 
     public init(
         configuration: DaemonConfiguration, listener: Listener, socketMode: UInt32 = 0o666, logger: Logger,
-        manifests: [Manifest] = [], units: UnitControl? = nil, waitForBootComponents: Bool = false,
+        manifests: [Manifest] = [], skippedManifests: [SkippedManifest] = [], units: UnitControl? = nil,
+        waitForBootComponents: Bool = false,
         heartbeat: Heartbeat? = nil, latencyMetrics: (any MetricsFactory)? = nil, onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
         onStopping: @escaping @Sendable () -> Void = {}
     ) {
         self.manifests = manifests
+        self.skippedManifests = skippedManifests
         self.waitForBootComponents = waitForBootComponents
         self.listener = listener
         self.socketMode = socketMode
@@ -96,11 +100,11 @@ public final class MediatorServer: Service, Sendable {
         try? await host.eventLoop.submit { host.broker.loadPolicy(policy) }.get()
     }
 
-    /// Replaces the component manifests (SIGHUP).
-    public func reloadManifests(_ manifests: [Manifest]) async {
+    /// Replaces the component manifests and the files skipped (SIGHUP).
+    public func reloadManifests(_ manifests: [Manifest], skipped: [SkippedManifest] = []) async {
         let host = self.host
         try? await host.eventLoop.submit {
-            host.apply(host.broker.loadManifests(manifests, now: .now()))
+            host.apply(host.broker.loadManifests(manifests, skipped: skipped, now: .now()))
             host.flush()
         }.get()
     }
@@ -173,10 +177,10 @@ public final class MediatorServer: Service, Sendable {
         } catch {
             logger.warning("no wake-up pipe; dispatch yields with a timer", metadata: ["error": "\(error)"])
         }
-        let manifests = self.manifests
+        let (manifests, skippedManifests) = (self.manifests, self.skippedManifests)
         try await eventLoop.submit {
             host.supervisor = ProcessSupervisor(logger: host.logger, socketPath: advertised)
-            host.apply(host.broker.loadManifests(manifests, now: .now()))
+            host.apply(host.broker.loadManifests(manifests, skipped: skippedManifests, now: .now()))
         }.get()
 
         // The listening socket is ours in both cases (made here, or passed

@@ -1,3 +1,4 @@
+import MediatorConfiguration
 import NIOCore
 
 #if canImport(Glibc)

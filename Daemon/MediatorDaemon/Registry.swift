@@ -1,9 +1,10 @@
+import MediatorConfiguration
 import MediatorProtocol
 
 /// Which connections serve which targets: the registered targets, their
 /// action specs and their instances.
 public struct Registry: Sendable {
-    public enum Mode: String, Sendable { case exclusive, pool }
+    public typealias Mode = TargetMode
 
     public struct Instance: Sendable, Equatable {
         public var instance: Int

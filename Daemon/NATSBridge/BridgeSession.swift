@@ -223,21 +223,29 @@ final class BridgeSession: Sendable {
 
     /// One round: what is local and exported, what is remote and imported.
     private func refresh(client: MediatorClient, nats: NATSConnection, exports: ExportedCalls, calls: RemoteCalls) async {
-        // Local targets: those with an instance that is not a stand-in.
-        var local: [String: JSONValue] = [:]
+        let local: [String: JSONValue]
         do {
-            for entry in try await client.list()["targets"]?.arrayValue ?? [] {
-                guard let name = entry["target"]?.stringValue else { continue }
-                let instances = entry["instances"]?.arrayValue ?? []
-                // A target known from a manifest but not running has no instance: it starts on a call.
-                if instances.isEmpty || instances.contains(where: { $0["remote_host"] == nil }) { local[name] = entry }
-            }
+            local = Self.localTargets(try await client.list())
         } catch {
             logger.warning("NATS bridge cannot list the local targets: \(error)")
             return
         }
         await export(local, client: client, nats: nats, exports: exports)
         await imports.reconcile(nats: nats, calls: calls)
+    }
+
+    /// The targets of a `list` result that are this host's to export: those
+    /// with an instance that is not a stand-in, or known from a manifest and
+    /// not running (no instance: it starts on a call); not one whose
+    /// manifest is invalid (state `invalid`), which no call reaches.
+    static func localTargets(_ listing: JSONValue) -> [String: JSONValue] {
+        var local: [String: JSONValue] = [:]
+        for entry in listing["targets"]?.arrayValue ?? [] {
+            guard let name = entry["target"]?.stringValue, entry["state"]?.stringValue != "invalid" else { continue }
+            let instances = entry["instances"]?.arrayValue ?? []
+            if instances.isEmpty || instances.contains(where: { $0["remote_host"] == nil }) { local[name] = entry }
+        }
+        return local
     }
 
     private func export(_ local: [String: JSONValue], client: MediatorClient, nats: NATSConnection, exports: ExportedCalls) async {

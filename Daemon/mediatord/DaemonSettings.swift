@@ -1,4 +1,5 @@
 import Logging
+import MediatorConfiguration
 import MediatorDaemon
 import MediatorProtocol
 
@@ -79,13 +80,14 @@ extension DaemonSettings {
         return policy
     }
 
-    /// Reads the manifests; a bad one is logged (file, member, reason) and skipped.
-    func loadManifests(logger: Logger) -> [Manifest] {
-        let (manifests, problems) = ManifestLoader(directories: componentDirectories).load()
-        for problem in problems {
+    /// Reads the manifests; a bad one is logged (file, member, reason) and
+    /// skipped, and handed on for `list` and `status` to report.
+    func loadManifests(logger: Logger) -> (manifests: [Manifest], skipped: [SkippedManifest]) {
+        let (manifests, skipped) = ManifestLoader(directories: componentDirectories).load()
+        for problem in skipped.map(\.problem) {
             logger.error("component manifest skipped", metadata: ["file": "\(problem.file)", "member": "\(problem.member ?? "")", "reason": "\(problem.reason)"])
         }
-        return manifests
+        return (manifests, skipped)
     }
 }
 

@@ -7,6 +7,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Logging
+import MediatorConfiguration
 import MediatorDaemon
 import MediatorMetrics
 import MediatorNATSBridge
@@ -258,9 +259,10 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             MediatorServer.Heartbeat(interval: .microseconds(Int64(microseconds / 2))) { notifier.watchdog() }
         }
         let units = UnitStarter(bus: user ? .user : .system)
+        let (manifests, skippedManifests) = settings.loadManifests(logger: logger)
         let server = MediatorServer(
             configuration: loaded.configuration, listener: listener, socketMode: mode, logger: logger,
-            manifests: settings.loadManifests(logger: logger),
+            manifests: manifests, skippedManifests: skippedManifests,
             units: UnitControl(start: { await units.start($0) }, stop: { await units.stop($0) }),
             waitForBootComponents: waitForBootComponents,
             heartbeat: heartbeat,

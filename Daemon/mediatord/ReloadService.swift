@@ -41,7 +41,8 @@ struct ReloadService: Service, CustomStringConvertible {
                 }
                 await server.reload(loaded.configuration)
                 bridge.reload(bridgeSettings)
-                await server.reloadManifests(settings.loadManifests(logger: logger))
+                let (manifests, skipped) = settings.loadManifests(logger: logger)
+                await server.reloadManifests(manifests, skipped: skipped)
                 await server.loadPolicy(settings.loadPolicy(logger: logger))
                 notifier.ready(status: await StatusReporter.summary(server))
             } catch {

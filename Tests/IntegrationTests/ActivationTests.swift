@@ -614,7 +614,8 @@ extension Integration {
             let new = try #require(try daemon.listing("New"))
             #expect(new["state"] == "activatable" && new["activation"] == "exec", "\(new.jsonText)")
             #expect(try daemon.listing("Unused") == nil, "a removed manifest that never ran is forgotten at once")
-            #expect(try daemon.listing("Bad") == nil)
+            // The skipped manifest is reported, not served.
+            #expect(try daemon.listing("Bad")?["state"] == "invalid")
             // Gone still has a call in flight: it keeps running until the call ends.
             let busy = try #require(try daemon.listing("Gone"), "Gone dropped with a call in flight")
             #expect(busy["state"] == "running", "\(busy.jsonText)")
@@ -661,8 +662,13 @@ extension Integration {
             let daemon = try world.daemon(["--components", folder.path])
             let peer = try world.peer(daemon)
 
-            let names = Set(try daemon.list().compactMap { $0["target"]?.stringValue })
-            #expect(names == ["GoodA", "GoodF"], "\(names)")
+            let listed = try daemon.list()
+            func names(_ invalid: Bool) -> Set<String> {
+                Set(listed.filter { ($0["state"] == "invalid") == invalid }.compactMap { $0["target"]?.stringValue })
+            }
+            #expect(names(false) == ["GoodA", "GoodF"], "\(listed)")
+            // Reported in state invalid when the target can be read (BrokenD's file is not JSON).
+            #expect(names(true) == ["BadB", "TypoC", "RelE"], "\(listed)")
             #expect(try peer.result("GoodA", "seq", within: .seconds(20))["seq"] == 1)
             #expect(try peer.result("GoodF", "seq", within: .seconds(20))["seq"] == 1)
             #expect(try peer.call("BadB", "x").errorCode == "target_not_found")
@@ -808,7 +814,7 @@ struct ComponentsFolder {
 }
 
 /// What `sequencer.py` components wrote: `TARGET PID MONOTONIC-TIME WORD [REST]` per line.
-private struct ComponentLog {
+struct ComponentLog {
     let path: String
     init(_ path: String) { self.path = path }
 

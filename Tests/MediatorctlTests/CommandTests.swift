@@ -62,6 +62,18 @@ import Testing
         #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot(["status", "T", "--lines", "-1"]) }
         #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot(["describe", "T", "--table", "--json"]) }
     }
+
+    @Test("verify: paths, --manifest or --policy (not both); listed among the verbs, its exit status in the help")
+    func verifyArguments() throws {
+        let both = try #require(try Mediatorctl.parseAsRoot(["verify", "a.json", "components.d"]) as? Verify)
+        #expect(both.paths == ["a.json", "components.d"] && both.kind == nil)
+        #expect(try (Mediatorctl.parseAsRoot(["verify", "--manifest", "a"]) as? Verify)?.kind == .manifest)
+        #expect(try (Mediatorctl.parseAsRoot(["verify", "a", "--policy"]) as? Verify)?.kind == .policy)
+        #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot(["verify"]) }
+        #expect(throws: (any Error).self) { try Mediatorctl.parseAsRoot(["verify", "a", "--manifest", "--policy"]) }
+        #expect(Mediatorctl.helpMessage().contains("  verify "))
+        #expect(Mediatorctl.helpMessage(for: Verify.self).contains("65  a problem in at least one file (EX_DATAERR)"))
+    }
 }
 
 /// What `mediatorctl` prints of an error's data.

@@ -74,6 +74,22 @@ import Testing
             """)
     }
 
+    @Test func aTargetWhoseManifestWasSkippedShowsItsProblem() {
+        let invalid: JSONValue = [
+            "target": "Kv2", "state": "invalid", "description": "", "instances": [], "calls_served": 0,
+            "manifest": "/etc/mediator/components.d/kv2.json",
+            "problem": ["file": "/etc/mediator/components.d/kv2.json", "member": "exec", "reason": "must be\nan array"],
+        ]
+        #expect(StatusText.render(invalid, now: 100, time: Self.time) == """
+            × Kv2
+                State: invalid (the daemon skipped its manifest)
+              Problem: member "exec": must be\\nan array
+             Manifest: /etc/mediator/components.d/kv2.json
+                Calls: 0 served
+
+            """)
+    }
+
     @Test func whatTheDaemonSaidIsEscaped() {
         let status: JSONValue = ["target": "T", "description": "a\nb", "state": "running", "last_exit": "x\u{202e}y"]
         let text = StatusText.render(status, now: 0, time: Self.time)

@@ -57,6 +57,35 @@ import Testing
             """)
     }
 
+    @Test("A target whose manifest was skipped shows its problem; the files no target stands for follow the table")
+    func invalidManifests() {
+        let list: JSONValue = [
+            "targets": [
+                [
+                    "target": "Kv2", "description": "", "actions": [], "instances": [], "state": "invalid", "calls_served": 0,
+                    "manifest": "/c/kv2.json", "problem": ["file": "/c/kv2.json", "member": "exec", "reason": "is required"],
+                ],
+            ],
+            "invalid_manifests": [
+                ["file": "/c/old.json", "reason": "is not valid JSON: expected a value at byte 0"],
+                ["file": "/c/notes-2.json", "member": "target", "reason": "target \"Notes\" is already declared by /c/notes.json", "target": "Notes"],
+                ["file": "/c/\u{1b}[2J.json", "reason": "forged\nline"],
+            ],
+            "invalid_manifests_omitted": 2,
+        ]
+        #expect(TargetTable.render(list) == #"""
+            TARGET  STATE    PID(S)  UPTIME  CALLS  ACTIVATION  DESCRIPTION
+            Kv2     invalid  -       -       0      -           /c/kv2.json: member "exec": is required
+
+            Invalid manifests:
+              /c/old.json: is not valid JSON: expected a value at byte 0
+              /c/notes-2.json: member "target": target "Notes" is already declared by /c/notes.json
+              /c/\x1b[2J.json: forged\nline
+              and 2 more (the daemon's log names them)
+
+            """#)
+    }
+
     @Test("No targets, or not a list at all: the header alone")
     func empty() {
         let header = "TARGET  STATE  PID(S)  UPTIME  CALLS  ACTIVATION  DESCRIPTION\n"

@@ -19,4 +19,18 @@ public struct ConfigFileProblem: Error, Sendable, Equatable, CustomStringConvert
         if let member { return "\(file): member \(JSONValue.string(member).jsonText): \(reason)" }
         return "\(file): \(reason)"
     }
+
+    /// `{"file", "member"?, "reason"}`: how `list`, `status` and
+    /// `mediatorctl verify --json` give a problem.
+    public var json: JSONValue {
+        var members: [String: JSONValue] = ["file": .string(file), "reason": .string(reason)]
+        if let member { members["member"] = .string(member) }
+        return .object(members)
+    }
+
+    /// Reads ``json``'s form back; nil unless `file` and `reason` are strings.
+    public init?(json: JSONValue) {
+        guard let file = json["file"]?.stringValue, let reason = json["reason"]?.stringValue else { return nil }
+        self.init(file: file, member: json["member"]?.stringValue, reason: reason)
+    }
 }

@@ -1,10 +1,3 @@
-// FoundationEssentials, not Foundation: the daemon needs no ICU data
-// (tens of MiB of mapped memory, docs/benchmark.md "Footprint").
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import MediatorProtocol
 
 #if canImport(Glibc)
@@ -55,27 +48,32 @@ public struct PolicyLoader: Sendable {
         let walk = ConfigFolders(directories: directories, unreadableFolderConsequence: "; no rules are read from it").walk()
         problems += walk.problems
         for path in walk.files {
-            if let unsafe = Self.unsafeFileReason(path) {
-                problems.append(PolicyProblem(file: path, reason: unsafe))
-                continue
-            }
-            switch ManifestLoader.read(path) {
-            case .failure(let problem):
-                problems.append(PolicyProblem(file: path, member: problem.member, reason: problem.reason))
-            case .success(nil):
-                continue  // empty: no rules
-            case .success(let json?):
-                do {
-                    let policy = try Policy(json: json, file: path, accounts: accounts)
-                    problems += policy.skippedRules
-                    policies.append(policy)
-                } catch {
-                    problems.append(error)
-                }
-            }
+            let file = readPolicy(path)
+            problems += file.problems
+            if let policy = file.policy { policies.append(policy) }
         }
         guard walk.foundAnything else { return (Policy.defaultPolicy(daemonUID: daemonUID), problems) }
         return (Policy.merged(policies), problems)
+    }
+
+    /// One policy file as ``load()`` reads it: its rules (nil when the file
+    /// is refused, or empty: no rules) and its problems, the file's own or
+    /// those of the rules it skipped.
+    func readPolicy(_ path: String) -> (policy: Policy?, problems: [PolicyProblem]) {
+        if let unsafe = Self.unsafeFileReason(path) { return (nil, [PolicyProblem(file: path, reason: unsafe)]) }
+        switch ManifestLoader.read(path) {
+        case .failure(let problem):
+            return (nil, [PolicyProblem(file: path, member: problem.member, reason: problem.reason)])
+        case .success(nil):
+            return (nil, [])
+        case .success(let json?):
+            do {
+                let policy = try Policy(json: json, file: path, accounts: accounts)
+                return (policy, policy.skippedRules)
+            } catch {
+                return (nil, [error])
+            }
+        }
     }
 
     /// Why the file (links followed) may not be trusted, or nil: it must
@@ -107,16 +105,8 @@ public struct PolicyLoader: Sendable {
     /// the user instance runs the default policy.
     public static func defaultDirectories(userInstance: Bool, environment: [String: String]) -> [String] {
         guard userInstance else { return systemDirectories }
-        let configHome: String
-        if let value = environment["XDG_CONFIG_HOME"], value.hasPrefix("/") {
-            configHome = value
-        } else {
-            let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
-                ?? FileManager.default.homeDirectoryForCurrentUser.path
-            configHome = ManifestLoader.join(home, ".config")
-        }
-        return [ManifestLoader.join(configHome, "mediator/policy.d")]
+        return [ConfigPaths.userFolder(ConfigPaths.policyFolder, environment: environment)]
     }
 
-    public static let systemDirectories = ["/etc/mediator/policy.d"]
+    static let systemDirectories = ["/etc/mediator/" + ConfigPaths.policyFolder]
 }

@@ -2,7 +2,7 @@ import Foundation
 import MediatorProtocol
 import Testing
 
-@testable import MediatorDaemon
+@testable import MediatorConfiguration
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +15,7 @@ struct PolicyTests {}
 // MARK: - Fixtures
 
 /// Accounts from a table, so tests never depend on the machine's.
-private struct FakeAccounts: AccountDirectory {
+struct FakeAccounts: AccountDirectory {
     var users: [String: UInt32] = ["root": 0, "alice": 1000, "bob": 1001, "carol": 1002, "notes": 990, "mediator": 980]
     var groups: [String: UInt32] = ["root": 0, "staff": 50, "audio": 29, "wheel": 10, "notes": 990]
 

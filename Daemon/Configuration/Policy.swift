@@ -56,7 +56,7 @@ public struct PolicySubject: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether the subject holds group `gid`, as its primary or a supplementary group.
-    public func isMember(of gid: UInt32) -> Bool {
+    func isMember(of gid: UInt32) -> Bool {
         self.gid == gid || groups.contains(gid)
     }
 
@@ -204,9 +204,9 @@ public struct Policy: Sendable, Equatable {
     /// `stop`): granted only by a call pattern whose target is `mediator`
     /// itself (`mediator/stop`, `mediator/*`), so that neither the default
     /// policy's nor a file's `*/*` lets any user stop another's service.
-    public static let administrativeDaemonActions: Set<String> = ["start", "stop"]
+    static let administrativeDaemonActions: Set<String> = ["start", "stop"]
 
-    public static let openDaemonActions: Set<String> = [
+    static let openDaemonActions: Set<String> = [
         "hello", "ping", "list", "describe", "status", "cancel", "unregister", "unsubscribe",
     ]
 

@@ -1,10 +1,3 @@
-// FoundationEssentials, not Foundation: the daemon needs no ICU data
-// (tens of MiB of mapped memory, docs/benchmark.md "Footprint").
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import MediatorProtocol
 
 #if canImport(Glibc)
@@ -28,41 +21,54 @@ public struct ManifestLoader: Sendable {
     /// NAME as an earlier one is ignored (the first folder wins: /etc overrides
     /// /usr/lib, as systemd does); an empty file or a link to /dev/null masks
     /// the name without being a problem. Two files declaring the same target:
-    /// the second is a problem. A missing folder is not a problem. Names that
+    /// the second is skipped. A missing folder is not a problem. Names that
     /// start with `.` are ignored, as are folders and other non-files.
-    public func load() -> (manifests: [Manifest], problems: [ManifestProblem]) {
+    public func load() -> (manifests: [Manifest], skipped: [SkippedManifest]) {
         var manifests: [Manifest] = []
-        var problems: [ManifestProblem] = []
+        var skipped: [SkippedManifest] = []
         var fileOfTarget: [String: String] = [:]
         let walk = ConfigFolders(directories: directories).walk()
-        problems += walk.problems
+        skipped += walk.problems.map { SkippedManifest(problem: $0) }
         for path in walk.files {
             let manifest: Manifest
-            switch Self.read(path) {
-            case .failure(let problem):
-                problems.append(problem)
+            switch Self.readManifest(path) {
+            case .failure(let skip):
+                skipped.append(skip)
                 continue
             case .success(nil):
                 continue  // empty: masked
-            case .success(let json?):
-                do {
-                    manifest = try Manifest(json: json, file: path, readFile: Self.readInterfaceFile)
-                } catch {
-                    problems.append(error)
-                    continue
-                }
+            case .success(let read?):
+                manifest = read
             }
             if let earlier = fileOfTarget[manifest.target] {
-                problems.append(
-                    ManifestProblem(
-                        file: path, member: "target",
-                        reason: "target \(Manifest.quoted(manifest.target)) is already declared by \(earlier)"))
+                let problem = ManifestProblem(
+                    file: path, member: "target",
+                    reason: "target \(Manifest.quoted(manifest.target)) is already declared by \(earlier)")
+                skipped.append(SkippedManifest(problem: problem, target: manifest.target))
                 continue
             }
             fileOfTarget[manifest.target] = path
             manifests.append(manifest)
         }
-        return (manifests, problems)
+        return (manifests, skipped)
+    }
+
+    /// One manifest file as ``load()`` reads it: the manifest, nil for an
+    /// empty file (a mask), or why it is skipped. (Whether another file
+    /// declares the same target is for the caller that reads several.)
+    static func readManifest(_ path: String) -> Result<Manifest?, SkippedManifest> {
+        switch read(path) {
+        case .failure(let problem):
+            return .failure(SkippedManifest(problem: problem))
+        case .success(nil):
+            return .success(nil)
+        case .success(let json?):
+            do {
+                return .success(try Manifest(json: json, file: path, readFile: readInterfaceFile))
+            } catch {
+                return .failure(SkippedManifest(problem: error, target: SkippedManifest.declaredTarget(json)))
+            }
+        }
     }
 
     /// The components folders of the system or the user instance.
@@ -72,24 +78,12 @@ public struct ManifestLoader: Sendable {
     /// relative `XDG_CONFIG_HOME` means `$HOME/.config`.
     public static func defaultDirectories(userInstance: Bool, environment: [String: String]) -> [String] {
         guard userInstance else { return systemDirectories }
-        let configHome: String
-        if let value = environment["XDG_CONFIG_HOME"], value.hasPrefix("/") {
-            configHome = value
-        } else {
-            let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
-                ?? FileManager.default.homeDirectoryForCurrentUser.path
-            configHome = join(home, ".config")
-        }
-        return [join(configHome, "mediator/components.d")]
+        return [ConfigPaths.userFolder(ConfigPaths.componentsFolder, environment: environment)]
     }
 
-    public static let systemDirectories = ["/etc/mediator/components.d", "/usr/lib/mediator/components.d"]
+    static let systemDirectories = ["/etc/mediator/" + ConfigPaths.componentsFolder, "/usr/lib/mediator/" + ConfigPaths.componentsFolder]
 
     // MARK: - Helpers
-
-    static func join(_ directory: String, _ name: String) -> String {
-        directory.hasSuffix("/") ? directory + name : directory + "/" + name
-    }
 
     enum Kind { case file, mask, brokenLink, other }
 

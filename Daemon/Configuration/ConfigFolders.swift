@@ -58,7 +58,7 @@ struct ConfigFolders {
             let candidates = names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
                 .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
             for name in candidates {
-                let path = ManifestLoader.join(directory, name)
+                let path = ConfigPaths.join(directory, name)
                 let kind = ManifestLoader.kind(path)
                 if kind == .other { continue }
                 guard seenNames.insert(name).inserted else { continue }

@@ -29,7 +29,7 @@ public struct Manifest: Sendable, Equatable {
     public var interfaceFile: String?
     public var launch: Launch
     /// `.exclusive` (default) or `.pool`.
-    public var mode: Registry.Mode
+    public var mode: TargetMode
     /// Default 1; more than 1 only with mode pool; at most ``maxInstances``.
     public var instances: Int
     /// Default `.onDemand`.
@@ -50,15 +50,15 @@ public struct Manifest: Sendable, Equatable {
     public var user: String?
     public var group: String?
 
-    public static let maxInstances = 64
+    static let maxInstances = 64
     public static let defaultRestartBackoffMs = 200
     /// The cap of the doubling backoff, 10 s.
-    public static let maxRestartBackoffMs = 10_000
+    static let maxRestartBackoffMs = 10_000
     public static let defaultRestartLimit = 5
     public static let defaultStartTimeoutSeconds = 10.0
 
     /// The JSON members a manifest may have, in the order they are checked.
-    public static let knownMembers = [
+    static let knownMembers = [
         "target", "description", "actions", "interface", "exec", "environment", "working_directory", "unit", "mode",
         "instances", "start", "priority", "idle_exit_s", "restart", "restart_backoff_ms", "restart_limit",
         "start_timeout_s", "user", "group",
@@ -68,7 +68,7 @@ public struct Manifest: Sendable, Equatable {
     public init(
         file: String = "", target: String, description: String? = nil, actions: [ActionSpec],
         interfaceFile: String? = nil, launch: Launch,
-        mode: Registry.Mode = .exclusive, instances: Int = 1, start: Start = .onDemand, priority: Int = 0,
+        mode: TargetMode = .exclusive, instances: Int = 1, start: Start = .onDemand, priority: Int = 0,
         idleExitSeconds: Int = 0, restart: RestartPolicy = .onFailure,
         restartBackoffMs: Int = Manifest.defaultRestartBackoffMs, restartLimit: Int = Manifest.defaultRestartLimit,
         startTimeoutSeconds: Double = Manifest.defaultStartTimeoutSeconds, user: String? = nil, group: String? = nil
@@ -229,7 +229,7 @@ public struct Manifest: Sendable, Equatable {
         }
 
         // mode, instances
-        let mode = try reader.choice("mode", Registry.Mode.self, ["exclusive", "pool"]) ?? .exclusive
+        let mode = try reader.choice("mode", TargetMode.self, TargetMode.allCases.map(\.rawValue)) ?? .exclusive
         var instances = 1
         if let value = members["instances"] {
             guard let number = value.intValue, number > 0 else {

@@ -2,7 +2,7 @@ import Foundation
 import MediatorProtocol
 import Testing
 
-@testable import MediatorDaemon
+@testable import MediatorConfiguration
 
 #if canImport(Glibc)
 import Glibc
@@ -333,7 +333,8 @@ struct ManifestInterfaceTests {
             #"{"target": "Gone", "exec": ["/bin/true"], "interface": "Gone.mediator.json"}"#, to: dir + "/gone.json")
         ManifestScratchFolder.write(
             #"{"target": "Dir", "exec": ["/bin/true"], "interface": "\#(shared)"}"#, to: dir + "/dir.json")
-        let (manifests, problems) = ManifestLoader(directories: [dir]).load()
+        let (manifests, skipped) = ManifestLoader(directories: [dir]).load()
+        let problems = skipped.map(\.problem)
         #expect(manifests.map(\.target) == ["Notes"])
         #expect(manifests.first?.actions == [ActionSpec(name: "add")])
         #expect(manifests.first?.interfaceFile == dir + "/../interfaces/Notes.mediator.json")
@@ -392,7 +393,8 @@ struct ManifestLoaderTests {
         ManifestScratchFolder.write("not json at all", to: dir + "/.hidden.json")
         _ = temp.folder("components.d/folder.json")
 
-        let (manifests, problems) = ManifestLoader(directories: [dir]).load()
+        let (manifests, skipped) = ManifestLoader(directories: [dir]).load()
+        let problems = skipped.map(\.problem)
         #expect(manifests.map(\.target) == ["Alpha", "Echo"])
         #expect(manifests.map(\.file) == [dir + "/alpha.json", dir + "/echo.json"])
         #expect(problems.count == 3)
@@ -408,7 +410,8 @@ struct ManifestLoaderTests {
         for (name, target) in [("zeta", "Z"), ("alpha", "A"), ("Beta", "B"), ("10-first", "F")] {
             ManifestScratchFolder.write(exec(target), to: "\(dir)/\(name).json")
         }
-        let (manifests, problems) = ManifestLoader(directories: [dir + "/"]).load()
+        let (manifests, skipped) = ManifestLoader(directories: [dir + "/"]).load()
+        let problems = skipped.map(\.problem)
         #expect(problems.isEmpty)
         #expect(manifests.map(\.target) == ["F", "B", "A", "Z"])
         #expect(manifests.first?.file == dir + "/10-first.json")
@@ -427,7 +430,8 @@ struct ManifestLoaderTests {
         ManifestScratchFolder.write(exec("Hidden"), to: lib + "/shadowed-by-bad.json")
         ManifestScratchFolder.write(#"{"target": "X"}"#, to: etc + "/shadowed-by-bad.json")
 
-        let (manifests, problems) = ManifestLoader(directories: [etc, lib]).load()
+        let (manifests, skipped) = ManifestLoader(directories: [etc, lib]).load()
+        let problems = skipped.map(\.problem)
         #expect(manifests.map(\.target) == ["Notes", "Tasks"])
         #expect(manifests.first?.launch == .exec(arguments: ["/usr/local/bin/notes"], environment: [:], workingDirectory: nil))
         #expect(manifests.first?.file == etc + "/notes.json")
@@ -448,7 +452,8 @@ struct ManifestLoaderTests {
         // A link to a good file is read like the file.
         try FileManager.default.createSymbolicLink(atPath: etc + "/linked.json", withDestinationPath: lib + "/tasks.json")
 
-        let (manifests, problems) = ManifestLoader(directories: [etc, lib]).load()
+        let (manifests, skipped) = ManifestLoader(directories: [etc, lib]).load()
+        let problems = skipped.map(\.problem)
         #expect(manifests.map(\.target) == ["Tasks"])
         #expect(manifests.map(\.file) == [etc + "/linked.json"])
         #expect(problems.count == 2)
@@ -468,7 +473,8 @@ struct ManifestLoaderTests {
         ManifestScratchFolder.write(exec("Notes", "/third"), to: lib + "/c.json")
         ManifestScratchFolder.write(exec("Other"), to: lib + "/d.json")
 
-        let (manifests, problems) = ManifestLoader(directories: [etc, lib]).load()
+        let (manifests, skipped) = ManifestLoader(directories: [etc, lib]).load()
+        let problems = skipped.map(\.problem)
         #expect(manifests.map(\.file) == [etc + "/a.json", lib + "/d.json"])
         let reason = #"target "Notes" is already declared by \#(etc)/a.json"#
         #expect(
@@ -482,7 +488,8 @@ struct ManifestLoaderTests {
         let temp = ManifestScratchFolder()
         let lib = temp.folder("lib")
         ManifestScratchFolder.write(exec("Notes"), to: lib + "/notes.json")
-        let (manifests, problems) = ManifestLoader(directories: [temp.path + "/etc", lib, temp.path + "/nope/deeper"]).load()
+        let (manifests, skipped) = ManifestLoader(directories: [temp.path + "/etc", lib, temp.path + "/nope/deeper"]).load()
+        let problems = skipped.map(\.problem)
         #expect(manifests.map(\.target) == ["Notes"])
         #expect(problems.isEmpty)
 
@@ -492,10 +499,29 @@ struct ManifestLoaderTests {
         #expect(empty.isEmpty && stillNoProblems.isEmpty)
     }
 
+    @Test func aSkippedFileKeepsTheTargetItDeclaresWhenThatCanBeRead() {
+        let temp = ManifestScratchFolder()
+        let dir = temp.folder("d")
+        ManifestScratchFolder.write(exec("Alpha"), to: dir + "/a.json")
+        ManifestScratchFolder.write(exec("Alpha"), to: dir + "/b-again.json")
+        ManifestScratchFolder.write(#"{"target": "Kv2", "actions": ["a"], "exec": "/bin/true"}"#, to: dir + "/kv2.json")
+        ManifestScratchFolder.write(#"{"target": "not a name", "actions": ["a"], "exec": ["/bin/true"]}"#, to: dir + "/m.json")
+        ManifestScratchFolder.write(#"{"target": "mediator", "actions": ["a"], "exec": ["/bin/true"]}"#, to: dir + "/n.json")
+        ManifestScratchFolder.write(#"{"target": "Kv3""#, to: dir + "/o.json")
+        symlink(dir + "/nowhere", dir + "/p.json")
+        let (manifests, skipped) = ManifestLoader(directories: [dir]).load()
+        #expect(manifests.map(\.target) == ["Alpha"])
+        // The folder walk's problems (the broken link) come first.
+        #expect(skipped.map(\.problem.file) == ["p", "b-again", "kv2", "m", "n", "o"].map { dir + "/\($0).json" })
+        #expect(skipped.map(\.target) == [nil, "Alpha", "Kv2", nil, nil, nil])
+        #expect(skipped.dropFirst(2).first?.problem.member == "exec")
+    }
+
     @Test func aFileWhereAFolderShouldBeIsAProblem() {
         let temp = ManifestScratchFolder()
         let path = ManifestScratchFolder.write("{}", to: temp.path + "/components.d")
-        let (manifests, problems) = ManifestLoader(directories: [path]).load()
+        let (manifests, skipped) = ManifestLoader(directories: [path]).load()
+        let problems = skipped.map(\.problem)
         #expect(manifests.isEmpty)
         #expect(problems == [ManifestProblem(file: path, reason: "is not a folder")])
     }
@@ -505,7 +531,8 @@ struct ManifestLoaderTests {
         let dir = temp.folder("d")
         let padding = String(repeating: " ", count: ManifestLoader.maxFileBytes)
         ManifestScratchFolder.write(exec("Big") + padding, to: dir + "/big.json")
-        let (manifests, problems) = ManifestLoader(directories: [dir]).load()
+        let (manifests, skipped) = ManifestLoader(directories: [dir]).load()
+        let problems = skipped.map(\.problem)
         #expect(manifests.isEmpty)
         #expect(problems == [ManifestProblem(file: dir + "/big.json", reason: "is larger than 1048576 bytes")])
     }

@@ -3,13 +3,13 @@ import MediatorProtocol
 // Reading a policy file's JSON form.
 extension Policy {
     /// The members of a policy file, a rule, a match and an allow.
-    public static let fileMembers = ["rules", "description"]
-    public static let ruleMembers = ["match", "allow", "description"]
-    public static let matchMembers = ["user", "group", "uid", "gid", "remote", "host"]
-    public static let allowMembers = ["register", "call", "subscribe", "publish", "monitor"]
+    static let fileMembers = ["rules", "description"]
+    static let ruleMembers = ["match", "allow", "description"]
+    static let matchMembers = ["user", "group", "uid", "gid", "remote", "host"]
+    static let allowMembers = ["register", "call", "subscribe", "publish", "monitor"]
 
     /// The largest uid or gid a rule may name; 4294967295 is `(uid_t)-1`, no one.
-    public static let maxID: Int64 = 4_294_967_294
+    static let maxID: Int64 = 4_294_967_294
 
     /// Reads one policy file's JSON. A structural problem (an unknown
     /// member, a wrong type, a pattern that is not one) is thrown and the
