@@ -8,39 +8,21 @@ import Glibc
 /// `mediator/monitor`: a connection that asks for it gets, as the event
 /// `mediator.monitor`, a record of every request, response and event the
 /// daemon routes and of every call it refuses itself (optionally filtered
-/// by target and event patterns), with both peers and the time. With no
-/// monitor attached, routing pays one emptiness check.
+/// by target and event patterns), with both peers and the time. Who
+/// watches what is ``Monitors``'s; here the records are written.
 extension Broker {
     /// The event name of monitor records.
     static let monitorRecordEvent = "mediator.monitor"
 
-    struct MonitorFilter {
-        var targets: [String]
-        var events: [String]
-
-        func wants(target: String) -> Bool {
-            targets.isEmpty || targets.contains { NameRules.eventPattern($0, matches: target) }
-        }
-
-        func wants(event: String) -> Bool {
-            events.isEmpty || events.contains { NameRules.eventPattern($0, matches: event) }
-        }
-    }
-
     func monitorAction(_ params: [String: JSONValue], _ connection: ConnectionID) -> Result<JSONValue, MediatorError> {
         guard let peer = peers[connection] else { return .failure(MediatorError(.internal, "unknown connection")) }
         if let denial = checkPolicy(.monitor, peer.credentials) { return .failure(denial) }
-        var filter = MonitorFilter(targets: [], events: [])
-        for (key, keyPath) in [("targets", \MonitorFilter.targets), ("events", \MonitorFilter.events)] {
-            guard let value = params[key] else { continue }
-            guard let items = value.arrayValue?.compactMap(\.stringValue), items.count == value.arrayValue?.count,
-                items.allSatisfy(NameRules.isValidEventPattern)
-            else {
-                return .failure(MediatorError(.badRequest, "\"\(key)\" must be an array of patterns (exact, prefix.* or *)"))
-            }
-            filter[keyPath: keyPath] = items
+        let filter: Monitors.Filter
+        switch Monitors.Filter.parse(params) {
+        case .success(let parsed): filter = parsed
+        case .failure(let error): return .failure(error)
         }
-        monitors[connection] = filter
+        monitors.attach(connection, filter)
         logger.info("monitor attached", metadata: ["connection": "\(connection)", "pid": "\(peer.credentials.pid)", "uid": "\(peer.credentials.uid)"])
         return .success(.object([:]))
     }
@@ -87,9 +69,7 @@ extension Broker {
         if let event { members["event"] = .string(event) }
         if let elapsed { members["elapsed_us"] = .int(elapsed.nanoseconds / 1000) }
         var line: ByteBuffer?
-        for (connection, filter) in monitors {
-            let wanted = target.map(filter.wants(target:)) ?? event.map(filter.wants(event:)) ?? true
-            guard wanted, connection != from, connection != to else { continue }
+        for connection in monitors.wanting(target: target, event: event, from: from, to: to) {
             if !quotas.nothingQueued, let uid = peers[connection]?.credentials.uid, skipsEvent(toward: uid) { continue }
             if line == nil {
                 var body = writer.allocator.buffer(capacity: message.readableBytes + 160)

@@ -72,7 +72,7 @@ public final class Broker {
     /// Who may do what; the default until policy files are loaded.
     var policy = Policy.defaultPolicy(daemonUID: UInt32(getuid()))
     /// Connections that monitor traffic, with what they want to see.
-    var monitors: [ConnectionID: MonitorFilter] = [:]
+    var monitors = Monitors()
     /// Each uid's connections and queued bytes, for the per-uid quotas.
     var quotas = QuotaLedger()
     /// Calls waiting for a component to start (and `start`s waiting for it
@@ -153,7 +153,7 @@ public final class Broker {
 
     public func disconnect(_ connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
         guard let peer = peers.removeValue(forKey: connection) else { return [] }
-        monitors[connection] = nil
+        monitors.detach(connection)
         carryOut(quotas.remove(connection, uid: peer.credentials.uid, queueLimit: configuration.maxQueuedBytesPerUID))
         for call in pending.calls(toCallee: connection) {
             finish(call.daemonID)
