@@ -364,7 +364,8 @@ struct ModelBuilder {
                 swiftName: swiftNames.unique(Naming.lowerCamel(jsonName)),
                 pythonName: pythonNames.unique(Naming.pythonEscaped(Naming.snake(jsonName))),
                 type: type, required: required.contains(jsonName),
-                description: schema["description"]?.stringValue))
+                description: schema["description"]?.stringValue,
+                defaultValue: schema["default"]))
         }
         return fields
     }

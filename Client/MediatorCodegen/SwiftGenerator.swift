@@ -13,6 +13,10 @@ import MediatorProtocol
 ///   explicitly (and whose absence fails decoding); an optional member is
 ///   `T?` left out when nil; a member both optional and nullable is `T?`
 ///   left out when nil (absent and null both read as nil).
+/// - A schema `default` that ``DefaultLiteral`` writes is the init
+///   parameter's default; an optional (not nullable) member with one is not
+///   optional in Swift: absent or null decodes as the default, and it is
+///   always encoded.
 /// - An action without a params schema, or whose params schema is not an
 ///   object with properties, has `typealias XParams = JSONValue`, and the
 ///   client's params argument defaults to `[:]`. Results likewise.

@@ -24,8 +24,9 @@ extension SwiftWriter {
             let parameters = decl.fields.map { field in
                 let label = Naming.swiftEscaped(field.swiftName)
                 let local = parameterName(field)
+                let initial = model.defaultLiteral(of: field).map(Self.literal) ?? (field.required ? nil : "nil")
                 return (label == local ? label : "\(label) \(local)") + ": \(memberType(field))"
-                    + (field.required ? "" : " = nil")
+                    + (initial.map { " = " + $0 } ?? "")
             }
             out.line("public init(\(parameters.joined(separator: ", "))) {")
             out.indented { out in
@@ -50,12 +51,13 @@ extension SwiftWriter {
                     let base = baseType(field.type)
                     let call: String
                     switch presence(field) {
-                    case .optional: call = "decodeIfPresent(\(base).self"
+                    case .optional, .defaulted: call = "decodeIfPresent(\(base).self"
                     // Required but nullable: the member must be there, null or not.
                     case .requiredNullable: call = "decode(Optional<\(base)>.self"
                     case .required: call = "decode(\(base).self"
                     }
-                    out.line(assignment(field, of: decl, "try container.\(call), forKey: .\(codingKey(field)))"))
+                    out.line(assignment(
+                        field, of: decl, "try container.\(call), forKey: .\(codingKey(field)))" + fallback(field)))
                 }
             }
             out.line("}")
@@ -65,8 +67,8 @@ extension SwiftWriter {
                 out.line("var container = encoder.container(keyedBy: CodingKeys.self)")
                 for field in decl.fields {
                     let name = Naming.swiftEscaped(field.swiftName)
-                    // Required members are always written: a nil nullable one as null.
-                    let call = field.required ? "encode" : "encodeIfPresent"
+                    // Required members are always written (a nil nullable one as null), and so are defaulted ones.
+                    let call = isAlwaysWritten(field) ? "encode" : "encodeIfPresent"
                     out.line("try container.\(call)(self.\(name), forKey: .\(codingKey(field)))")
                 }
             }
@@ -86,8 +88,10 @@ extension SwiftWriter {
             out.line("\(members) = try JSONConversion.members(jsonValue, of: \(Self.stringLiteral(decl.name)))")
             for field in decl.fields {
                 // The JSONConversion helpers are named as the cases.
+                let helper = presence(field) == .defaulted ? Presence.optional : presence(field)
                 out.line(assignment(
-                    field, of: decl, "try JSONConversion.\(presence(field))(members, \(Self.stringLiteral(field.jsonName)))"))
+                    field, of: decl,
+                    "try JSONConversion.\(helper)(members, \(Self.stringLiteral(field.jsonName)))" + fallback(field)))
             }
         }
         out.line("}")
@@ -139,7 +143,7 @@ extension SwiftWriter {
     /// (the Codable form's `encodeIfPresent`).
     func writeMember(_ field: Field, into out: inout SourceWriter, _ lines: (String) -> [String]) {
         let name = Naming.swiftEscaped(field.swiftName)
-        if field.required {
+        if isAlwaysWritten(field) {
             lines("self.\(name)").forEach { out.line($0) }
             return
         }
@@ -193,19 +197,46 @@ extension SwiftWriter {
         field.swiftName == "self" ? "selfValue" : Naming.swiftEscaped(field.swiftName)
     }
 
-    /// How a member must appear in the JSON (the decisions at the top of this file).
+    /// How a member must appear in the JSON (the decisions at the top of this
+    /// file). `defaulted`: optional, with a default the member takes when absent.
     enum Presence: String {
-        case required, requiredNullable, optional
+        case required, requiredNullable, optional, defaulted
     }
 
     func presence(_ field: Field) -> Presence {
-        if !field.required { return .optional }
+        if !field.required { return model.defaultLiteral(of: field) == nil ? .optional : .defaulted }
         return model.resolved(field.type).nullable ? .requiredNullable : .required
+    }
+
+    /// Written even when it holds its default: a defaulted member is never nil.
+    func isAlwaysWritten(_ field: Field) -> Bool {
+        field.required || presence(field) == .defaulted
+    }
+
+    /// ` ?? default` after the decoding of a defaulted member.
+    func fallback(_ field: Field) -> String {
+        guard presence(field) == .defaulted, let literal = model.defaultLiteral(of: field) else { return "" }
+        return " ?? " + Self.literal(literal)
     }
 
     func memberType(_ field: Field) -> String {
         let base = baseType(field.type)
-        return field.required && !model.resolved(field.type).nullable ? base : base + "?"
+        switch presence(field) {
+        case .required, .defaulted: return base
+        case .requiredNullable, .optional: return base + "?"
+        }
+    }
+
+    /// The Swift literal of a default (the member's type gives enum cases theirs).
+    static func literal(_ value: DefaultLiteral) -> String {
+        switch value {
+        case .string(let text): stringLiteral(text)
+        case .integer(let number): String(number)
+        case .number(let number): number.jsonText
+        case .boolean(let flag): flag ? "true" : "false"
+        case .enumCase(_, let item): "." + Naming.swiftEscaped(item.swiftName)
+        case .array(let items): "[" + items.map(literal).joined(separator: ", ") + "]"
+        }
     }
 
     func codingKey(_ field: Field) -> String {

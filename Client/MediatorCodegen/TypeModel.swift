@@ -30,6 +30,9 @@ struct Field: Sendable {
     /// Listed in the parent's `required`: absence is an error.
     var required: Bool
     var description: String?
+    /// The schema's `default`, as written; ``InterfaceModel/defaultLiteral(of:)``
+    /// says whether the generators can write it.
+    var defaultValue: JSONValue? = nil
 }
 
 struct StructDecl: Sendable {

@@ -14,9 +14,9 @@ struct InterfaceChecker {
         "type", "properties", "required", "items", "enum", "additionalProperties", "description", "$defs", "$ref",
         "title", "const", "default",
     ] + numberBoundKeywords + countBoundKeywords
-    /// Bounds the daemon checks and generated types do not express (issue
-    /// 24, point 14). `anyOf`/`oneOf` stay out of interface files: no
-    /// generated type expresses them yet.
+    /// Bounds the daemon checks and generated types check too (issue 24,
+    /// point 14). `anyOf`/`oneOf` stay out of interface files: no generated
+    /// type expresses them yet.
     static let numberBoundKeywords = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
     static let countBoundKeywords = ["minLength", "maxLength", "minItems", "maxItems"]
     static let typeNames = ["null", "boolean", "integer", "number", "string", "array", "object"]
@@ -288,6 +288,10 @@ struct InterfaceChecker {
             }
         }
 
+        if let value = members["default"] {
+            checkDefault(value, of: members, path: path, definitions: definitions)
+        }
+
         if let declared = members["$defs"] {
             if let entries = declared.objectValue {
                 for name in sortedKeys(entries) {
@@ -333,6 +337,22 @@ struct InterfaceChecker {
                     "a schema with \"$ref\" has no other keywords but \"description\" and \"$defs\"; found "
                         + others.map(MemberPath.quoted).joined(separator: ", "))
             }
+        }
+    }
+
+    /// A `default` must be a value of its own schema: generated types take
+    /// it for an absent member and send it. Checked by the daemon's own
+    /// checker, with the root's `$defs` for the schema's `$ref`s.
+    private mutating func checkDefault(
+        _ value: JSONValue, of members: [String: JSONValue], path: String, definitions: [String: JSONValue]
+    ) {
+        var schema = members
+        schema["default"] = nil
+        if !definitions.isEmpty { schema["$defs"] = .object(definitions) }
+        // A schema the daemon refuses is reported where it is wrong (or by ActionSpec last).
+        guard let compiled = try? Schema(json: .object(schema)) else { return }
+        if let error = compiled.validate(value, path: "default") {
+            report(path + ".default", "is not a value of its own schema: " + error.message)
         }
     }
 

@@ -214,6 +214,18 @@ private let badCases: [BadInterfaceCase] = [
             #"f.json: actions[0].params: a schema must be an object, got "object""#,
             "f.json: actions[0].result.oneOf: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title, const, default, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, minItems, maxItems",
         ]),
+    BadInterfaceCase(
+        name: "a default that its own schema refuses",
+        json: params(#"""
+            {"type": "object", "properties": {"limit": {"type": "integer", "maximum": 100, "default": 1000},
+             "name": {"type": "string", "minLength": 2, "default": "ok"}, "kind": {"$ref": "#/$defs/Kind"},
+             "kinds": {"type": "array", "items": {"$ref": "#/$defs/Kind"}, "default": ["a", "c"]}},
+             "$defs": {"Kind": {"type": "string", "enum": ["a", "b"], "default": "b"}}}
+            """#),
+        problems: [
+            "f.json: actions[0].params.properties.kinds.default: is not a value of its own schema: default[1]: expected one of [\"a\",\"b\"]",
+            "f.json: actions[0].params.properties.limit.default: is not a value of its own schema: default: expected at most 100, got 1000",
+        ]),
 ]
 
 @Suite("Interface files: check")

@@ -7,6 +7,7 @@ import shapes
 import keywords
 import streams
 import recursive
+import bounds
 
 # Client: params in wire form, results typed.
 client = mediator.Client([{"id": 7}, {"notes": [{"id": 1, "text": "a"}]}])
@@ -66,5 +67,15 @@ assert cell.to_json() == {"value": 1, "next": {"value": 2}}, cell.to_json()
 assert recursive.ListCell.from_json(cell.to_json()) == cell
 ping = recursive.Ping(label="a", pong=recursive.Pong(ping=recursive.Ping(label="b")))
 assert recursive.Ping.from_json(ping.to_json()) == ping
+
+# Schema defaults: the fields' defaults, and what an absent or null member reads as.
+search = bounds.SearchParams(query="q", version=2)
+assert (search.limit, search.ratio, search.exact, search.order, search.fields, search.page) == \
+    (10, 0.5, False, bounds.SearchParamsOrder.DESC, ["title"], 0), search
+assert search.label is None and search.filter is None
+assert bounds.SearchParams(query="q", version=2).fields is not search.fields  # a new list each time
+read = bounds.SearchParams.from_json({"query": "q", "version": 2, "page": 1, "ratio": None})
+assert read == bounds.SearchParams(query="q", version=2, page=1), read
+assert read.to_json()["order"] == "desc"
 
 print("ok")
