@@ -196,7 +196,9 @@ struct ModelBuilder {
         }
         currentRootKeys = Set(rootSchema?["$defs"]?.objectValue.map { Array($0.keys) } ?? [])
         try declare(schema, as: typeName, path: path, refChain: [])
-        if case .alias(let alias)? = declarations.last, alias.name == typeName, alias.target == TypeRef(.any) {
+        if case .alias(let alias)? = declarations.last, alias.name == typeName, alias.target.shape == .any,
+            !alias.target.nullable
+        {
             return true
         }
         return false
@@ -351,8 +353,9 @@ struct ModelBuilder {
     {
         let properties = members["properties"]?.objectValue ?? [:]
         let required = Set(members["required"]?.arrayValue?.compactMap(\.stringValue) ?? [])
-        // `jsonValue`: the JSONValueConvertible property every struct has.
-        var swiftNames = NameAllocator(reserved: ["jsonValue"])
+        // `jsonValue`, `validate`: JSONValueConvertible's members every struct
+        // has; `checkOwnBounds`: the method of a struct with bounded members.
+        var swiftNames = NameAllocator(reserved: ["jsonValue", "validate", "checkOwnBounds"])
         var pythonNames = NameAllocator(reserved: ["self", "to_json", "from_json"])
         var fields: [Field] = []
         for jsonName in properties.keys.sorted() {
@@ -379,6 +382,7 @@ struct ModelBuilder {
         }
         let (shape, nullable) = try classify(members, path: path)
         let title = members["title"]?.stringValue.map(Naming.upperCamel)
+        let bounds = ValueBounds(members)
         switch shape {
         case .object:
             let name = typeNames.unique(title ?? suggestedName)
@@ -386,17 +390,19 @@ struct ModelBuilder {
             let slot = append(.structure(StructDecl(name: name, description: description, fields: [])))
             let fields = try buildFields(members, owner: name, path: path)
             declarations[slot] = .structure(StructDecl(name: name, description: description, fields: fields))
-            return TypeRef(.named(name), nullable: nullable)
+            return TypeRef(.named(name), nullable: nullable, bounds: bounds)
         case .enumeration(let values):
             let name = typeNames.unique(title ?? suggestedName)
             append(.enumeration(Self.enumDecl(name: name, description: members["description"]?.stringValue, values: values)))
-            return TypeRef(.named(name), nullable: nullable)
+            return TypeRef(.named(name), nullable: nullable, bounds: bounds)
         case .plain(.array):
-            guard let items = members["items"] else { return TypeRef(.array(TypeRef(.any)), nullable: nullable) }
+            guard let items = members["items"] else {
+                return TypeRef(.array(TypeRef(.any)), nullable: nullable, bounds: bounds)
+            }
             let item = try typeOf(items, suggestedName: suggestedName + "Item", path: path + ".items")
-            return TypeRef(.array(item), nullable: nullable)
+            return TypeRef(.array(item), nullable: nullable, bounds: bounds)
         case .plain(let plain):
-            return TypeRef(plain, nullable: nullable)
+            return TypeRef(plain, nullable: nullable, bounds: bounds)
         }
     }
 

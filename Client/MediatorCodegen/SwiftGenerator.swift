@@ -43,11 +43,13 @@ struct SwiftWriter {
     let fileName: String
     /// The members stored out of line, as `Indirect` (a type that leads back to itself).
     let indirectMembers: Set<RecursiveMembers.Member>
+    let boundChecks: BoundChecks
 
     init(model: InterfaceModel, fileName: String) {
         self.model = model
         self.fileName = fileName
         indirectMembers = RecursiveMembers.find(in: model)
+        boundChecks = BoundChecks(model: model)
     }
 
     var names: InterfaceModel.TypeNames { model.typeNames }

@@ -14,10 +14,14 @@ struct TypeRef: Hashable, Sendable {
     var shape: Shape
     /// JSON `null` is allowed (a type list with `"null"`).
     var nullable: Bool
+    /// What the schema bounds a value of this type to (an array's item
+    /// bounds are its item type's).
+    var bounds: ValueBounds?
 
-    init(_ shape: Shape, nullable: Bool = false) {
+    init(_ shape: Shape, nullable: Bool = false, bounds: ValueBounds? = nil) {
         self.shape = shape
         self.nullable = nullable
+        self.bounds = bounds
     }
 }
 
@@ -138,7 +142,10 @@ struct InterfaceModel: Sendable {
         while case .named(let name) = current.shape, case .alias(let alias)? = declaration(named: name),
             seen.insert(name).inserted
         {
-            current = TypeRef(alias.target.shape, nullable: current.nullable || alias.target.nullable)
+            // A `$ref` has no bounds of its own (interface check): the alias's are the ones.
+            current = TypeRef(
+                alias.target.shape, nullable: current.nullable || alias.target.nullable,
+                bounds: current.bounds ?? alias.target.bounds)
         }
         return current
     }

@@ -6,7 +6,9 @@ import MediatorClient
 import MediatorProtocol
 
 public struct Hit: Codable, Sendable, Equatable, JSONValueConvertible {
+    /// Bounds: >= 0, <= 1 (checked by `validate()` and when decoded).
     public var score: Double
+    /// Bounds: at least 1 characters (checked by `validate()` and when decoded).
     public var title: String
 
     public init(score: Double, title: String) {
@@ -23,6 +25,7 @@ public struct Hit: Codable, Sendable, Equatable, JSONValueConvertible {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.score = try container.decode(Double.self, forKey: .score)
         self.title = try container.decode(String.self, forKey: .title)
+        try checkOwnBounds()
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -35,6 +38,7 @@ public struct Hit: Codable, Sendable, Equatable, JSONValueConvertible {
         let members = try JSONConversion.members(jsonValue, of: "Hit")
         self.score = try JSONConversion.required(members, "score")
         self.title = try JSONConversion.required(members, "title")
+        try checkOwnBounds()
     }
 
     public var jsonValue: JSONValue {
@@ -53,21 +57,36 @@ public struct Hit: Codable, Sendable, Equatable, JSONValueConvertible {
         self.title.encodeJSON(into: &output)
         output.append(UInt8(ascii: "}"))
     }
+
+    public func validate() throws(JSONConversionError) {
+        try checkOwnBounds()
+    }
+
+    private func checkOwnBounds() throws(JSONConversionError) {
+        try JSONConversion.checkNumber(self.score.jsonValue, minimum: 0, maximum: 1, at: ["score"])
+        try JSONConversion.checkLength(self.title, minLength: 1, at: ["title"])
+    }
 }
 
 public struct SearchParams: Codable, Sendable, Equatable, JSONValueConvertible {
     public var exact: Bool
+    /// Bounds: at least 1 items, at most 4 items; each: at most 16 characters (checked by `validate()` and when decoded).
     public var fields: [String]
     /// An object: its default is left out
     public var filter: SearchParamsFilter?
     /// Nullable: its default is left out
     public var label: String?
+    /// Bounds: >= 1, <= 100 (checked by `validate()` and when decoded).
     public var limit: Int
     public var order: SearchParamsOrder
+    /// Bounds: >= 0 (checked by `validate()` and when decoded).
     public var page: Int
     /// What to look for
+    /// Bounds: at least 1 characters, at most 64 characters (checked by `validate()` and when decoded).
     public var query: String
+    /// Bounds: > 0, < 1 (checked by `validate()` and when decoded).
     public var ratio: Double
+    /// Bounds: always 2 (checked by `validate()` and when decoded).
     public var version: Int
 
     public init(exact: Bool = false, fields: [String] = ["title"], filter: SearchParamsFilter? = nil, label: String? = nil, limit: Int = 10, order: SearchParamsOrder = .desc, page: Int = 0, query: String, ratio: Double = 0.5, version: Int) {
@@ -108,6 +127,7 @@ public struct SearchParams: Codable, Sendable, Equatable, JSONValueConvertible {
         self.query = try container.decode(String.self, forKey: .query)
         self.ratio = try container.decodeIfPresent(Double.self, forKey: .ratio) ?? 0.5
         self.version = try container.decode(Int.self, forKey: .version)
+        try checkOwnBounds()
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -136,6 +156,7 @@ public struct SearchParams: Codable, Sendable, Equatable, JSONValueConvertible {
         self.query = try JSONConversion.required(members, "query")
         self.ratio = try JSONConversion.optional(members, "ratio") ?? 0.5
         self.version = try JSONConversion.required(members, "version")
+        try checkOwnBounds()
     }
 
     public var jsonValue: JSONValue {
@@ -181,6 +202,22 @@ public struct SearchParams: Codable, Sendable, Equatable, JSONValueConvertible {
         members.next("\"version\":", into: &output)
         self.version.encodeJSON(into: &output)
         output.append(UInt8(ascii: "}"))
+    }
+
+    public func validate() throws(JSONConversionError) {
+        try checkOwnBounds()
+    }
+
+    private func checkOwnBounds() throws(JSONConversionError) {
+        try JSONConversion.checkItems(self.fields.count, minItems: 1, maxItems: 4, at: ["fields"])
+        for (index0, item0) in self.fields.enumerated() {
+            try JSONConversion.checkLength(item0, maxLength: 16, at: ["fields", String(index0)])
+        }
+        try JSONConversion.checkNumber(self.limit.jsonValue, minimum: 1, maximum: 100, at: ["limit"])
+        try JSONConversion.checkNumber(self.page.jsonValue, minimum: 0, at: ["page"])
+        try JSONConversion.checkLength(self.query, minLength: 1, maxLength: 64, at: ["query"])
+        try JSONConversion.checkNumber(self.ratio.jsonValue, exclusiveMinimum: 0, exclusiveMaximum: 1, at: ["ratio"])
+        try JSONConversion.checkConst(self.version, 2, at: ["version"])
     }
 }
 
@@ -245,7 +282,9 @@ public enum SearchParamsOrder: String, Codable, Sendable, Equatable, CaseIterabl
 }
 
 public struct SearchResult: Codable, Sendable, Equatable, JSONValueConvertible {
+    /// Bounds: at most 100 items (checked by `validate()` and when decoded).
     public var hits: [Hit]
+    /// Bounds: >= 0 (checked by `validate()` and when decoded).
     public var total: Int?
 
     public init(hits: [Hit], total: Int? = nil) {
@@ -262,6 +301,7 @@ public struct SearchResult: Codable, Sendable, Equatable, JSONValueConvertible {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.hits = try container.decode([Hit].self, forKey: .hits)
         self.total = try container.decodeIfPresent(Int.self, forKey: .total)
+        try checkOwnBounds()
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -274,6 +314,7 @@ public struct SearchResult: Codable, Sendable, Equatable, JSONValueConvertible {
         let members = try JSONConversion.members(jsonValue, of: "SearchResult")
         self.hits = try JSONConversion.required(members, "hits")
         self.total = try JSONConversion.optional(members, "total")
+        try checkOwnBounds()
     }
 
     public var jsonValue: JSONValue {
@@ -293,6 +334,18 @@ public struct SearchResult: Codable, Sendable, Equatable, JSONValueConvertible {
             value.encodeJSON(into: &output)
         }
         output.append(UInt8(ascii: "}"))
+    }
+
+    public func validate() throws(JSONConversionError) {
+        try checkOwnBounds()
+        try JSONConversion.validate(self.hits, at: ["hits"])
+    }
+
+    private func checkOwnBounds() throws(JSONConversionError) {
+        try JSONConversion.checkItems(self.hits.count, maxItems: 100, at: ["hits"])
+        if let value0 = self.total {
+            try JSONConversion.checkNumber(value0.jsonValue, minimum: 0, at: ["total"])
+        }
     }
 }
 
