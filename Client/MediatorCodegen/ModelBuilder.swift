@@ -338,7 +338,7 @@ struct ModelBuilder {
     }
 
     private static func enumDecl(name: String, description: String?, values: [String]) -> EnumDecl {
-        var swiftNames = NameAllocator(reserved: ["init", "rawValue", "allCases", "hashValue", "jsonValue"])
+        var swiftNames = NameAllocator(reserved: ["init", "rawValue", "allCases", "hashValue", "jsonValue", "validate"])
         var pythonNames = NameAllocator()
         let cases = values.map { value in
             EnumDecl.Case(

@@ -43,9 +43,17 @@ extension SwiftGenerator {
     }
 }
 
-private struct PythonWriter {
+/// Writes one interface; the bounds checks in PythonWriter+Bounds.swift.
+struct PythonWriter {
     let model: InterfaceModel
     let fileName: String
+    let boundChecks: BoundChecks
+
+    init(model: InterfaceModel, fileName: String) {
+        self.model = model
+        self.fileName = fileName
+        boundChecks = BoundChecks(model: model)
+    }
 
     var names: InterfaceModel.TypeNames { model.typeNames }
 
@@ -64,6 +72,7 @@ private struct PythonWriter {
         out.line()
         out.line("# The interface as given (without what `describe` adds); serve() registers these specs exactly.")
         out.line("INTERFACE: typing.Dict[str, typing.Any] = " + Self.literal(model.embedded, level: 0))
+        writeBoundHelpers(into: &out)
         // Enums first: a field's default may name one of their members.
         for case .enumeration(let decl) in model.declarations {
             out.line()
@@ -193,9 +202,13 @@ private struct PythonWriter {
             let ordered = decl.fields.filter { !hasDefault($0) } + decl.fields.filter(hasDefault)
             for field in ordered {
                 out.comment(field.description, prefix: "#")
+                if let bounds = BoundChecks.summary(of: field.type, in: model) {
+                    out.line("# Bounds: \(bounds) (checked when built or read).")
+                }
                 out.line("\(field.pythonName): \(fieldAnnotation(field))" + fieldDefault(field))
             }
             if !ordered.isEmpty { out.line() }
+            writePostInit(decl, into: &out)
             out.line("def to_json(self) -> typing.Dict[str, typing.Any]:")
             out.indented { out in
                 out.line("result: typing.Dict[str, typing.Any] = {}")

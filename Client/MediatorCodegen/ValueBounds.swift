@@ -47,9 +47,12 @@ struct ValueBounds: Hashable, Sendable {
         return kept.isEmpty ? nil : kept
     }
 
-    /// `keyword: value, ...` for the present ones of `keywords`, in that order.
-    static func arguments<Value>(_ bounds: [String: Value], _ keywords: [String], _ text: (Value) -> String) -> String {
-        keywords.compactMap { keyword in bounds[keyword].map { "\(keyword): \(text($0))" } }.joined(separator: ", ")
+    /// `keyword: value, ...` (Swift) or `keyword=value, ...` (Python) for
+    /// the present ones of `keywords`, in that order.
+    static func arguments<Value>(
+        _ bounds: [String: Value], _ keywords: [String], _ text: (Value) -> String, separator: String = ": "
+    ) -> String {
+        keywords.compactMap { keyword in bounds[keyword].map { keyword + separator + text($0) } }.joined(separator: ", ")
     }
 
     /// For doc comments: `>= 1, <= 100`, `at most 64 characters`, `always 2`.

@@ -10,21 +10,26 @@ public struct Hit: Codable, Sendable, Equatable, JSONValueConvertible {
     public var score: Double
     /// Bounds: at least 1 characters (checked by `validate()` and when decoded).
     public var title: String
+    /// Named as the method of a struct with bounds: gets a suffix
+    public var validate2: Bool?
 
-    public init(score: Double, title: String) {
+    public init(score: Double, title: String, validate2: Bool? = nil) {
         self.score = score
         self.title = title
+        self.validate2 = validate2
     }
 
     private enum CodingKeys: String, CodingKey {
         case score = "score"
         case title = "title"
+        case validate2 = "validate"
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.score = try container.decode(Double.self, forKey: .score)
         self.title = try container.decode(String.self, forKey: .title)
+        self.validate2 = try container.decodeIfPresent(Bool.self, forKey: .validate2)
         try checkOwnBounds()
     }
 
@@ -32,12 +37,14 @@ public struct Hit: Codable, Sendable, Equatable, JSONValueConvertible {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.score, forKey: .score)
         try container.encode(self.title, forKey: .title)
+        try container.encodeIfPresent(self.validate2, forKey: .validate2)
     }
 
     public init(jsonValue: JSONValue) throws(JSONConversionError) {
         let members = try JSONConversion.members(jsonValue, of: "Hit")
         self.score = try JSONConversion.required(members, "score")
         self.title = try JSONConversion.required(members, "title")
+        self.validate2 = try JSONConversion.optional(members, "validate")
         try checkOwnBounds()
     }
 
@@ -45,6 +52,7 @@ public struct Hit: Codable, Sendable, Equatable, JSONValueConvertible {
         var members: [String: JSONValue] = [:]
         members["score"] = self.score.jsonValue
         members["title"] = self.title.jsonValue
+        if let value = self.validate2 { members["validate"] = value.jsonValue }
         return .object(members)
     }
 
@@ -55,6 +63,10 @@ public struct Hit: Codable, Sendable, Equatable, JSONValueConvertible {
         self.score.encodeJSON(into: &output)
         members.next("\"title\":", into: &output)
         self.title.encodeJSON(into: &output)
+        if let value = self.validate2 {
+            members.next("\"validate\":", into: &output)
+            value.encodeJSON(into: &output)
+        }
         output.append(UInt8(ascii: "}"))
     }
 
@@ -497,6 +509,10 @@ public enum BoundsInterface {
                   "title": {
                     "minLength": 1,
                     "type": "string"
+                  },
+                  "validate": {
+                    "description": "Named as the method of a struct with bounds: gets a suffix",
+                    "type": "boolean"
                   }
                 },
                 "required": [

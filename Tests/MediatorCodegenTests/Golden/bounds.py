@@ -109,6 +109,10 @@ INTERFACE: typing.Dict[str, typing.Any] = {
                                 "minLength": 1,
                                 "type": "string",
                             },
+                            "validate": {
+                                "description": "Named as the method of a struct with bounds: gets a suffix",
+                                "type": "boolean",
+                            },
                         },
                         "required": [
                             "title",
@@ -142,6 +146,53 @@ INTERFACE: typing.Dict[str, typing.Any] = {
 }
 
 
+def _out_of_bounds(path: typing.Tuple[typing.Any, ...], expected: str, found: typing.Any) -> mediator.MediatorError:
+    # A value out of its schema's bounds: what the daemon answers for it.
+    where = ".".join(str(part) for part in path)
+    return mediator.MediatorError("invalid_params", "%s: expected %s, found %s" % (where, expected, found))
+
+
+def _check_number(value: typing.Any, path: typing.Tuple[typing.Any, ...], minimum: typing.Any = None,
+                  exclusiveMinimum: typing.Any = None, maximum: typing.Any = None,
+                  exclusiveMaximum: typing.Any = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if minimum is not None and value < minimum:
+        raise _out_of_bounds(path, "at least %r" % minimum, value)
+    if exclusiveMinimum is not None and value <= exclusiveMinimum:
+        raise _out_of_bounds(path, "more than %r" % exclusiveMinimum, value)
+    if maximum is not None and value > maximum:
+        raise _out_of_bounds(path, "at most %r" % maximum, value)
+    if exclusiveMaximum is not None and value >= exclusiveMaximum:
+        raise _out_of_bounds(path, "less than %r" % exclusiveMaximum, value)
+
+
+def _check_count(count: int, path: typing.Tuple[typing.Any, ...], least: typing.Optional[int],
+                 most: typing.Optional[int], noun: str) -> None:
+    if least is not None and count < least:
+        raise _out_of_bounds(path, "at least %d %s" % (least, noun), count)
+    if most is not None and count > most:
+        raise _out_of_bounds(path, "at most %d %s" % (most, noun), count)
+
+
+def _check_length(value: typing.Any, path: typing.Tuple[typing.Any, ...], minLength: typing.Optional[int] = None,
+                  maxLength: typing.Optional[int] = None) -> None:
+    if isinstance(value, str):
+        _check_count(len(value), path, minLength, maxLength, "characters")
+
+
+def _check_items(value: typing.Any, path: typing.Tuple[typing.Any, ...], minItems: typing.Optional[int] = None,
+                 maxItems: typing.Optional[int] = None) -> None:
+    if isinstance(value, list):
+        _check_count(len(value), path, minItems, maxItems, "items")
+
+
+def _check_const(value: typing.Any, constant: typing.Any, path: typing.Tuple[typing.Any, ...]) -> None:
+    # Numbers by value (1 == 1.0), but a boolean is no number.
+    if value != constant or isinstance(value, bool) != isinstance(constant, bool):
+        raise _out_of_bounds(path, repr(constant), repr(value))
+
+
 class SearchParamsOrder(str, enum.Enum):
     ASC = "asc"
     DESC = "desc"
@@ -149,13 +200,23 @@ class SearchParamsOrder(str, enum.Enum):
 
 @dataclasses.dataclass
 class Hit:
+    # Bounds: >= 0, <= 1 (checked when built or read).
     score: float
+    # Bounds: at least 1 characters (checked when built or read).
     title: str
+    # Named as the method of a struct with bounds: gets a suffix
+    validate: typing.Optional[bool] = None
+
+    def __post_init__(self) -> None:
+        _check_number(self.score, ("score",), minimum=0, maximum=1)
+        _check_length(self.title, ("title",), minLength=1)
 
     def to_json(self) -> typing.Dict[str, typing.Any]:
         result: typing.Dict[str, typing.Any] = {}
         result["score"] = self.score
         result["title"] = self.title
+        if self.validate is not None:
+            result["validate"] = self.validate
         return result
 
     @classmethod
@@ -163,24 +224,45 @@ class Hit:
         return cls(
             score=value["score"],
             title=value["title"],
+            validate=value.get("validate"),
         )
 
 
 @dataclasses.dataclass
 class SearchParams:
     # What to look for
+    # Bounds: at least 1 characters, at most 64 characters (checked when built or read).
     query: str
+    # Bounds: always 2 (checked when built or read).
     version: int
     exact: bool = False
+    # Bounds: at least 1 items, at most 4 items; each: at most 16 characters (checked when built or read).
     fields: typing.List[str] = dataclasses.field(default_factory=lambda: ["title"])
     # An object: its default is left out
     filter: typing.Optional[SearchParamsFilter] = None
     # Nullable: its default is left out
     label: typing.Optional[str] = None
+    # Bounds: >= 1, <= 100 (checked when built or read).
     limit: int = 10
     order: SearchParamsOrder = SearchParamsOrder.DESC
+    # Bounds: >= 0 (checked when built or read).
     page: int = 0
+    # Bounds: > 0, < 1 (checked when built or read).
     ratio: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.fields is not None:
+            _check_items(self.fields, ("fields",), minItems=1, maxItems=4)
+            for i0, v0 in enumerate(self.fields):
+                _check_length(v0, ("fields", i0), maxLength=16)
+        if self.limit is not None:
+            _check_number(self.limit, ("limit",), minimum=1, maximum=100)
+        if self.page is not None:
+            _check_number(self.page, ("page",), minimum=0)
+        _check_length(self.query, ("query",), minLength=1, maxLength=64)
+        if self.ratio is not None:
+            _check_number(self.ratio, ("ratio",), exclusiveMinimum=0, exclusiveMaximum=1)
+        _check_const(self.version, 2, ("version",))
 
     def to_json(self) -> typing.Dict[str, typing.Any]:
         result: typing.Dict[str, typing.Any] = {}
@@ -239,8 +321,15 @@ class SearchParamsFilter:
 
 @dataclasses.dataclass
 class SearchResult:
+    # Bounds: at most 100 items (checked when built or read).
     hits: typing.List[Hit]
+    # Bounds: >= 0 (checked when built or read).
     total: typing.Optional[int] = None
+
+    def __post_init__(self) -> None:
+        _check_items(self.hits, ("hits",), maxItems=100)
+        if self.total is not None:
+            _check_number(self.total, ("total",), minimum=0)
 
     def to_json(self) -> typing.Dict[str, typing.Any]:
         result: typing.Dict[str, typing.Any] = {}

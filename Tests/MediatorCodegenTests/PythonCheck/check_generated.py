@@ -78,4 +78,15 @@ read = bounds.SearchParams.from_json({"query": "q", "version": 2, "page": 1, "ra
 assert read == bounds.SearchParams(query="q", version=2, page=1), read
 assert read.to_json()["order"] == "desc"
 
+# Bounds and const: checked when a dataclass is built, so by from_json too.
+for build in (lambda: bounds.SearchParams(query="", version=2),
+              lambda: bounds.SearchParams(query="q", version=3),
+              lambda: bounds.SearchResult.from_json({"hits": [{"title": "t", "score": 2}]})):
+    try:
+        build()
+    except mediator.MediatorError as error:
+        assert error.args[0] == "invalid_params", error.args
+    else:
+        raise AssertionError("out of bounds, yet built")
+
 print("ok")
