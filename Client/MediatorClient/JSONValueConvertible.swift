@@ -71,7 +71,8 @@ public struct JSONConversionError: Error, Sendable, Equatable, CustomStringConve
         return error
     }
 
-    static func sample(_ value: JSONValue) -> String {
+    /// A short sample of a value for `found` (at most 48 bytes of its JSON, then `...`).
+    public static func sample(_ value: JSONValue) -> String {
         let text = value.jsonText
         return text.utf8.count <= 48 ? text : String(text.prefix(48)) + "..."
     }

@@ -4,7 +4,7 @@
 /// to do when any struct it reaches does. Found once per interface,
 /// backwards from the bounded structs, in time linear in the members.
 struct BoundChecks {
-    /// Structs with a bounded member.
+    /// Structs with a bounded member (and unions with a bounded alternative).
     let checkingOwn: Set<String>
     /// Structs that reach (through members and items) a struct of `checkingOwn`, those included.
     let validating: Set<String>
@@ -12,11 +12,18 @@ struct BoundChecks {
     init(model: InterfaceModel) {
         var own: Set<String> = []
         var referrers: [String: [String]] = [:]
-        for case .structure(let decl) in model.declarations {
-            for field in decl.fields {
-                if Self.isBounded(field.type, in: model) { own.insert(decl.name) }
-                if let target = Self.structReached(field.type, in: model) {
-                    referrers[target, default: []].append(decl.name)
+        // A union counts as a struct whose members are its alternatives.
+        for declaration in model.declarations {
+            let types: [TypeRef]
+            switch declaration {
+            case .structure(let decl): types = decl.fields.map(\.type)
+            case .union(let decl): types = decl.alternatives.compactMap(\.type)
+            case .enumeration, .alias: continue
+            }
+            for type in types {
+                if Self.isBounded(type, in: model) { own.insert(declaration.name) }
+                if let target = Self.structReached(type, in: model) {
+                    referrers[target, default: []].append(declaration.name)
                 }
             }
         }
@@ -44,13 +51,15 @@ struct BoundChecks {
         return false
     }
 
-    /// The struct that `type` is, or holds as items.
+    /// The struct (or union) that `type` is, or holds as items.
     static func structReached(_ type: TypeRef, in model: InterfaceModel) -> String? {
         switch model.resolved(type).shape {
         case .array(let item): return structReached(item, in: model)
         case .named(let name):
-            if case .structure? = model.declaration(named: name) { return name }
-            return nil
+            switch model.declaration(named: name) {
+            case .structure?, .union?: return name
+            default: return nil
+            }
         default: return nil
         }
     }

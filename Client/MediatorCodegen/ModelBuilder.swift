@@ -135,9 +135,11 @@ struct ModelBuilder {
 
         var embedded: [String: JSONValue] = ["target": .string(target), "actions": .array(embeddedActions)]
         if let description { embedded["description"] = .string(description) }
-        return InterfaceModel(
+        let model = InterfaceModel(
             target: target, description: description, embedded: .object(embedded), actions: actions,
             declarations: AliasCycles.broken(declarations), typeNames: names)
+        try UnionNesting.check(model)
+        return model
     }
 
     /// Names no generated type may take: Swift's and the library's types the
@@ -238,6 +240,47 @@ struct ModelBuilder {
             // Arrays need their items read: the same path as a member's type.
             let target = try typeOf(schema, suggestedName: name, path: path)
             append(.alias(AliasDecl(name: name, description: description, target: target)))
+        case .union(let rule, let list):
+            try declareUnion(name, description: description, rule: rule, list: list, path: path)
+        }
+    }
+
+    /// Declares the union `name`; its alternatives' own types (an object, an
+    /// enum) are named after it: `ValueOption2`, unless titled.
+    private mutating func declareUnion(
+        _ name: String, description: String?, rule: UnionDecl.Rule, list: [JSONValue], path: String
+    ) throws(CodegenError) {
+        let slot = append(.union(UnionDecl(name: name, description: description, rule: rule, alternatives: [])))
+        var caseNames = NameAllocator(reserved: ["init", "jsonValue", "validate"])
+        var alternatives: [UnionDecl.Alternative] = []
+        for (index, schema) in list.enumerated() {
+            let place = "\(path).\(rule.rawValue)[\(index)]"
+            let type: TypeRef?
+            if Self.allowsOnlyNull(schema) {
+                type = nil
+            } else {
+                type = try typeOf(schema, suggestedName: name + "Option\(index + 1)", path: place)
+            }
+            alternatives.append(UnionDecl.Alternative(swiftName: caseNames.unique(Self.caseStem(type)), type: type))
+        }
+        declarations[slot] = .union(UnionDecl(name: name, description: description, rule: rule, alternatives: alternatives))
+    }
+
+    private static func allowsOnlyNull(_ schema: JSONValue) -> Bool {
+        schema["type"] == .string("null") || schema["type"] == .array([.string("null")])
+    }
+
+    /// A case's name, from its type: `string`, `point` (struct `Point`), `null`.
+    private static func caseStem(_ type: TypeRef?) -> String {
+        guard let type else { return "null" }
+        switch type.shape {
+        case .string: return "string"
+        case .integer: return "integer"
+        case .number: return "number"
+        case .boolean: return "boolean"
+        case .any: return "value"
+        case .array: return "array"
+        case .named(let name): return Naming.lowerCamel(name)
         }
     }
 
@@ -248,7 +291,7 @@ struct ModelBuilder {
         switch declarations[slot] {
         case .structure(var decl): decl.name = bodyName; declarations[slot] = .structure(decl)
         case .enumeration(var decl): decl.name = bodyName; declarations[slot] = .enumeration(decl)
-        case .alias: return
+        case .alias, .union: return
         }
         append(.alias(AliasDecl(name: name, description: description, target: TypeRef(.named(bodyName), nullable: true))))
     }
@@ -265,6 +308,8 @@ struct ModelBuilder {
         case object
         case enumeration([String])
         case plain(TypeRef.Shape)
+        /// `anyOf`/`oneOf` (alone in its schema but for annotations: interface check).
+        case union(UnionDecl.Rule, [JSONValue])
     }
 
     private static func schemaObject(_ schema: JSONValue, path: String) throws(CodegenError) -> [String: JSONValue] {
@@ -277,6 +322,9 @@ struct ModelBuilder {
     /// What a (non-`$ref`) schema is: an object with properties, a string
     /// enum, or a plain type (items still to read for arrays).
     private func classify(_ members: [String: JSONValue], path: String) throws(CodegenError) -> (Classified, Bool) {
+        for rule in [UnionDecl.Rule.anyOf, .oneOf] {
+            if let list = members[rule.rawValue]?.arrayValue { return (.union(rule, list), false) }
+        }
         var types: [String] = []
         if let type = members["type"] {
             switch type {
@@ -403,6 +451,10 @@ struct ModelBuilder {
             return TypeRef(.array(item), nullable: nullable, bounds: bounds)
         case .plain(let plain):
             return TypeRef(plain, nullable: nullable, bounds: bounds)
+        case .union(let rule, let list):
+            let name = typeNames.unique(title ?? suggestedName)
+            try declareUnion(name, description: members["description"]?.stringValue, rule: rule, list: list, path: path)
+            return TypeRef(.named(name))
         }
     }
 

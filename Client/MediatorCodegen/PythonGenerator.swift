@@ -64,7 +64,13 @@ struct PythonWriter {
         out.line("from __future__ import annotations")
         out.line()
         out.line("import dataclasses")
-        let hasEnums = model.declarations.contains { if case .enumeration = $0 { true } else { false } }
+        // `_to_json` of unions tells enums apart too.
+        let hasEnums = model.declarations.contains {
+            switch $0 {
+            case .enumeration, .union: true
+            case .structure, .alias: false
+            }
+        }
         if hasEnums { out.line("import enum") }
         out.line("import typing")
         out.line()
@@ -84,16 +90,22 @@ struct PythonWriter {
             out.line()
             writeClass(decl, into: &out)
         }
-        // Aliases last: what they name is defined by then.
+        // Aliases last: what they name is defined by then (unions first: an alias may name one).
         let aliases = model.declarations.compactMap { if case .alias(let decl) = $0 { decl } else { nil } }
-        if !aliases.isEmpty {
+        let unions = model.declarations.compactMap { if case .union(let decl) = $0 { decl } else { nil } }
+        if !aliases.isEmpty || !unions.isEmpty {
             out.line()
             out.line()
+            for union in unions {
+                out.comment(union.description, prefix: "#")
+                out.line("\(union.name) = \(unionAnnotation(union))")
+            }
             for alias in aliases {
                 out.comment(alias.description, prefix: "#")
                 out.line("\(alias.name) = \(annotation(alias.target))")
             }
         }
+        writeUnionReaders(unions, into: &out)
         out.line()
         out.line()
         writeClient(into: &out)
@@ -160,10 +172,10 @@ struct PythonWriter {
             let element = decode(item, variable, depth: depth + 1)
             inner = element == variable ? expr : "[\(element) for \(variable) in \(expr)]"
         case .named(let name):
-            if case .enumeration? = model.declaration(named: name) {
-                inner = "\(name)(\(expr))"
-            } else {
-                inner = "\(name).from_json(\(expr))"
+            switch model.declaration(named: name) {
+            case .enumeration?: inner = "\(name)(\(expr))"
+            case .union?: inner = "_read_\(name)(\(expr))"
+            default: inner = "\(name).from_json(\(expr))"
             }
         default:
             inner = expr
@@ -181,10 +193,10 @@ struct PythonWriter {
             let element = encode(item, variable, depth: depth + 1)
             inner = element == variable ? expr : "[\(element) for \(variable) in \(expr)]"
         case .named(let name):
-            if case .enumeration? = model.declaration(named: name) {
-                inner = "\(expr).value"
-            } else {
-                inner = "\(expr).to_json()"
+            switch model.declaration(named: name) {
+            case .enumeration?: inner = "\(expr).value"
+            case .union?: inner = "_to_json(\(expr))"
+            default: inner = "\(expr).to_json()"
             }
         default:
             inner = expr

@@ -66,6 +66,7 @@ struct SwiftWriter {
             switch declaration {
             case .structure(let decl): writeStruct(decl, into: &out)
             case .enumeration(let decl): writeEnum(decl, into: &out)
+            case .union(let decl): writeUnion(decl, into: &out)
             case .alias(let decl):
                 out.comment(decl.description, prefix: "///")
                 out.line("public typealias \(decl.name) = \(type(decl.target))")

@@ -66,16 +66,39 @@ struct AliasDecl: Sendable {
     var target: TypeRef
 }
 
+/// A schema with `anyOf` or `oneOf`: one case per alternative.
+struct UnionDecl: Sendable {
+    enum Rule: String, Sendable {
+        /// The first alternative that reads the value is the case.
+        case anyOf
+        /// Exactly one alternative must read the value.
+        case oneOf
+    }
+
+    struct Alternative: Sendable {
+        var swiftName: String
+        /// nil for an alternative that only allows `null` (a case without a value).
+        var type: TypeRef?
+    }
+
+    var name: String
+    var description: String?
+    var rule: Rule
+    var alternatives: [Alternative]
+}
+
 enum Declaration: Sendable {
     case structure(StructDecl)
     case enumeration(EnumDecl)
     case alias(AliasDecl)
+    case union(UnionDecl)
 
     var name: String {
         switch self {
         case .structure(let decl): decl.name
         case .enumeration(let decl): decl.name
         case .alias(let decl): decl.name
+        case .union(let decl): decl.name
         }
     }
 }

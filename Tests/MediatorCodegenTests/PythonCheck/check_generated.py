@@ -8,6 +8,7 @@ import keywords
 import streams
 import recursive
 import bounds
+import alternatives
 
 # Client: params in wire form, results typed.
 client = mediator.Client([{"id": 7}, {"notes": [{"id": 1, "text": "a"}]}])
@@ -88,5 +89,16 @@ for build in (lambda: bounds.SearchParams(query="", version=2),
         assert error.args[0] == "invalid_params", error.args
     else:
         raise AssertionError("out of bounds, yet built")
+
+# anyOf/oneOf: a Union, read by trying each alternative.
+pick = alternatives.SetParams.from_json({"key": "k", "value": 3, "shape": {"side": 1}, "tags": ["a", ["b"]]})
+assert pick == alternatives.SetParams(key="k", value=3, shape=alternatives.Square(side=1), tags=["a", ["b"]]), pick
+assert pick.to_json() == {"key": "k", "value": 3, "shape": {"side": 1}, "tags": ["a", ["b"]]}, pick.to_json()
+try:
+    alternatives.SetParams.from_json({"key": "k", "value": 3, "shape": {"side": 1, "radius": 1}})
+except mediator.MediatorError as error:
+    assert error.args[0] == "invalid_params", error.args
+else:
+    raise AssertionError("two alternatives of a oneOf read it, yet it was read")
 
 print("ok")
