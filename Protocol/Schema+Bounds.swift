@@ -110,7 +110,7 @@ extension Schema {
 
     /// The order of two JSON numbers by value, exactly (an Int64 and a
     /// Double compare without rounding either); nil unless both are numbers.
-    static func compareNumbers(_ lhs: JSONValue, _ rhs: JSONValue) -> Int? {
+    public static func compareNumbers(_ lhs: JSONValue, _ rhs: JSONValue) -> Int? {
         switch (lhs, rhs) {
         case (.int(let a), .int(let b)): return a < b ? -1 : a == b ? 0 : 1
         case (.double(let a), .double(let b)): return a < b ? -1 : a == b ? 0 : 1

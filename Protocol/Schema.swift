@@ -196,7 +196,7 @@ public struct Schema: Sendable, Hashable {
     }
 
     /// JSON equality where numbers compare by value, so that `1` matches `1.0`.
-    static func sameValue(_ lhs: JSONValue, _ rhs: JSONValue) -> Bool {
+    public static func sameValue(_ lhs: JSONValue, _ rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.int(let a), .int(let b)): return a == b
         case (.double(let a), .double(let b)): return a == b

@@ -24,6 +24,12 @@ public protocol JSONValueConvertible: Codable, Sendable {
     /// calls send params and results this way. Generated types write their
     /// members directly; the default goes through ``jsonValue``.
     func encodeJSON(into output: inout [UInt8])
+    /// Checks the bounds the interface's schema puts on the value
+    /// (`minimum`, `maxLength`, `minItems`, `const`, ...), nested values
+    /// included: the typed calls check params so before sending them.
+    /// Generated types whose schema has bounds implement it (and check their
+    /// own members as they decode); the default checks nothing.
+    func validate() throws(JSONConversionError)
 }
 
 extension JSONValueConvertible {
@@ -31,6 +37,9 @@ extension JSONValueConvertible {
     public func encodeJSON(into output: inout [UInt8]) {
         jsonValue.encode(into: &output)
     }
+
+    @inlinable
+    public func validate() throws(JSONConversionError) {}
 }
 
 /// A value that does not have the shape its Swift type needs; `path` says
@@ -62,7 +71,8 @@ public struct JSONConversionError: Error, Sendable, Equatable, CustomStringConve
         return error
     }
 
-    static func sample(_ value: JSONValue) -> String {
+    /// A short sample of a value for `found` (at most 48 bytes of its JSON, then `...`).
+    public static func sample(_ value: JSONValue) -> String {
         let text = value.jsonText
         return text.utf8.count <= 48 ? text : String(text.prefix(48)) + "..."
     }
@@ -221,6 +231,13 @@ extension Array: JSONValueConvertible where Element: JSONValueConvertible {
 
     public var jsonValue: JSONValue { .array(map(\.jsonValue)) }
 
+    /// Each element's bounds.
+    public func validate() throws(JSONConversionError) {
+        for (index, item) in enumerated() {
+            try JSONConversion.validate(item, at: [String(index)])
+        }
+    }
+
     @inlinable
     public func encodeJSON(into output: inout [UInt8]) {
         output.append(UInt8(ascii: "["))
@@ -243,6 +260,10 @@ extension Optional: JSONValueConvertible where Wrapped: JSONValueConvertible {
     }
 
     public var jsonValue: JSONValue { self?.jsonValue ?? .null }
+
+    public func validate() throws(JSONConversionError) {
+        try self?.validate()
+    }
 
     @inlinable
     public func encodeJSON(into output: inout [UInt8]) {

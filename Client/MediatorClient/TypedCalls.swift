@@ -141,12 +141,15 @@ extension MediatorClient {
     /// A typed call whose params and result convert to and from
     /// ``JSONValue`` directly (``JSONValueConvertible``, as generated
     /// interface types do): no trip through Foundation's JSON coders.
-    /// Errors as the `Codable` form. Inlinable: specialized in the
+    /// Params out of their schema's bounds (``JSONValueConvertible/validate()``)
+    /// are refused with `invalid_params`, nothing sent. Errors otherwise as
+    /// the `Codable` form. Inlinable: specialized in the
     /// caller's module, the conversions are direct calls.
     @inlinable
     public func call<Params: JSONValueConvertible, Result: JSONValueConvertible>(
         _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
     ) async throws(MediatorError) -> Result {
+        let params = try JSONConversion.validatedParams(params)
         let value = try await call(target, action, writingParams: { params.encodeJSON(into: &$0) }, timeout: timeout)
         return try JSONBridge.result(Result.self, converting: value)
     }
@@ -156,7 +159,7 @@ extension MediatorClient {
     public func send<Params: JSONValueConvertible>(
         _ target: String, _ action: String, _ params: Params
     ) async throws(MediatorError) {
-        try await send(target, action, params: JSONBridge.objectParams(params.jsonValue))
+        try await send(target, action, params: JSONBridge.objectParams(JSONConversion.validatedParams(params).jsonValue))
     }
 
     /// A call with several responses, each converted as `Result`
@@ -167,7 +170,7 @@ extension MediatorClient {
         AsyncThrowingStream { continuation in
             let task = Task {
                 do {
-                    let json = try JSONBridge.objectParams(params.jsonValue)
+                    let json = try JSONBridge.objectParams(JSONConversion.validatedParams(params).jsonValue)
                     for try await value in stream(target, action, params: json, timeout: timeout) {
                         continuation.yield(try JSONBridge.result(Result.self, converting: value))
                     }

@@ -24,7 +24,7 @@ enum AliasCycles {
         let component = RecursiveMembers.components(aliases.map { named($0.target) })
         func rewritten(_ ref: TypeRef, in owner: Int) -> TypeRef {
             switch ref.shape {
-            case .array(let item): return TypeRef(.array(rewritten(item, in: owner)), nullable: ref.nullable)
+            case .array(let item): return TypeRef(.array(rewritten(item, in: owner)), nullable: ref.nullable, bounds: ref.bounds)
             case .named(let name):
                 guard let target = number[name], component[target] == component[owner] else { return ref }
                 return TypeRef(.any, nullable: ref.nullable)

@@ -135,9 +135,11 @@ struct ModelBuilder {
 
         var embedded: [String: JSONValue] = ["target": .string(target), "actions": .array(embeddedActions)]
         if let description { embedded["description"] = .string(description) }
-        return InterfaceModel(
+        let model = InterfaceModel(
             target: target, description: description, embedded: .object(embedded), actions: actions,
             declarations: AliasCycles.broken(declarations), typeNames: names)
+        try UnionNesting.check(model)
+        return model
     }
 
     /// Names no generated type may take: Swift's and the library's types the
@@ -196,7 +198,9 @@ struct ModelBuilder {
         }
         currentRootKeys = Set(rootSchema?["$defs"]?.objectValue.map { Array($0.keys) } ?? [])
         try declare(schema, as: typeName, path: path, refChain: [])
-        if case .alias(let alias)? = declarations.last, alias.name == typeName, alias.target == TypeRef(.any) {
+        if case .alias(let alias)? = declarations.last, alias.name == typeName, alias.target.shape == .any,
+            !alias.target.nullable
+        {
             return true
         }
         return false
@@ -236,6 +240,47 @@ struct ModelBuilder {
             // Arrays need their items read: the same path as a member's type.
             let target = try typeOf(schema, suggestedName: name, path: path)
             append(.alias(AliasDecl(name: name, description: description, target: target)))
+        case .union(let rule, let list):
+            try declareUnion(name, description: description, rule: rule, list: list, path: path)
+        }
+    }
+
+    /// Declares the union `name`; its alternatives' own types (an object, an
+    /// enum) are named after it: `ValueOption2`, unless titled.
+    private mutating func declareUnion(
+        _ name: String, description: String?, rule: UnionDecl.Rule, list: [JSONValue], path: String
+    ) throws(CodegenError) {
+        let slot = append(.union(UnionDecl(name: name, description: description, rule: rule, alternatives: [])))
+        var caseNames = NameAllocator(reserved: ["init", "jsonValue", "validate"])
+        var alternatives: [UnionDecl.Alternative] = []
+        for (index, schema) in list.enumerated() {
+            let place = "\(path).\(rule.rawValue)[\(index)]"
+            let type: TypeRef?
+            if Self.allowsOnlyNull(schema) {
+                type = nil
+            } else {
+                type = try typeOf(schema, suggestedName: name + "Option\(index + 1)", path: place)
+            }
+            alternatives.append(UnionDecl.Alternative(swiftName: caseNames.unique(Self.caseStem(type)), type: type))
+        }
+        declarations[slot] = .union(UnionDecl(name: name, description: description, rule: rule, alternatives: alternatives))
+    }
+
+    private static func allowsOnlyNull(_ schema: JSONValue) -> Bool {
+        schema["type"] == .string("null") || schema["type"] == .array([.string("null")])
+    }
+
+    /// A case's name, from its type: `string`, `point` (struct `Point`), `null`.
+    private static func caseStem(_ type: TypeRef?) -> String {
+        guard let type else { return "null" }
+        switch type.shape {
+        case .string: return "string"
+        case .integer: return "integer"
+        case .number: return "number"
+        case .boolean: return "boolean"
+        case .any: return "value"
+        case .array: return "array"
+        case .named(let name): return Naming.lowerCamel(name)
         }
     }
 
@@ -246,7 +291,7 @@ struct ModelBuilder {
         switch declarations[slot] {
         case .structure(var decl): decl.name = bodyName; declarations[slot] = .structure(decl)
         case .enumeration(var decl): decl.name = bodyName; declarations[slot] = .enumeration(decl)
-        case .alias: return
+        case .alias, .union: return
         }
         append(.alias(AliasDecl(name: name, description: description, target: TypeRef(.named(bodyName), nullable: true))))
     }
@@ -263,6 +308,8 @@ struct ModelBuilder {
         case object
         case enumeration([String])
         case plain(TypeRef.Shape)
+        /// `anyOf`/`oneOf` (alone in its schema but for annotations: interface check).
+        case union(UnionDecl.Rule, [JSONValue])
     }
 
     private static func schemaObject(_ schema: JSONValue, path: String) throws(CodegenError) -> [String: JSONValue] {
@@ -275,6 +322,9 @@ struct ModelBuilder {
     /// What a (non-`$ref`) schema is: an object with properties, a string
     /// enum, or a plain type (items still to read for arrays).
     private func classify(_ members: [String: JSONValue], path: String) throws(CodegenError) -> (Classified, Bool) {
+        for rule in [UnionDecl.Rule.anyOf, .oneOf] {
+            if let list = members[rule.rawValue]?.arrayValue { return (.union(rule, list), false) }
+        }
         var types: [String] = []
         if let type = members["type"] {
             switch type {
@@ -336,7 +386,7 @@ struct ModelBuilder {
     }
 
     private static func enumDecl(name: String, description: String?, values: [String]) -> EnumDecl {
-        var swiftNames = NameAllocator(reserved: ["init", "rawValue", "allCases", "hashValue", "jsonValue"])
+        var swiftNames = NameAllocator(reserved: ["init", "rawValue", "allCases", "hashValue", "jsonValue", "validate"])
         var pythonNames = NameAllocator()
         let cases = values.map { value in
             EnumDecl.Case(
@@ -351,8 +401,9 @@ struct ModelBuilder {
     {
         let properties = members["properties"]?.objectValue ?? [:]
         let required = Set(members["required"]?.arrayValue?.compactMap(\.stringValue) ?? [])
-        // `jsonValue`: the JSONValueConvertible property every struct has.
-        var swiftNames = NameAllocator(reserved: ["jsonValue"])
+        // `jsonValue`, `validate`: JSONValueConvertible's members every struct
+        // has; `checkOwnBounds`: the method of a struct with bounded members.
+        var swiftNames = NameAllocator(reserved: ["jsonValue", "validate", "checkOwnBounds"])
         var pythonNames = NameAllocator(reserved: ["self", "to_json", "from_json"])
         var fields: [Field] = []
         for jsonName in properties.keys.sorted() {
@@ -364,7 +415,8 @@ struct ModelBuilder {
                 swiftName: swiftNames.unique(Naming.lowerCamel(jsonName)),
                 pythonName: pythonNames.unique(Naming.pythonEscaped(Naming.snake(jsonName))),
                 type: type, required: required.contains(jsonName),
-                description: schema["description"]?.stringValue))
+                description: schema["description"]?.stringValue,
+                defaultValue: schema["default"]))
         }
         return fields
     }
@@ -378,6 +430,7 @@ struct ModelBuilder {
         }
         let (shape, nullable) = try classify(members, path: path)
         let title = members["title"]?.stringValue.map(Naming.upperCamel)
+        let bounds = ValueBounds(members)
         switch shape {
         case .object:
             let name = typeNames.unique(title ?? suggestedName)
@@ -385,17 +438,23 @@ struct ModelBuilder {
             let slot = append(.structure(StructDecl(name: name, description: description, fields: [])))
             let fields = try buildFields(members, owner: name, path: path)
             declarations[slot] = .structure(StructDecl(name: name, description: description, fields: fields))
-            return TypeRef(.named(name), nullable: nullable)
+            return TypeRef(.named(name), nullable: nullable, bounds: bounds)
         case .enumeration(let values):
             let name = typeNames.unique(title ?? suggestedName)
             append(.enumeration(Self.enumDecl(name: name, description: members["description"]?.stringValue, values: values)))
-            return TypeRef(.named(name), nullable: nullable)
+            return TypeRef(.named(name), nullable: nullable, bounds: bounds)
         case .plain(.array):
-            guard let items = members["items"] else { return TypeRef(.array(TypeRef(.any)), nullable: nullable) }
+            guard let items = members["items"] else {
+                return TypeRef(.array(TypeRef(.any)), nullable: nullable, bounds: bounds)
+            }
             let item = try typeOf(items, suggestedName: suggestedName + "Item", path: path + ".items")
-            return TypeRef(.array(item), nullable: nullable)
+            return TypeRef(.array(item), nullable: nullable, bounds: bounds)
         case .plain(let plain):
-            return TypeRef(plain, nullable: nullable)
+            return TypeRef(plain, nullable: nullable, bounds: bounds)
+        case .union(let rule, let list):
+            let name = typeNames.unique(title ?? suggestedName)
+            try declareUnion(name, description: members["description"]?.stringValue, rule: rule, list: list, path: path)
+            return TypeRef(.named(name))
         }
     }
 

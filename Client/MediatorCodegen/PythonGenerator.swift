@@ -7,10 +7,14 @@ import MediatorProtocol
 /// Decisions the contract leaves open:
 /// - String enums are `class X(str, enum.Enum)` with UPPER_SNAKE members
 ///   (the wire value is `.value`; being `str`, they also compare to strings).
-/// - Dataclass fields: required ones first, then optional ones (`= None`),
-///   each group in JSON name order. A required nullable field has no
-///   default; `to_json` writes its None as null. Absent optionals are left
-///   out, and so is an optional nullable one that is None.
+/// - Dataclass fields: those without a default first, then the others
+///   (optional ones `= None`), each group in JSON name order. A required
+///   nullable field has no default; `to_json` writes its None as null.
+///   Absent optionals are left out, and so is an optional nullable one that
+///   is None.
+/// - A schema `default` that ``DefaultLiteral`` writes is the field's
+///   default (a list through `default_factory`); an optional member with one
+///   is not Optional, and `from_json` reads absent or null as the default.
 /// - An action without a params object schema takes `params=None` (sent as `{}`).
 /// - Streaming actions get `send_<action>_partial(ctx, partial)` on the service.
 public enum PythonGenerator {
@@ -39,9 +43,17 @@ extension SwiftGenerator {
     }
 }
 
-private struct PythonWriter {
+/// Writes one interface; the bounds checks in PythonWriter+Bounds.swift.
+struct PythonWriter {
     let model: InterfaceModel
     let fileName: String
+    let boundChecks: BoundChecks
+
+    init(model: InterfaceModel, fileName: String) {
+        self.model = model
+        self.fileName = fileName
+        boundChecks = BoundChecks(model: model)
+    }
 
     var names: InterfaceModel.TypeNames { model.typeNames }
 
@@ -52,7 +64,13 @@ private struct PythonWriter {
         out.line("from __future__ import annotations")
         out.line()
         out.line("import dataclasses")
-        let hasEnums = model.declarations.contains { if case .enumeration = $0 { true } else { false } }
+        // `_to_json` of unions tells enums apart too.
+        let hasEnums = model.declarations.contains {
+            switch $0 {
+            case .enumeration, .union: true
+            case .structure, .alias: false
+            }
+        }
         if hasEnums { out.line("import enum") }
         out.line("import typing")
         out.line()
@@ -60,30 +78,34 @@ private struct PythonWriter {
         out.line()
         out.line("# The interface as given (without what `describe` adds); serve() registers these specs exactly.")
         out.line("INTERFACE: typing.Dict[str, typing.Any] = " + Self.literal(model.embedded, level: 0))
-        for declaration in model.declarations {
-            switch declaration {
-            case .structure(let decl):
-                out.line()
-                out.line()
-                writeClass(decl, into: &out)
-            case .enumeration(let decl):
-                out.line()
-                out.line()
-                writeEnum(decl, into: &out)
-            case .alias:
-                break
-            }
+        writeBoundHelpers(into: &out)
+        // Enums first: a field's default may name one of their members.
+        for case .enumeration(let decl) in model.declarations {
+            out.line()
+            out.line()
+            writeEnum(decl, into: &out)
         }
-        // Aliases last: what they name is defined by then.
+        for case .structure(let decl) in model.declarations {
+            out.line()
+            out.line()
+            writeClass(decl, into: &out)
+        }
+        // Aliases last: what they name is defined by then (unions first: an alias may name one).
         let aliases = model.declarations.compactMap { if case .alias(let decl) = $0 { decl } else { nil } }
-        if !aliases.isEmpty {
+        let unions = model.declarations.compactMap { if case .union(let decl) = $0 { decl } else { nil } }
+        if !aliases.isEmpty || !unions.isEmpty {
             out.line()
             out.line()
+            for union in unions {
+                out.comment(union.description, prefix: "#")
+                out.line("\(union.name) = \(unionAnnotation(union))")
+            }
             for alias in aliases {
                 out.comment(alias.description, prefix: "#")
                 out.line("\(alias.name) = \(annotation(alias.target))")
             }
         }
+        writeUnionReaders(unions, into: &out)
         out.line()
         out.line()
         writeClient(into: &out)
@@ -114,8 +136,30 @@ private struct PythonWriter {
 
     func fieldAnnotation(_ field: Field) -> String {
         var type = model.resolved(field.type)
-        if !field.required { type.nullable = true }
+        if !field.required && model.defaultLiteral(of: field) == nil { type.nullable = true }
         return annotation(type)
+    }
+
+    /// ` = default` of a dataclass field: its literal, `None` for other optional members.
+    func fieldDefault(_ field: Field) -> String {
+        switch model.defaultLiteral(of: field) {
+        // A list default is shared by every instance unless a factory makes a new one.
+        case .array(let items)?: " = dataclasses.field(default_factory=lambda: \(Self.literal(.array(items))))"
+        case let literal?: " = " + Self.literal(literal)
+        case nil: field.required ? "" : " = None"
+        }
+    }
+
+    /// The Python literal of a default.
+    static func literal(_ value: DefaultLiteral) -> String {
+        switch value {
+        case .string(let text): stringLiteral(text)
+        case .integer(let number): String(number)
+        case .number(let number): number.jsonText
+        case .boolean(let flag): flag ? "True" : "False"
+        case .enumCase(let typeName, let item): typeName + "." + item.pythonName
+        case .array(let items): "[" + items.map(literal).joined(separator: ", ") + "]"
+        }
     }
 
     /// An expression that turns the JSON value `expr` into `type`.
@@ -128,10 +172,10 @@ private struct PythonWriter {
             let element = decode(item, variable, depth: depth + 1)
             inner = element == variable ? expr : "[\(element) for \(variable) in \(expr)]"
         case .named(let name):
-            if case .enumeration? = model.declaration(named: name) {
-                inner = "\(name)(\(expr))"
-            } else {
-                inner = "\(name).from_json(\(expr))"
+            switch model.declaration(named: name) {
+            case .enumeration?: inner = "\(name)(\(expr))"
+            case .union?: inner = "_read_\(name)(\(expr))"
+            default: inner = "\(name).from_json(\(expr))"
             }
         default:
             inner = expr
@@ -149,10 +193,10 @@ private struct PythonWriter {
             let element = encode(item, variable, depth: depth + 1)
             inner = element == variable ? expr : "[\(element) for \(variable) in \(expr)]"
         case .named(let name):
-            if case .enumeration? = model.declaration(named: name) {
-                inner = "\(expr).value"
-            } else {
-                inner = "\(expr).to_json()"
+            switch model.declaration(named: name) {
+            case .enumeration?: inner = "\(expr).value"
+            case .union?: inner = "_to_json(\(expr))"
+            default: inner = "\(expr).to_json()"
             }
         default:
             inner = expr
@@ -165,12 +209,18 @@ private struct PythonWriter {
         out.line("class \(decl.name):")
         out.indented { out in
             out.comment(decl.description, prefix: "#")
-            let ordered = decl.fields.filter(\.required) + decl.fields.filter { !$0.required }
+            // Fields with a default come after those without (a dataclass's rule).
+            let hasDefault = { (field: Field) in !field.required || model.defaultLiteral(of: field) != nil }
+            let ordered = decl.fields.filter { !hasDefault($0) } + decl.fields.filter(hasDefault)
             for field in ordered {
                 out.comment(field.description, prefix: "#")
-                out.line("\(field.pythonName): \(fieldAnnotation(field))" + (field.required ? "" : " = None"))
+                if let bounds = BoundChecks.summary(of: field.type, in: model) {
+                    out.line("# Bounds: \(bounds) (checked when built or read).")
+                }
+                out.line("\(field.pythonName): \(fieldAnnotation(field))" + fieldDefault(field))
             }
             if !ordered.isEmpty { out.line() }
+            writePostInit(decl, into: &out)
             out.line("def to_json(self) -> typing.Dict[str, typing.Any]:")
             out.indented { out in
                 out.line("result: typing.Dict[str, typing.Any] = {}")
@@ -201,8 +251,13 @@ private struct PythonWriter {
                     for field in decl.fields {
                         let key = Self.stringLiteral(field.jsonName)
                         var type = model.resolved(field.type)
-                        if !field.required { type.nullable = true }
                         let source = field.required ? "value[\(key)]" : "value.get(\(key))"
+                        if !field.required, let literal = model.defaultLiteral(of: field) {
+                            // Absent or null: the default, as Swift's decodeIfPresent reads both.
+                            out.line("\(field.pythonName)=(\(Self.literal(literal)) if \(source) is None else \(decode(type, source))),")
+                            continue
+                        }
+                        if !field.required { type.nullable = true }
                         out.line("\(field.pythonName)=\(decode(type, source)),")
                     }
                 }

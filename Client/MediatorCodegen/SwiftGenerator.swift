@@ -13,6 +13,10 @@ import MediatorProtocol
 ///   explicitly (and whose absence fails decoding); an optional member is
 ///   `T?` left out when nil; a member both optional and nullable is `T?`
 ///   left out when nil (absent and null both read as nil).
+/// - A schema `default` that ``DefaultLiteral`` writes is the init
+///   parameter's default; an optional (not nullable) member with one is not
+///   optional in Swift: absent or null decodes as the default, and it is
+///   always encoded.
 /// - An action without a params schema, or whose params schema is not an
 ///   object with properties, has `typealias XParams = JSONValue`, and the
 ///   client's params argument defaults to `[:]`. Results likewise.
@@ -39,11 +43,13 @@ struct SwiftWriter {
     let fileName: String
     /// The members stored out of line, as `Indirect` (a type that leads back to itself).
     let indirectMembers: Set<RecursiveMembers.Member>
+    let boundChecks: BoundChecks
 
     init(model: InterfaceModel, fileName: String) {
         self.model = model
         self.fileName = fileName
         indirectMembers = RecursiveMembers.find(in: model)
+        boundChecks = BoundChecks(model: model)
     }
 
     var names: InterfaceModel.TypeNames { model.typeNames }
@@ -60,6 +66,7 @@ struct SwiftWriter {
             switch declaration {
             case .structure(let decl): writeStruct(decl, into: &out)
             case .enumeration(let decl): writeEnum(decl, into: &out)
+            case .union(let decl): writeUnion(decl, into: &out)
             case .alias(let decl):
                 out.comment(decl.description, prefix: "///")
                 out.line("public typealias \(decl.name) = \(type(decl.target))")

@@ -18,14 +18,18 @@ extension SwiftWriter {
             }
             for field in decl.fields {
                 out.comment(field.description, prefix: "///")
+                if let bounds = BoundChecks.summary(of: field.type, in: model) {
+                    out.line("/// Bounds: \(bounds) (checked by `validate()` and when decoded).")
+                }
                 writeProperty(field, of: decl, into: &out)
             }
             out.line()
             let parameters = decl.fields.map { field in
                 let label = Naming.swiftEscaped(field.swiftName)
                 let local = parameterName(field)
+                let initial = model.defaultLiteral(of: field).map(Self.literal) ?? (field.required ? nil : "nil")
                 return (label == local ? label : "\(label) \(local)") + ": \(memberType(field))"
-                    + (field.required ? "" : " = nil")
+                    + (initial.map { " = " + $0 } ?? "")
             }
             out.line("public init(\(parameters.joined(separator: ", "))) {")
             out.indented { out in
@@ -50,13 +54,15 @@ extension SwiftWriter {
                     let base = baseType(field.type)
                     let call: String
                     switch presence(field) {
-                    case .optional: call = "decodeIfPresent(\(base).self"
+                    case .optional, .defaulted: call = "decodeIfPresent(\(base).self"
                     // Required but nullable: the member must be there, null or not.
                     case .requiredNullable: call = "decode(Optional<\(base)>.self"
                     case .required: call = "decode(\(base).self"
                     }
-                    out.line(assignment(field, of: decl, "try container.\(call), forKey: .\(codingKey(field)))"))
+                    out.line(assignment(
+                        field, of: decl, "try container.\(call), forKey: .\(codingKey(field)))" + fallback(field)))
                 }
+                if boundChecks.checkingOwn.contains(decl.name) { out.line("try checkOwnBounds()") }
             }
             out.line("}")
             out.line()
@@ -65,8 +71,8 @@ extension SwiftWriter {
                 out.line("var container = encoder.container(keyedBy: CodingKeys.self)")
                 for field in decl.fields {
                     let name = Naming.swiftEscaped(field.swiftName)
-                    // Required members are always written: a nil nullable one as null.
-                    let call = field.required ? "encode" : "encodeIfPresent"
+                    // Required members are always written (a nil nullable one as null), and so are defaulted ones.
+                    let call = isAlwaysWritten(field) ? "encode" : "encodeIfPresent"
                     out.line("try container.\(call)(self.\(name), forKey: .\(codingKey(field)))")
                 }
             }
@@ -86,9 +92,12 @@ extension SwiftWriter {
             out.line("\(members) = try JSONConversion.members(jsonValue, of: \(Self.stringLiteral(decl.name)))")
             for field in decl.fields {
                 // The JSONConversion helpers are named as the cases.
+                let helper = presence(field) == .defaulted ? Presence.optional : presence(field)
                 out.line(assignment(
-                    field, of: decl, "try JSONConversion.\(presence(field))(members, \(Self.stringLiteral(field.jsonName)))"))
+                    field, of: decl,
+                    "try JSONConversion.\(helper)(members, \(Self.stringLiteral(field.jsonName)))" + fallback(field)))
             }
+            if boundChecks.checkingOwn.contains(decl.name) { out.line("try checkOwnBounds()") }
         }
         out.line("}")
         out.line()
@@ -108,6 +117,105 @@ extension SwiftWriter {
         out.line("}")
         out.line()
         writeEncodeJSON(decl, into: &out)
+        writeValidation(decl, into: &out)
+    }
+
+    /// `validate()` (the members' bounds, and their structs') and
+    /// `checkOwnBounds()` (the members' bounds only: what decoding checks,
+    /// since a member's struct checked its own as it decoded).
+    func writeValidation(_ decl: StructDecl, into out: inout SourceWriter) {
+        guard boundChecks.validating.contains(decl.name) else { return }
+        let checksOwn = boundChecks.checkingOwn.contains(decl.name)
+        out.line()
+        out.line("public func validate() throws(JSONConversionError) {")
+        out.indented { out in
+            if checksOwn { out.line("try checkOwnBounds()") }
+            for field in decl.fields {
+                guard let target = BoundChecks.structReached(field.type, in: model),
+                    boundChecks.validating.contains(target)
+                else { continue }
+                let name = Naming.swiftEscaped(field.swiftName)
+                out.line("try JSONConversion.validate(self.\(name), at: [\(Self.stringLiteral(field.jsonName))])")
+            }
+        }
+        out.line("}")
+        guard checksOwn else { return }
+        out.line()
+        out.line("private func checkOwnBounds() throws(JSONConversionError) {")
+        out.indented { out in
+            for field in decl.fields {
+                var type = field.type
+                // The member as stored: optional when Swift has it so.
+                type.nullable = memberType(field).hasSuffix("?")
+                let name = Naming.swiftEscaped(field.swiftName)
+                boundCheckLines(type, "self.\(name)", path: [Self.stringLiteral(field.jsonName)], depth: 0)
+                    .forEach { out.line($0) }
+            }
+        }
+        out.line("}")
+    }
+
+    /// The statements that check `value`, of `type`, against its bounds and
+    /// its items' (a loop per array level); `path` is its path as Swift expressions.
+    func boundCheckLines(_ type: TypeRef, _ value: String, path: [String], depth: Int) -> [String] {
+        guard BoundChecks.isBounded(type, in: model) else { return [] }
+        let resolved = model.resolved(type)
+        if resolved.nullable {
+            var present = type
+            present.nullable = false
+            let inner = boundCheckLines(present, "value\(depth)", path: path, depth: depth + 1)
+            return ["if let value\(depth) = \(value) {"] + inner.map { "    " + $0 } + ["}"]
+        }
+        var lines: [String] = []
+        let at = "at: [" + path.joined(separator: ", ") + "]"
+        if let bounds = BoundChecks.bounds(of: resolved, in: model) {
+            let isAny = resolved.shape == .any
+            if !bounds.numbers.isEmpty {
+                let arguments = ValueBounds.arguments(bounds.numbers, ValueBounds.numberKeywords, \.jsonText)
+                let subject = isAny ? value : value + ".jsonValue"
+                lines.append("try JSONConversion.checkNumber(\(subject), \(arguments), \(at))")
+            }
+            if !bounds.lengths.isEmpty {
+                let arguments = ValueBounds.arguments(bounds.lengths, ValueBounds.lengthKeywords, String.init)
+                lines.append(isAny
+                    ? "if case .string(let text) = \(value) { try JSONConversion.checkLength(text, \(arguments), \(at)) }"
+                    : "try JSONConversion.checkLength(\(value), \(arguments), \(at))")
+            }
+            if !bounds.items.isEmpty {
+                let arguments = ValueBounds.arguments(bounds.items, ValueBounds.itemKeywords, String.init)
+                lines.append(isAny
+                    ? "if case .array(let items) = \(value) { try JSONConversion.checkItems(items.count, \(arguments), \(at)) }"
+                    : "try JSONConversion.checkItems(\(value).count, \(arguments), \(at))")
+            }
+            if let constant = bounds.constant {
+                lines.append("try JSONConversion.checkConst(\(value), \(Self.jsonLiteral(constant)), \(at))")
+            }
+        }
+        if case .array(let item) = resolved.shape {
+            let inner = boundCheckLines(item, "item\(depth)", path: path + ["String(index\(depth))"], depth: depth + 1)
+            if !inner.isEmpty {
+                lines.append("for (index\(depth), item\(depth)) in \(value).enumerated() {")
+                lines += inner.map { "    " + $0 }
+                lines.append("}")
+            }
+        }
+        return lines
+    }
+
+    /// A Swift literal of type `JSONValue` (which is expressible by every literal).
+    static func jsonLiteral(_ value: JSONValue) -> String {
+        switch value {
+        case .null: "nil"
+        case .bool(let flag): flag ? "true" : "false"
+        case .int, .double: value.jsonText
+        case .string(let text): stringLiteral(text)
+        case .array(let items): "[" + items.map(jsonLiteral).joined(separator: ", ") + "]"
+        case .object(let members):
+            members.isEmpty
+                ? "[:]"
+                : "[" + members.keys.sorted().map { stringLiteral($0) + ": " + jsonLiteral(members[$0] ?? .null) }
+                    .joined(separator: ", ") + "]"
+        }
     }
 
     /// `encodeJSON(into:)`: the text `jsonValue` encodes to, written
@@ -139,7 +247,7 @@ extension SwiftWriter {
     /// (the Codable form's `encodeIfPresent`).
     func writeMember(_ field: Field, into out: inout SourceWriter, _ lines: (String) -> [String]) {
         let name = Naming.swiftEscaped(field.swiftName)
-        if field.required {
+        if isAlwaysWritten(field) {
             lines("self.\(name)").forEach { out.line($0) }
             return
         }
@@ -193,19 +301,46 @@ extension SwiftWriter {
         field.swiftName == "self" ? "selfValue" : Naming.swiftEscaped(field.swiftName)
     }
 
-    /// How a member must appear in the JSON (the decisions at the top of this file).
+    /// How a member must appear in the JSON (the decisions at the top of this
+    /// file). `defaulted`: optional, with a default the member takes when absent.
     enum Presence: String {
-        case required, requiredNullable, optional
+        case required, requiredNullable, optional, defaulted
     }
 
     func presence(_ field: Field) -> Presence {
-        if !field.required { return .optional }
+        if !field.required { return model.defaultLiteral(of: field) == nil ? .optional : .defaulted }
         return model.resolved(field.type).nullable ? .requiredNullable : .required
+    }
+
+    /// Written even when it holds its default: a defaulted member is never nil.
+    func isAlwaysWritten(_ field: Field) -> Bool {
+        field.required || presence(field) == .defaulted
+    }
+
+    /// ` ?? default` after the decoding of a defaulted member.
+    func fallback(_ field: Field) -> String {
+        guard presence(field) == .defaulted, let literal = model.defaultLiteral(of: field) else { return "" }
+        return " ?? " + Self.literal(literal)
     }
 
     func memberType(_ field: Field) -> String {
         let base = baseType(field.type)
-        return field.required && !model.resolved(field.type).nullable ? base : base + "?"
+        switch presence(field) {
+        case .required, .defaulted: return base
+        case .requiredNullable, .optional: return base + "?"
+        }
+    }
+
+    /// The Swift literal of a default (the member's type gives enum cases theirs).
+    static func literal(_ value: DefaultLiteral) -> String {
+        switch value {
+        case .string(let text): stringLiteral(text)
+        case .integer(let number): String(number)
+        case .number(let number): number.jsonText
+        case .boolean(let flag): flag ? "true" : "false"
+        case .enumCase(_, let item): "." + Naming.swiftEscaped(item.swiftName)
+        case .array(let items): "[" + items.map(literal).joined(separator: ", ") + "]"
+        }
     }
 
     func codingKey(_ field: Field) -> String {

@@ -14,10 +14,14 @@ struct TypeRef: Hashable, Sendable {
     var shape: Shape
     /// JSON `null` is allowed (a type list with `"null"`).
     var nullable: Bool
+    /// What the schema bounds a value of this type to (an array's item
+    /// bounds are its item type's).
+    var bounds: ValueBounds?
 
-    init(_ shape: Shape, nullable: Bool = false) {
+    init(_ shape: Shape, nullable: Bool = false, bounds: ValueBounds? = nil) {
         self.shape = shape
         self.nullable = nullable
+        self.bounds = bounds
     }
 }
 
@@ -30,6 +34,9 @@ struct Field: Sendable {
     /// Listed in the parent's `required`: absence is an error.
     var required: Bool
     var description: String?
+    /// The schema's `default`, as written; ``InterfaceModel/defaultLiteral(of:)``
+    /// says whether the generators can write it.
+    var defaultValue: JSONValue? = nil
 }
 
 struct StructDecl: Sendable {
@@ -59,16 +66,39 @@ struct AliasDecl: Sendable {
     var target: TypeRef
 }
 
+/// A schema with `anyOf` or `oneOf`: one case per alternative.
+struct UnionDecl: Sendable {
+    enum Rule: String, Sendable {
+        /// The first alternative that reads the value is the case.
+        case anyOf
+        /// Exactly one alternative must read the value.
+        case oneOf
+    }
+
+    struct Alternative: Sendable {
+        var swiftName: String
+        /// nil for an alternative that only allows `null` (a case without a value).
+        var type: TypeRef?
+    }
+
+    var name: String
+    var description: String?
+    var rule: Rule
+    var alternatives: [Alternative]
+}
+
 enum Declaration: Sendable {
     case structure(StructDecl)
     case enumeration(EnumDecl)
     case alias(AliasDecl)
+    case union(UnionDecl)
 
     var name: String {
         switch self {
         case .structure(let decl): decl.name
         case .enumeration(let decl): decl.name
         case .alias(let decl): decl.name
+        case .union(let decl): decl.name
         }
     }
 }
@@ -135,7 +165,10 @@ struct InterfaceModel: Sendable {
         while case .named(let name) = current.shape, case .alias(let alias)? = declaration(named: name),
             seen.insert(name).inserted
         {
-            current = TypeRef(alias.target.shape, nullable: current.nullable || alias.target.nullable)
+            // A `$ref` has no bounds of its own (interface check): the alias's are the ones.
+            current = TypeRef(
+                alias.target.shape, nullable: current.nullable || alias.target.nullable,
+                bounds: current.bounds ?? alias.target.bounds)
         }
         return current
     }

@@ -13,10 +13,14 @@ struct InterfaceChecker {
     static let schemaKeywords = [
         "type", "properties", "required", "items", "enum", "additionalProperties", "description", "$defs", "$ref",
         "title", "const", "default",
-    ] + numberBoundKeywords + countBoundKeywords
-    /// Bounds the daemon checks and generated types do not express (issue
-    /// 24, point 14). `anyOf`/`oneOf` stay out of interface files: no
-    /// generated type expresses them yet.
+    ] + numberBoundKeywords + countBoundKeywords + alternativeKeywords
+    /// Each alternative of one is a case of a generated enum (Swift) or
+    /// Union (Python); so a schema with one has no other constraint.
+    static let alternativeKeywords = ["anyOf", "oneOf"]
+    /// The keywords beside `anyOf`/`oneOf`: none that constrains the value.
+    static let alternativeCompanions = ["anyOf", "oneOf", "description", "title", "$defs", "default"]
+    /// Bounds the daemon checks and generated types check too (issue 24,
+    /// point 14).
     static let numberBoundKeywords = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
     static let countBoundKeywords = ["minLength", "maxLength", "minItems", "maxItems"]
     static let typeNames = ["null", "boolean", "integer", "number", "string", "array", "object"]
@@ -288,6 +292,12 @@ struct InterfaceChecker {
             }
         }
 
+        checkAlternatives(members, path: path, rootPath: rootPath, definitions: definitions, depth: depth)
+
+        if let value = members["default"] {
+            checkDefault(value, of: members, path: path, definitions: definitions)
+        }
+
         if let declared = members["$defs"] {
             if let entries = declared.objectValue {
                 for name in sortedKeys(entries) {
@@ -333,6 +343,60 @@ struct InterfaceChecker {
                     "a schema with \"$ref\" has no other keywords but \"description\" and \"$defs\"; found "
                         + others.map(MemberPath.quoted).joined(separator: ", "))
             }
+        }
+    }
+
+    /// `anyOf`/`oneOf`: a non-empty array of at most `Schema.maxAlternatives`
+    /// schemas (the daemon's bound), alone in its schema but for
+    /// annotations: the generated type is the alternatives and nothing else.
+    private mutating func checkAlternatives(
+        _ members: [String: JSONValue], path: String, rootPath: String, definitions: [String: JSONValue], depth: Int
+    ) {
+        let present = Self.alternativeKeywords.filter { members[$0] != nil }
+        guard !present.isEmpty else { return }
+        if present.count > 1 {
+            report(path, "has both \"anyOf\" and \"oneOf\"; a schema has at most one (a generated type is one choice)")
+        }
+        let others = sortedKeys(members).filter {
+            !Self.alternativeCompanions.contains($0) && Self.schemaKeywords.contains($0)
+        }
+        if !others.isEmpty {
+            report(
+                path,
+                "a schema with \"\(present[0])\" has no other keywords but \"description\", \"title\", \"default\" and \"$defs\"; found "
+                    + others.map(MemberPath.quoted).joined(separator: ", ") + " (put them in each alternative)")
+        }
+        for keyword in present {
+            let keywordPath = path + "." + keyword
+            guard let list = members[keyword]?.arrayValue else {
+                report(keywordPath, "must be an array of schemas, got \(MemberPath.shown(members[keyword] ?? .null))")
+                continue
+            }
+            if list.isEmpty { report(keywordPath, "must not be empty") }
+            if list.count > Schema.maxAlternatives {
+                report(keywordPath, "at most \(Schema.maxAlternatives) schemas, got \(list.count)")
+            }
+            for (index, alternative) in list.enumerated() {
+                checkSchema(
+                    alternative, path: MemberPath.index(keywordPath, index), rootPath: rootPath,
+                    definitions: definitions, depth: depth + 1)
+            }
+        }
+    }
+
+    /// A `default` must be a value of its own schema: generated types take
+    /// it for an absent member and send it. Checked by the daemon's own
+    /// checker, with the root's `$defs` for the schema's `$ref`s.
+    private mutating func checkDefault(
+        _ value: JSONValue, of members: [String: JSONValue], path: String, definitions: [String: JSONValue]
+    ) {
+        var schema = members
+        schema["default"] = nil
+        if !definitions.isEmpty { schema["$defs"] = .object(definitions) }
+        // A schema the daemon refuses is reported where it is wrong (or by ActionSpec last).
+        guard let compiled = try? Schema(json: .object(schema)) else { return }
+        if let error = compiled.validate(value, path: "default") {
+            report(path + ".default", "is not a value of its own schema: " + error.message)
         }
     }
 

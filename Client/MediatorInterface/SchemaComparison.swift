@@ -60,6 +60,11 @@ struct SchemaComparison {
         defer { if let pair { comparing.remove(pair) } }
         guard old != new else { return }
 
+        if Self.alternatives(old) != nil || Self.alternatives(new) != nil {
+            compareAlternatives(old, new, path: path, depth: depth)
+            return
+        }
+
         // type
         // Params are an object on the wire whatever the root schema says.
         let wireKinds: Set<String>? = depth == 0 && direction == .params ? ["object"] : nil
@@ -93,13 +98,49 @@ struct SchemaComparison {
         }
     }
 
+    /// `anyOf`/`oneOf`, alternative by alternative in their order (a
+    /// reordered list reads as changed alternatives). Another alternative in
+    /// `anyOf` widens and one less narrows; in `oneOf` either may do both (a
+    /// value may now match two, or only the one removed), so it is a change.
+    /// `anyOf` to `oneOf` narrows (a value matching two is refused).
+    private mutating func compareAlternatives(_ old: JSONValue, _ new: JSONValue, path: String, depth: Int) {
+        guard let (oldKeyword, oldList) = Self.alternatives(old) else {
+            note(breaks(.changed), path, "became a choice of alternatives (\(Self.alternatives(new)?.keyword ?? ""))")
+            return
+        }
+        guard let (newKeyword, newList) = Self.alternatives(new) else {
+            note(breaks(.changed), path, "no longer a choice of alternatives (\(oldKeyword))")
+            return
+        }
+        if oldKeyword != newKeyword {
+            note(breaks(oldKeyword == "anyOf" ? .narrowed : .widened), path + "." + newKeyword, "\(oldKeyword) became \(newKeyword)")
+        }
+        for index in 0..<min(oldList.count, newList.count) {
+            compare(oldList[index], newList[index], path: MemberPath.index(path + "." + newKeyword, index), depth: depth + 1)
+        }
+        let widening = newKeyword == "anyOf"
+        for index in oldList.count..<max(oldList.count, newList.count) {
+            note(breaks(widening ? .widened : .changed), MemberPath.index(path + "." + newKeyword, index), "alternative added")
+        }
+        for index in newList.count..<max(oldList.count, newList.count) {
+            note(breaks(widening ? .narrowed : .changed), MemberPath.index(path + "." + oldKeyword, index), "alternative removed")
+        }
+    }
+
+    /// The schema's `anyOf` or `oneOf` and its list (the check allows one of them).
+    private static func alternatives(_ schema: JSONValue) -> (keyword: String, list: [JSONValue])? {
+        for keyword in InterfaceChecker.alternativeKeywords {
+            if let list = schema[keyword]?.arrayValue { return (keyword, list) }
+        }
+        return nil
+    }
+
     /// The keywords that bound a value from below, and those from above:
     /// raising a lower bound or adding one narrows, and the reverse widens.
     private static let lowerBounds = ["minimum", "exclusiveMinimum", "minLength", "minItems"]
     private static let upperBounds = ["maximum", "exclusiveMaximum", "maxLength", "maxItems"]
 
-    /// Numeric bounds and `const` by their rule (interface files have no
-    /// `anyOf`/`oneOf`).
+    /// Numeric bounds and `const` by their rule.
     private mutating func compareBounds(_ old: JSONValue, _ new: JSONValue, path: String) {
         for keyword in Self.lowerBounds + Self.upperBounds {
             let (from, to) = (old[keyword], new[keyword])

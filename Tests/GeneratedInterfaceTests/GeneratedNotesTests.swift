@@ -46,6 +46,23 @@ struct NotesServiceFixture: NotesService {
         #expect(throws: DecodingError.self) { try Self.decode(AddParams.self, #"{"text": "x", "note_kind": "other"}"#) }
     }
 
+    @Test func boundsAreRefusedBeforeSendingAndWhenDecoded() throws {
+        // What the typed calls do with params before sending: invalid_params, nothing sent.
+        do {
+            _ = try JSONConversion.validatedParams(AddParams(tags: Array(repeating: "t", count: 9), text: "hi"))
+            Issue.record("9 tags passed")
+        } catch {
+            #expect(error.code == .invalidParams)
+            #expect(error.message.contains("tags: expected at most 8 items, found 9"), "\(error.message)")
+        }
+        #expect(try JSONConversion.validatedParams(AddParams(text: "hi")).text == "hi")
+        // Decoding, as a component reads params: both forms refuse an empty text.
+        #expect(throws: JSONConversionError.self) { try AddParams(jsonValue: ["text": ""]) }
+        #expect(throws: (any Error).self) { try Self.decode(AddParams.self, #"{"text": ""}"#) }
+        let long = String(repeating: "x", count: 201)
+        #expect(throws: JSONConversionError.self) { try AddParams(jsonValue: ["text": .string(long)]) }
+    }
+
     @Test func sharedDefinitionsBecomeNamedTypes() throws {
         let result = try Self.decode(ListResult.self, #"{"notes": [{"id": 1, "text": "a"}]}"#)
         #expect(result.notes == [Note(id: 1, text: "a")])

@@ -197,6 +197,42 @@ extension Integration {
             #expect(cancel["data"]?["id"] == forwarded["id"])
         }
 
+        /// Params whose `validate()` refuses more than 3 tags, as a generated
+        /// type with `"maxItems": 3` does.
+        struct Tagged: JSONValueConvertible, Equatable {
+            var tags: [String]
+            init(tags: [String]) { self.tags = tags }
+            init(jsonValue: JSONValue) throws(JSONConversionError) {
+                tags = try JSONConversion.required(try JSONConversion.members(jsonValue, of: "Tagged"), "tags")
+            }
+            var jsonValue: JSONValue { ["tags": tags.jsonValue] }
+            func validate() throws(JSONConversionError) {
+                try JSONConversion.checkItems(tags.count, maxItems: 3, at: ["tags"])
+            }
+        }
+
+        @Test("Typed calls, sends and streams refuse params out of their bounds before sending: invalid_params")
+        func paramsOutOfBoundsAreNotSent() async throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let path = daemon.socketPath
+            let client = try await within("connect") { try await MediatorClient.connect(socketPath: path) }
+            let tooMany = Tagged(tags: ["a", "b", "c", "d"])
+            // Sent, these would be answered target_not_found (or, oneway, not at all).
+            #expect(await errorCode { _ = try await client.call("Nobody", "x", Tagged(tags: ["a"]), as: JSONValue.self) }
+                    == "target_not_found")
+            #expect(await errorCode { _ = try await client.call("Nobody", "x", tooMany, as: JSONValue.self) } == "invalid_params")
+            #expect(await errorCode { try await client.send("Nobody", "x", tooMany) } == "invalid_params")
+            let streamed = await errorCode {
+                try await within("a stream of params out of bounds") {
+                    for try await _ in client.stream("Nobody", "x", tooMany, as: JSONValue.self) {}
+                }
+            }
+            #expect(streamed == "invalid_params")
+            await client.close()
+        }
+
         @Test("stream yields countdown's partial results, then its final one")
         func stream() async throws {
             let world = try World()

@@ -164,7 +164,7 @@ private let badCases: [BadInterfaceCase] = [
             "f.json: actions[0].params.properties.due.type: unknown type name \"strin\"; expected one of null, boolean, integer, number, string, array, object",
             "f.json: actions[0].params.properties.n: a schema must be an object, got 5",
             #"f.json: actions[0].params.properties["odd-name!"].type: must be a type name or an array of type names, got 1"#,
-            "f.json: actions[0].params.properties.tags.items.pattern: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title, const, default, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, minItems, maxItems",
+            "f.json: actions[0].params.properties.tags.items.pattern: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title, const, default, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, minItems, maxItems, anyOf, oneOf",
             "f.json: actions[0].params.properties.tags.items.type: must not be an empty array",
             "f.json: actions[0].params.properties.tags.items.minItems: must be a non-negative integer, got -1",
             "f.json: actions[0].params.properties.text.type: lists \"string\" twice",
@@ -209,10 +209,38 @@ private let badCases: [BadInterfaceCase] = [
         ]),
     BadInterfaceCase(
         name: "a schema that is not an object; an unknown keyword at the root",
-        json: #"{"target": "T", "actions": [{"name": "a", "params": "object", "result": {"type": "object", "oneOf": []}}]}"#,
+        json: #"{"target": "T", "actions": [{"name": "a", "params": "object", "result": {"type": "object", "allOf": []}}]}"#,
         problems: [
             #"f.json: actions[0].params: a schema must be an object, got "object""#,
-            "f.json: actions[0].result.oneOf: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title, const, default, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, minItems, maxItems",
+            "f.json: actions[0].result.allOf: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title, const, default, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, minItems, maxItems, anyOf, oneOf",
+        ]),
+    BadInterfaceCase(
+        name: "anyOf and oneOf of the wrong form, or beside a constraint",
+        json: params(#"""
+            {"type": "object", "properties": {
+              "a": {"anyOf": []}, "b": {"oneOf": {"type": "string"}}, "c": {"anyOf": [{"type": "string"}], "oneOf": [{"type": "integer"}]},
+              "d": {"anyOf": [{"type": "string"}], "type": "string", "description": "d"}, "e": {"oneOf": [{"type": "strin"}]},
+              "f": {"anyOf": [{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}]}}}
+            """#),
+        problems: [
+            "f.json: actions[0].params.properties.a.anyOf: must not be empty",
+            "f.json: actions[0].params.properties.b.oneOf: must be an array of schemas, got {\"type\":\"string\"}",
+            "f.json: actions[0].params.properties.c: has both \"anyOf\" and \"oneOf\"; a schema has at most one (a generated type is one choice)",
+            "f.json: actions[0].params.properties.d: a schema with \"anyOf\" has no other keywords but \"description\", \"title\", \"default\" and \"$defs\"; found \"type\" (put them in each alternative)",
+            "f.json: actions[0].params.properties.e.oneOf[0].type: unknown type name \"strin\"; expected one of null, boolean, integer, number, string, array, object",
+            "f.json: actions[0].params.properties.f.anyOf: at most 16 schemas, got 17",
+        ]),
+    BadInterfaceCase(
+        name: "a default that its own schema refuses",
+        json: params(#"""
+            {"type": "object", "properties": {"limit": {"type": "integer", "maximum": 100, "default": 1000},
+             "name": {"type": "string", "minLength": 2, "default": "ok"}, "kind": {"$ref": "#/$defs/Kind"},
+             "kinds": {"type": "array", "items": {"$ref": "#/$defs/Kind"}, "default": ["a", "c"]}},
+             "$defs": {"Kind": {"type": "string", "enum": ["a", "b"], "default": "b"}}}
+            """#),
+        problems: [
+            "f.json: actions[0].params.properties.kinds.default: is not a value of its own schema: default[1]: expected one of [\"a\",\"b\"]",
+            "f.json: actions[0].params.properties.limit.default: is not a value of its own schema: default: expected at most 100, got 1000",
         ]),
 ]
 

@@ -23,6 +23,16 @@ private func object(_ properties: String, required: [String] = [], extra: String
 }
 
 private let diffCases: [DiffCase] = [
+    DiffCase(name: "anyOf and oneOf: alternatives added, removed, changed, and the keyword switched",
+             old: #"[{"name": "a", "params": \#(object(#""x": {"anyOf": [{"type": "string"}, {"type": "integer"}]}, "y": {"oneOf": [{"type": "string"}]}, "z": {"anyOf": [{"type": "string"}]}"#))}, {"name": "b", "result": {"anyOf": [{"type": "string", "maxLength": 5}, {"type": "integer"}]}}]"#,
+             new: #"[{"name": "a", "params": \#(object(#""x": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "boolean"}]}, "y": {"oneOf": [{"type": "string"}, {"type": "integer"}]}, "z": {"oneOf": [{"type": "string"}]}"#))}, {"name": "b", "result": {"anyOf": [{"type": "string", "maxLength": 9}]}}]"#,
+             changes: [
+                "compatible actions.a.params.properties.x.anyOf[2]: alternative added",
+                "breaking actions.a.params.properties.y.oneOf[1]: alternative added",
+                "breaking actions.a.params.properties.z.oneOf: anyOf became oneOf",
+                "breaking actions.b.result.anyOf[0].maxLength: maxLength raised from 5 to 9",
+                "compatible actions.b.result.anyOf[1]: alternative removed",
+             ]),
     DiffCase(name: "no change, members reordered", old: #"["a", {"name": "b", "params": {"type": "object", "required": [], "properties": {}}}]"#,
              new: #"[{"name": "b", "params": {"properties": {}, "required": [], "type": "object"}}, "a"]"#, changes: []),
     DiffCase(name: "action removed and added", old: #"["a", "b"]"#, new: #"["b", "c"]"#, changes: [

@@ -202,6 +202,25 @@ class Self2(str, enum.Enum):
     B = "b"
 
 
+class ClassParamsType(str, enum.Enum):
+    DEFAULT = "default"
+    CLASS = "class"
+    SELF = "self"
+    NONE = "None"
+    IMPORT = "import"
+
+
+class UnicodeParamsUnit(str, enum.Enum):
+    M_U00B2 = "m²"
+    M_U00B3 = "m³"
+    U00B5 = "µ"
+    CASE = "case"
+    MATCH = "match"
+    VALUE = "_"
+    UFB01 = "ﬁ"
+    FI = "fi"
+
+
 @dataclasses.dataclass
 class Type2:
     in_: typing.Optional[str] = None
@@ -287,14 +306,6 @@ class ClassParams:
             to_json2=value.get("to_json"),
             value=value.get("value"),
         )
-
-
-class ClassParamsType(str, enum.Enum):
-    DEFAULT = "default"
-    CLASS = "class"
-    SELF = "self"
-    NONE = "None"
-    IMPORT = "import"
 
 
 @dataclasses.dataclass
@@ -434,17 +445,6 @@ class GrU00f6U00dfEU00b2:
         return cls(
             u00b5=value.get("µ"),
         )
-
-
-class UnicodeParamsUnit(str, enum.Enum):
-    M_U00B2 = "m²"
-    M_U00B3 = "m³"
-    U00B5 = "µ"
-    CASE = "case"
-    MATCH = "match"
-    VALUE = "_"
-    UFB01 = "ﬁ"
-    FI = "fi"
 
 
 ImportThing2Result = typing.Any

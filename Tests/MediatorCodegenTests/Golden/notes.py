@@ -109,6 +109,11 @@ INTERFACE: typing.Dict[str, typing.Any] = {
 }
 
 
+class AddParamsNoteKind(str, enum.Enum):
+    PLAIN = "plain"
+    TODO = "todo"
+
+
 @dataclasses.dataclass
 class Note:
     id: int
@@ -154,11 +159,6 @@ class AddParams:
             tags=value.get("tags"),
             text=value["text"],
         )
-
-
-class AddParamsNoteKind(str, enum.Enum):
-    PLAIN = "plain"
-    TODO = "todo"
 
 
 @dataclasses.dataclass

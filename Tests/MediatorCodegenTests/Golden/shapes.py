@@ -260,6 +260,29 @@ INTERFACE: typing.Dict[str, typing.Any] = {
 }
 
 
+class Unit(str, enum.Enum):
+    MM = "mm"
+    IN = "in"
+
+
+class DrawParamsLevel(str, enum.Enum):
+    LOW = "low"
+    HIGH = "high"
+
+
+class DrawParamsSceneShapesItemKind(str, enum.Enum):
+    CIRCLE = "circle"
+    SQUARE = "square"
+    POLY_LINE = "poly-line"
+    _3D = "3d"
+
+
+class DrawParamsStyle(str, enum.Enum):
+    # How to paint
+    FILL = "fill"
+    STROKE = "stroke"
+
+
 @dataclasses.dataclass
 class Point:
     x: float
@@ -277,11 +300,6 @@ class Point:
             x=value["x"],
             y=value["y"],
         )
-
-
-class Unit(str, enum.Enum):
-    MM = "mm"
-    IN = "in"
 
 
 @dataclasses.dataclass
@@ -345,11 +363,6 @@ class DrawParams:
         )
 
 
-class DrawParamsLevel(str, enum.Enum):
-    LOW = "low"
-    HIGH = "high"
-
-
 @dataclasses.dataclass
 class DrawParamsMaybeNull:
     x: typing.Optional[int] = None
@@ -411,13 +424,6 @@ class DrawParamsSceneShapesItem:
         )
 
 
-class DrawParamsSceneShapesItemKind(str, enum.Enum):
-    CIRCLE = "circle"
-    SQUARE = "square"
-    POLY_LINE = "poly-line"
-    _3D = "3d"
-
-
 @dataclasses.dataclass
 class Label:
     size: typing.Optional[float] = None
@@ -437,12 +443,6 @@ class Label:
             size=value.get("size"),
             text=value.get("text"),
         )
-
-
-class DrawParamsStyle(str, enum.Enum):
-    # How to paint
-    FILL = "fill"
-    STROKE = "stroke"
 
 
 @dataclasses.dataclass

@@ -7,6 +7,8 @@ import shapes
 import keywords
 import streams
 import recursive
+import bounds
+import alternatives
 
 # Client: params in wire form, results typed.
 client = mediator.Client([{"id": 7}, {"notes": [{"id": 1, "text": "a"}]}])
@@ -66,5 +68,37 @@ assert cell.to_json() == {"value": 1, "next": {"value": 2}}, cell.to_json()
 assert recursive.ListCell.from_json(cell.to_json()) == cell
 ping = recursive.Ping(label="a", pong=recursive.Pong(ping=recursive.Ping(label="b")))
 assert recursive.Ping.from_json(ping.to_json()) == ping
+
+# Schema defaults: the fields' defaults, and what an absent or null member reads as.
+search = bounds.SearchParams(query="q", version=2)
+assert (search.limit, search.ratio, search.exact, search.order, search.fields, search.page) == \
+    (10, 0.5, False, bounds.SearchParamsOrder.DESC, ["title"], 0), search
+assert search.label is None and search.filter is None
+assert bounds.SearchParams(query="q", version=2).fields is not search.fields  # a new list each time
+read = bounds.SearchParams.from_json({"query": "q", "version": 2, "page": 1, "ratio": None})
+assert read == bounds.SearchParams(query="q", version=2, page=1), read
+assert read.to_json()["order"] == "desc"
+
+# Bounds and const: checked when a dataclass is built, so by from_json too.
+for build in (lambda: bounds.SearchParams(query="", version=2),
+              lambda: bounds.SearchParams(query="q", version=3),
+              lambda: bounds.SearchResult.from_json({"hits": [{"title": "t", "score": 2}]})):
+    try:
+        build()
+    except mediator.MediatorError as error:
+        assert error.args[0] == "invalid_params", error.args
+    else:
+        raise AssertionError("out of bounds, yet built")
+
+# anyOf/oneOf: a Union, read by trying each alternative.
+pick = alternatives.SetParams.from_json({"key": "k", "value": 3, "shape": {"side": 1}, "tags": ["a", ["b"]]})
+assert pick == alternatives.SetParams(key="k", value=3, shape=alternatives.Square(side=1), tags=["a", ["b"]]), pick
+assert pick.to_json() == {"key": "k", "value": 3, "shape": {"side": 1}, "tags": ["a", ["b"]]}, pick.to_json()
+try:
+    alternatives.SetParams.from_json({"key": "k", "value": 3, "shape": {"side": 1, "radius": 1}})
+except mediator.MediatorError as error:
+    assert error.args[0] == "invalid_params", error.args
+else:
+    raise AssertionError("two alternatives of a oneOf read it, yet it was read")
 
 print("ok")
