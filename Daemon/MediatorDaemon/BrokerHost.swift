@@ -76,7 +76,7 @@ final class BrokerHost: @unchecked Sendable {
     static let pauseReadingAt = 256
     static let resumeReadingAt = 64
     /// What is handled at once and how long a dispatch slice runs.
-    private var policy = DispatchPolicy()
+    private var fairDispatch = FairDispatch()
     /// Without a wake-up pipe, a slice yields to reads with this timer.
     static let yieldToReads = TimeAmount.microseconds(2)
 
@@ -152,7 +152,7 @@ final class BrokerHost: @unchecked Sendable {
         var shrank = broker.shrinkSparseTables()
         shrank = channels.shrinkIfSparse() || shrank
         shrank = backlogs.shrinkIfSparse() || shrank
-        shrank = policy.shrinkSparseTables() || shrank
+        shrank = fairDispatch.shrinkSparseTables() || shrank
         let load = channels.count + broker.pending.count
         loadHighWater = max(loadHighWater, broker.pending.count)
         guard shrank || (loadHighWater >= 256 && load * 2 < loadHighWater) else { return }
@@ -165,18 +165,18 @@ final class BrokerHost: @unchecked Sendable {
     }
 
     /// A line read from a peer: handled at once when its connection is
-    /// light (``DispatchPolicy``), otherwise queued for the dispatch task,
+    /// light (``FairDispatch``), otherwise queued for the dispatch task,
     /// which runs once this loop iteration's reads are done.
     func received(_ line: InboundLine, from connection: ConnectionID, uid: UInt32) {
         eventLoop.preconditionInEventLoop()
         let now = NIODeadline.now()
-        if policy.handlesAtOnce(connection, uid: uid, nothingQueued: inbound.waiting(connection) == 0, now: now) {
+        if fairDispatch.handlesAtOnce(connection, uid: uid, nothingQueued: inbound.waiting(connection) == 0, now: now) {
             handle(line, from: connection, now: now)
             // Charged by the time it took (uid 0 is exempt and not timed).
-            if uid != 0 { policy.handled(uid: uid, from: now, to: .now()) }
+            if uid != 0 { fairDispatch.handled(uid: uid, from: now, to: .now()) }
             return
         }
-        policy.queued(connection, now: now)
+        fairDispatch.queued(connection, now: now)
         let waiting = inbound.append(line, from: connection, uid: uid)
         // A peer far ahead of the daemon waits in its socket, not in memory.
         if waiting >= Self.pauseReadingAt, pausedReading.insert(connection).inserted {
@@ -217,7 +217,7 @@ final class BrokerHost: @unchecked Sendable {
         // now, not after the slice: otherwise it would wait for a flood's turn.
         flush()
         let start = NIODeadline.now()
-        let slice = policy.slice(at: start)
+        let slice = fairDispatch.slice(at: start)
         var now = start
         while let (connection, line, left) = inbound.next() {
             handle(line, from: connection, now: now)
@@ -307,7 +307,7 @@ final class BrokerHost: @unchecked Sendable {
         eventLoop.preconditionInEventLoop()
         guard channels.removeValue(forKey: connection) != nil else { return }
         backlogs[connection] = nil
-        policy.forget(connection)
+        fairDispatch.forget(connection)
         // Lines that arrived before the close still count (a oneway call, a publish).
         pausedReading.remove(connection)
         for line in inbound.removeAll(from: connection) {

@@ -21,7 +21,7 @@ import NIOCore
 /// *contended*: queued lines are handled in short slices with reads between
 /// them, so the light peer's next line waits about one slice; otherwise one
 /// busy peer gets long slices.
-struct DispatchPolicy {
+struct FairDispatch {
     /// The most handling time a uid may have banked for lines handled at once.
     var burst = TimeAmount.microseconds(50)
     /// What a line is charged at least, however quick it was.
