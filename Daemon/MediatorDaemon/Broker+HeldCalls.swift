@@ -71,7 +71,7 @@ extension Broker {
             idBytes = call.request.idBytes
         case .startWaiter(let waiter):
             idBytes = waiter.idBytes
-        case .none:
+        case .alreadyGone:
             break
         }
         if let idBytes {

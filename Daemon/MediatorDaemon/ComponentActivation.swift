@@ -63,7 +63,7 @@ struct ComponentActivation {
         case heldCall(ManagedComponent.HeldCall)
         case startWaiter(StartWaiter)
         /// The index knew the id, but no queue held it any more.
-        case none
+        case alreadyGone
     }
 
     /// A process that ran this long after registering resets the count of quick restarts.
@@ -196,7 +196,7 @@ struct ComponentActivation {
             heldCalls.remove(caller: connection, id: id, bytes: waiter.bytes)
             return .startWaiter(waiter)
         }
-        return Cancellation.none
+        return .alreadyGone
     }
 
     /// A connection closed: its `start`s and held calls go; returns the held calls, in queue order.
