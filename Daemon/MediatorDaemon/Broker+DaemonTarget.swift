@@ -187,7 +187,7 @@ extension Broker {
         // the administrator wrote) may register it whatever the policy says;
         // so may whoever registers a unit-launched target while the daemon
         // starts that unit (systemd does not tell it the unit's pid).
-        let component = components[target]
+        let component = activation.components[target]
         var startedForTarget = component?.processes.contains { $0.pid == peer.credentials.pid } ?? false
         if case .unit? = component?.manifest.launch, component?.state == .starting { startedForTarget = true }
         if !startedForTarget, remoteHost == nil, let denial = checkPolicy(.register(target: target), peer.credentials) {
@@ -246,18 +246,12 @@ extension Broker {
         guard let target = params["target"]?.stringValue else {
             return .failure(MediatorError(.badRequest, "\"target\" must be a string"))
         }
-        guard let component = components[target] else { return .failure(unmanagedRefusal(target)) }
+        guard let component = activation.components[target] else { return .failure(unmanagedRefusal(target)) }
         if component.state == .running, registry.target(target) != nil {
             return .success(["target": .string(target), "state": "running"])
         }
-        if component.state == .failed {
-            components[target]?.state = .activatable
-            components[target]?.consecutiveRestarts = 0
-        }
         let waiter = StartWaiter(connection: connection, id: id, idBytes: idBytes.map(ownCopy))
-        startWaiters[target, default: []].append(waiter)
-        heldCalls.add(caller: connection, id: id, bytes: waiter.bytes, target: target)
-        if components[target]?.state == .activatable { start(target, now: now) }
+        carryOut(activation.requestStart(target, waiter: waiter, now: now, registry: registry), now: now)
         return nil
     }
 
@@ -281,9 +275,9 @@ extension Broker {
         guard let target = params["target"]?.stringValue else {
             return .failure(MediatorError(.badRequest, "\"target\" must be a string"))
         }
-        guard let component = components[target] else { return .failure(unmanagedRefusal(target)) }
+        guard let component = activation.components[target] else { return .failure(unmanagedRefusal(target)) }
         if component.state == .running || component.state == .starting { stop(target, reason: "requested", now: now) }
-        return .success(["target": .string(target), "state": .string(components[target]?.state.rawValue ?? "activatable")])
+        return .success(["target": .string(target), "state": .string(activation.components[target]?.state.rawValue ?? "activatable")])
     }
 
     func subscribe(_ params: [String: JSONValue], _ connection: ConnectionID, adding: Bool) -> Result<JSONValue, MediatorError> {
@@ -356,7 +350,7 @@ extension Broker {
             send(connection, writer.error(
                 callerID: call.callerIDBytes, MediatorError(.cancelled, "the caller cancelled the call"), delivered: forwardedDelivery(call)))
             sendCancelEvent(call)
-        } else if !heldCalls.isEmpty {
+        } else if !activation.heldCalls.isEmpty {
             _ = cancelHeld(caller: connection, id: id)
         }
         return .success(.object([:]))

@@ -45,7 +45,7 @@ extension Broker {
         }
         let invalid = invalidTargets
         var names = Set(registry.targets.keys)
-        names.formUnion(components.keys)
+        names.formUnion(activation.components.keys)
         names.formUnion(invalid.keys)
         var sorted = names.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
         if let after { sorted.removeAll { !after.lexicographicallyPrecedes($0) } }
@@ -83,7 +83,7 @@ extension Broker {
     /// from a manifest, or both.
     func targetSummary(_ name: String, now: NIODeadline, fullSpecs: Bool) -> JSONValue {
         let entry = registry.target(name)
-        let component = components[name]
+        let component = activation.components[name]
         let specs = entry?.actions ?? component?.manifest.actions ?? []
         var members: [String: JSONValue] = [
             "target": .string(name),
@@ -113,7 +113,7 @@ extension Broker {
             return .failure(MediatorError(.badRequest, "\"target\" must be a string"))
         }
         if target == ProtocolConstants.daemonTarget { return .success(DaemonTargetDescription.json) }
-        guard registry.target(target) != nil || components[target] != nil else {
+        guard registry.target(target) != nil || activation.components[target] != nil else {
             return .failure(targetNotFound(target))
         }
         return .success(targetSummary(target, now: now, fullSpecs: true))
@@ -127,7 +127,7 @@ extension Broker {
             let target = params["target"]?.stringValue
         else { return describe(params, now: now) }
         members["actions"] = nil
-        if let component = components[target] {
+        if let component = activation.components[target] {
             members["restarts"] = .int(Int64(component.restarts))
             members["manifest"] = .string(component.manifest.file)
             members["held_calls"] = .int(Int64(component.held.count))

@@ -9,7 +9,7 @@ extension Broker {
     func handleRequest(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {
         let idBytes = envelope.idRange.map { slice(frame, $0) }
         if let id = envelope.id,
-            pending.isInFlight(caller: connection, id: id) || (!heldCalls.isEmpty && heldCalls.target(caller: connection, id: id) != nil)
+            pending.isInFlight(caller: connection, id: id) || (!activation.heldCalls.isEmpty && activation.heldCalls.target(caller: connection, id: id) != nil)
         {
             send(connection, writer.error(callerID: nil, MediatorError(.badRequest, "id \(id) is already in flight on this connection"), delivered: .no))
             return

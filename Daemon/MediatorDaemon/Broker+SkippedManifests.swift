@@ -32,7 +32,7 @@ extension Broker {
     /// The skipped manifest that stands for `target`: the first one
     /// declaring it, when nothing else serves the name.
     func invalidManifest(of target: String) -> SkippedManifest? {
-        guard registry.target(target) == nil, components[target] == nil else { return nil }
+        guard registry.target(target) == nil, activation.components[target] == nil else { return nil }
         return skippedManifests.first { $0.target == target }
     }
 
@@ -41,7 +41,7 @@ extension Broker {
         var byName: [String: SkippedManifest] = [:]
         for skipped in skippedManifests {
             guard let target = skipped.target, byName[target] == nil, registry.target(target) == nil,
-                components[target] == nil
+                activation.components[target] == nil
             else { continue }
             byName[target] = skipped
         }

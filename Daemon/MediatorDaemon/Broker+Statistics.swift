@@ -105,7 +105,7 @@ extension Broker {
         live.connections = peers.count
         live.registeredTargets = registry.targets.count
         for call in pending.all { live.inFlightBySlot[call.statisticsSlot, default: 0] += 1 }
-        for (target, component) in components where !component.held.isEmpty {
+        for (target, component) in activation.components where !component.held.isEmpty {
             live.heldByTarget[target] = component.held.count
         }
         for (connection, peer) in peers {

@@ -62,8 +62,9 @@ public final class Broker {
     /// monitor records; tests set it to their clock's start.
     var statisticsStart = NIODeadline.now()
 
-    // Components started on demand (Broker+Activation.swift).
-    var components: [String: ManagedComponent] = [:]
+    /// Components started on demand, their processes and the calls held
+    /// for them (ComponentActivation.swift; Broker+Activation.swift carries out its actions).
+    var activation = ComponentActivation()
     /// The manifest files skipped at the last load, at most
     /// ``maxSkippedManifests``, and how many more there were
     /// (Broker+SkippedManifests.swift).
@@ -75,16 +76,6 @@ public final class Broker {
     var monitors = Monitors()
     /// Each uid's connections and queued bytes, for the per-uid quotas.
     var quotas = QuotaLedger()
-    /// Calls waiting for a component to start (and `start`s waiting for it
-    /// to register), by caller: they count against the limits and obey the
-    /// duplicate-id rule and `cancel` like calls in flight.
-    var heldCalls = HeldCallIndex()
-    var nextSpawnID = 0
-    var bootGroups: [[String]] = []
-    var bootWaiting: Set<String> = []
-    var bootDone = false
-    /// `mediator/start` calls waiting for their component to register.
-    var startWaiters: [String: [StartWaiter]] = [:]
     /// Set by `register`, handled right after its answer is queued.
     var pendingRegistration: (target: String, pid: Int32)?
     /// This process: a connection from it is the daemon's own NATS bridge,
@@ -228,7 +219,7 @@ public final class Broker {
     func finish(_ daemonID: Int64, now: NIODeadline? = nil) -> PendingCalls.Call? {
         guard let call = pending.remove(daemonID) else { return nil }
         registry.adjustInFlight(target: call.target, instance: call.instance, by: -1)
-        if let now, !components.isEmpty, components[call.target] != nil {
+        if let now, !activation.components.isEmpty, activation.components[call.target] != nil {
             noteActivity(call.target, now: now)
             scheduleComponentWakeUp(now: now)
         }

@@ -112,7 +112,7 @@ struct BrokerOutsideTesterTests {
         let params = #"{"blob":"\#(String(repeating: "y", count: 100_000))"}"#
         for n in 1...2 { d.send(#"{"id":\#(n),"target":"Notes","action":"add","params":\#(params),"junk":"\#(String(repeating: "z", count: 500_000))"}"#, from: 1) }
         #expect(d.take(1).isEmpty, "both held")
-        let held = d.broker.components["Notes"]?.held ?? []
+        let held = d.broker.activation.components["Notes"]?.held ?? []
         #expect(held.count == 2)
         #expect(held.allSatisfy { ($0.request.params?.storageCapacity ?? .max) < 200_000 }, "not the 600 KB frame")
         // A third would pass 300,000 bytes held for the uid.
@@ -128,7 +128,7 @@ struct BrokerOutsideTesterTests {
         let d = Self.activationDriver { $0.maxCallsInFlightPerConnection = 3 }
         d.connect(1)
         for n in 1...10 { d.send(#"{"target":"Notes","action":"add","params":{"n":\#(n)}}"#, from: 1) }
-        #expect(d.broker.components["Notes"]?.held.count == 3)
+        #expect(d.broker.activation.components["Notes"]?.held.count == 3)
         #expect(d.take(1).isEmpty, "oneway: never an answer, not even a refusal")
         // A call with an id is refused by the same count.
         d.send(#"{"id":1,"target":"Notes","action":"add"}"#, from: 1)
@@ -245,7 +245,7 @@ struct BrokerOutsideTesterTests {
         let duplicate = d.takeOne(1)
         #expect(duplicate?["id"] == .null)
         #expect(errorCode(duplicate) == "bad_request")
-        #expect(d.broker.components["Notes"]?.held.count == 1)
+        #expect(d.broker.activation.components["Notes"]?.held.count == 1)
         Self.registerNotes(d, as: 7)
         #expect(d.takeJSON(7).filter { $0["action"] == "add" }.count == 1, "one call forwarded, not two")
     }

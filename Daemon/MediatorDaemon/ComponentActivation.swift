@@ -1,0 +1,551 @@
+import MediatorConfiguration
+import MediatorProtocol
+import MediatorStatistics
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Components started on demand (contract section 4, step 5), as one part
+/// that owns its state: the managed components and their processes, spawn
+/// ids, the at-boot groups still to start, the `start` calls and calls held
+/// until a component registers, and the index of those by caller.
+///
+/// Pure, in the manner of a state machine that returns actions: time, the
+/// registry (which targets are registered, by which instances) and the
+/// configuration values come in as arguments; it logs nothing, counts
+/// nothing and sends nothing, but answers with the ``Action``s that the
+/// broker turns, in order, into log lines, statistics, frames and effects
+/// (Broker+Activation.swift).
+struct ComponentActivation {
+    /// What activation decided, in the order the broker carries it out.
+    enum Action {
+        /// The manifests were (re)loaded: `count` components are described.
+        case manifestsLoaded(count: Int)
+        /// An at-boot component's group is due: it starts now.
+        case bootStarting(String)
+        /// A component is being started (for the statistics).
+        case activated(String)
+        case spawn(SpawnOrder)
+        case startUnit(String, target: String)
+        case stopUnit(String)
+        case signal(pid: Int32, signal: Int32, group: Bool)
+        /// A component is asked to stop: its registered instances get `mediator.stop`.
+        case stopping(String, reason: String)
+        /// A process the daemon started ended (pid 0 when it never reported one).
+        case processEnded(String, pid: Int32, end: ProcessEnd)
+        case startFailed(String, ComponentCounters.StartFailure)
+        /// A replacement for an ended process is scheduled.
+        case restartScheduled(String)
+        /// The component failed `failures` times in a row: it is not started again by itself.
+        case gaveUp(String, failures: Int)
+        /// A running component was idle long enough and is stopped.
+        case idleExit(String)
+        /// A `start` call is answered: its component registered.
+        case startAnswered(StartWaiter, target: String)
+        /// A `start` call is answered with an error.
+        case startRefused(StartWaiter, MediatorError)
+        /// A held call is answered with an error without being forwarded.
+        case heldFailed(ManagedComponent.HeldCall, MediatorError)
+        /// A held call's own timeout passed before its component registered.
+        case heldTimedOut(ManagedComponent.HeldCall)
+        /// A held call goes out now, its timeout reduced by the time it waited.
+        /// It counts as held until the broker says it is ``forwarding(_:)`` it.
+        case deliver(ManagedComponent.HeldCall)
+        /// Every at-boot component has registered or failed.
+        case bootComplete
+        case wakeUp(at: NIODeadline)
+    }
+
+    /// What ``cancel(caller:id:)`` took out of the queues.
+    enum Cancellation {
+        case heldCall(ManagedComponent.HeldCall)
+        case startWaiter(StartWaiter)
+        /// The index knew the id, but no queue held it any more.
+        case alreadyGone
+    }
+
+    /// A process that ran this long after registering resets the count of quick restarts.
+    static let steadyRunTime = TimeAmount.seconds(10)
+
+    /// The components the manifests describe, by target.
+    private(set) var components: [String: ManagedComponent] = [:]
+    private var nextSpawnID = 0
+    /// The at-boot groups not started yet, lowest priority first.
+    private var bootGroups: [[String]] = []
+    /// The at-boot components of the group under way that have neither registered nor failed.
+    private var bootWaiting: Set<String> = []
+    private(set) var bootDone = false
+    /// `mediator/start` calls waiting for their component to register.
+    private(set) var startWaiters: [String: [StartWaiter]] = [:]
+    /// Calls waiting for a component to start (and `start`s waiting for it
+    /// to register), by caller: they count against the limits and obey the
+    /// duplicate-id rule and `cancel` like calls in flight.
+    private(set) var heldCalls = HeldCallIndex()
+
+    // MARK: - Manifests
+
+    /// Installs the manifests at start, or replaces them on reload: new ones
+    /// become activatable, changed ones apply from their next start, removed
+    /// ones stop once their calls finish.
+    mutating func loadManifests(_ manifests: [Manifest], now: NIODeadline, registry: Registry) -> [Action] {
+        let incoming = Dictionary(manifests.map { ($0.target, $0) }, uniquingKeysWith: { first, _ in first })
+        for (target, manifest) in incoming {
+            if components[target] != nil {
+                components[target]?.manifest = manifest
+                components[target]?.removed = false
+            } else {
+                components[target] = ManagedComponent(manifest: manifest)
+            }
+        }
+        for target in components.keys where incoming[target] == nil {
+            components[target]?.removed = true
+            if components[target]?.state == .activatable || components[target]?.state == .failed {
+                components[target] = nil
+            }
+        }
+        var actions: [Action] = [.manifestsLoaded(count: incoming.count)]
+        scheduleWakeUp(now, registry, &actions)
+        return actions
+    }
+
+    /// Starts the at-boot components, lowest priority first; each priority
+    /// group starts once the one before has registered or failed.
+    mutating func startBootComponents(now: NIODeadline, registry: Registry) -> [Action] {
+        let boot = components.values.filter { $0.manifest.start == .atBoot && !$0.removed }
+        let priorities = Set(boot.map(\.manifest.priority)).sorted()
+        bootGroups = priorities.map { priority in boot.filter { $0.manifest.priority == priority }.map(\.manifest.target).sorted() }
+        var actions: [Action] = []
+        startNextBootGroup(now, registry, &actions)
+        return actions
+    }
+
+    private mutating func startNextBootGroup(_ now: NIODeadline, _ registry: Registry, _ actions: inout [Action]) {
+        while bootWaiting.isEmpty {
+            guard !bootGroups.isEmpty else {
+                if !bootDone {
+                    bootDone = true
+                    actions.append(.bootComplete)
+                }
+                return
+            }
+            let group = bootGroups.removeFirst()
+            for target in group where components[target]?.state == .activatable {
+                actions.append(.bootStarting(target))
+                bootWaiting.insert(target)
+                start(target, now, registry, &actions)
+            }
+        }
+    }
+
+    private mutating func bootSettled(_ target: String, _ now: NIODeadline, _ registry: Registry, _ actions: inout [Action]) {
+        guard bootWaiting.remove(target) != nil else { return }
+        if bootWaiting.isEmpty { startNextBootGroup(now, registry, &actions) }
+    }
+
+    // MARK: - Calls and `start`
+
+    /// Queues a call for a component that is not running (the broker has
+    /// checked it against the manifest and the limits), starting the
+    /// component if nothing is under way.
+    mutating func hold(_ call: ManagedComponent.HeldCall, now: NIODeadline, registry: Registry) -> [Action] {
+        let target = call.request.target
+        guard let state = components[target]?.state else { return [] }
+        components[target]?.held.append(call)
+        heldCalls.add(caller: call.caller, id: call.request.id, bytes: call.bytes, target: target)
+        var actions: [Action] = []
+        if state == .activatable { start(target, now, registry, &actions) }
+        scheduleWakeUp(now, registry, &actions)
+        return actions
+    }
+
+    /// `start` of a managed component that is not running: a failed one is
+    /// tried again; the waiter is answered once it registers.
+    mutating func requestStart(_ target: String, waiter: StartWaiter, now: NIODeadline, registry: Registry) -> [Action] {
+        guard components[target] != nil else { return [] }
+        if components[target]?.state == .failed {
+            components[target]?.state = .activatable
+            components[target]?.consecutiveRestarts = 0
+        }
+        startWaiters[target, default: []].append(waiter)
+        heldCalls.add(caller: waiter.connection, id: waiter.id, bytes: waiter.bytes, target: target)
+        var actions: [Action] = []
+        if components[target]?.state == .activatable { start(target, now, registry, &actions) }
+        return actions
+    }
+
+    /// A ``Action/deliver(_:)``ed call is being forwarded: it no longer counts as held.
+    mutating func forwarding(_ call: ManagedComponent.HeldCall) {
+        heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
+    }
+
+    /// Takes out of the queues a held call (or `start`) of the connection
+    /// with this id, for `cancel`; nil when none has it.
+    mutating func cancel(caller connection: ConnectionID, id: MessageID) -> Cancellation? {
+        guard let target = heldCalls.target(caller: connection, id: id) else { return nil }
+        if let index = components[target]?.held.firstIndex(where: { $0.caller == connection && $0.request.id == id }),
+            let call = components[target]?.held.remove(at: index)
+        {
+            heldCalls.remove(caller: connection, id: id, bytes: call.bytes)
+            return .heldCall(call)
+        }
+        if let index = startWaiters[target]?.firstIndex(where: { $0.connection == connection && $0.id == id }),
+            let waiter = startWaiters[target]?.remove(at: index)
+        {
+            heldCalls.remove(caller: connection, id: id, bytes: waiter.bytes)
+            return .startWaiter(waiter)
+        }
+        return .alreadyGone
+    }
+
+    /// A connection closed: its `start`s and held calls go; returns the held calls, in queue order.
+    mutating func dropHeld(from connection: ConnectionID) -> [ManagedComponent.HeldCall] {
+        for target in startWaiters.keys {
+            startWaiters[target]?.removeAll { $0.connection == connection }
+        }
+        var dropped: [ManagedComponent.HeldCall] = []
+        for target in components.keys {
+            components[target]?.held.removeAll { call in
+                guard call.caller == connection else { return false }
+                dropped.append(call)
+                return true
+            }
+        }
+        heldCalls.forget(connection)
+        return dropped
+    }
+
+    // MARK: - Starting and stopping
+
+    private mutating func start(_ target: String, _ now: NIODeadline, _ registry: Registry, _ actions: inout [Action]) {
+        guard let component = components[target] else { return }
+        actions.append(.activated(target))
+        components[target]?.state = .starting
+        components[target]?.startDeadline = now + Self.startTimeout(component.manifest)
+        components[target]?.restartAt = nil
+        switch component.manifest.launch {
+        case .exec:
+            let missing = max(component.manifest.instances - component.processes.count, 0)
+            for _ in 0..<missing { spawn(target, now, &actions) }
+        case .unit(let unit):
+            actions.append(.startUnit(unit, target: target))
+        }
+        scheduleWakeUp(now, registry, &actions)
+    }
+
+    private static func startTimeout(_ manifest: Manifest) -> TimeAmount {
+        .nanoseconds(Int64(manifest.startTimeoutSeconds * 1e9))
+    }
+
+    private mutating func spawn(_ target: String, _ now: NIODeadline, _ actions: inout [Action]) {
+        guard let manifest = components[target]?.manifest, case .exec(let arguments, let environment, let directory) = manifest.launch
+        else { return }
+        nextSpawnID += 1
+        components[target]?.processes.append(ManagedComponent.Process(spawnID: nextSpawnID, startedAt: now))
+        actions.append(.spawn(SpawnOrder(
+            spawnID: nextSpawnID, target: target, arguments: arguments, environment: environment,
+            workingDirectory: directory, user: manifest.user, group: manifest.group)))
+    }
+
+    /// Asks a component to stop (`mediator.stop` to every instance), then
+    /// SIGTERM after `grace`.
+    mutating func stop(_ target: String, reason: String, grace: TimeAmount, now: NIODeadline, registry: Registry) -> [Action] {
+        var actions: [Action] = []
+        stop(target, reason, grace, now, registry, &actions)
+        return actions
+    }
+
+    private mutating func stop(
+        _ target: String, _ reason: String, _ grace: TimeAmount, _ now: NIODeadline, _ registry: Registry, _ actions: inout [Action]
+    ) {
+        guard let component = components[target] else { return }
+        components[target]?.state = .stopping
+        components[target]?.termAt = now + grace
+        // A crashed instance waiting for its backoff is not replaced after a stop.
+        components[target]?.restartAt = nil
+        actions.append(.stopping(target, reason: reason))
+        if component.processes.isEmpty, registry.target(target) == nil {
+            components[target]?.state = .activatable
+            components[target]?.termAt = nil
+        }
+        scheduleWakeUp(now, registry, &actions)
+    }
+
+    private func terminate(_ target: String, _ registry: Registry, _ actions: inout [Action]) {
+        guard let component = components[target] else { return }
+        if case .unit(let unit) = component.manifest.launch {
+            actions.append(.stopUnit(unit))
+            return
+        }
+        let spawned = Set(component.processes.compactMap(\.pid))
+        for pid in spawned.sorted() where pid > 0 { actions.append(.signal(pid: pid, signal: SIGTERM, group: true)) }
+        // Instances that registered on their own: just that process.
+        let others = Set((registry.target(target)?.instances ?? []).map(\.credentials.pid)).subtracting(spawned)
+        for pid in others.sorted() where pid > 0 { actions.append(.signal(pid: pid, signal: SIGTERM, group: false)) }
+    }
+
+    /// Every process the daemon started and that reported its pid, for SIGTERM when the daemon stops.
+    var startedProcessIDs: [Int32] {
+        components.values.flatMap { $0.processes.compactMap(\.pid) }
+    }
+
+    // MARK: - Reports from the host
+
+    mutating func processStarted(spawnID: Int, pid: Int32) {
+        for target in components.keys {
+            guard let index = components[target]?.processes.firstIndex(where: { $0.spawnID == spawnID }) else { continue }
+            components[target]?.processes[index].pid = pid
+        }
+    }
+
+    mutating func processExited(spawnID: Int, end: ProcessEnd, now: NIODeadline, registry: Registry) -> [Action] {
+        guard let target = components.first(where: { $0.value.processes.contains { $0.spawnID == spawnID } })?.key,
+            let component = components[target], let process = component.processes.first(where: { $0.spawnID == spawnID })
+        else { return [] }
+        components[target]?.processes.removeAll { $0.spawnID == spawnID }
+        components[target]?.lastExit = component.endedBecause ?? end.description
+        components[target]?.endedBecause = nil
+        let remaining = components[target]?.processes.count ?? 0
+        var actions: [Action] = [.processEnded(target, pid: process.pid ?? 0, end: end)]
+        if process.registered, now - process.startedAt >= Self.steadyRunTime { components[target]?.consecutiveRestarts = 0 }
+
+        switch component.state {
+        case .stopping:
+            if remaining == 0 { settleStopped(target, now, registry, &actions) }
+        case .starting where !process.registered && remaining == 0 && registry.target(target) == nil:
+            actions.append(.startFailed(target, .exited))
+            failHeld(target, MediatorError(.activationFailed, "\"\(target)\" \(end) before it registered"), &actions)
+            components[target]?.startDeadline = nil
+            giveUpOrRestart(target, now, registry, restart: false, failed: true, &actions)
+            bootSettled(target, now, registry, &actions)
+        default:
+            let policy = component.manifest.restart
+            let restart = !component.removed && (policy == .always || (policy == .onFailure && !end.isClean))
+            giveUpOrRestart(target, now, registry, restart: restart, failed: !end.isClean, &actions)
+        }
+        scheduleWakeUp(now, registry, &actions)
+        return actions
+    }
+
+    mutating func unitFailed(target: String, reason: String, now: NIODeadline, registry: Registry) -> [Action] {
+        guard components[target]?.state == .starting else { return [] }
+        components[target]?.lastExit = "unit could not be started: \(reason)"
+        var actions: [Action] = [.startFailed(target, .unitFailed)]
+        failHeld(target, MediatorError(.activationFailed, "\"\(target)\" could not be started: \(reason)"), &actions)
+        components[target]?.startDeadline = nil
+        giveUpOrRestart(target, now, registry, restart: false, failed: true, &actions)
+        bootSettled(target, now, registry, &actions)
+        return actions
+    }
+
+    /// After a process ended: schedule a replacement (with backoff), give up
+    /// after the restart limit, or go back to waiting for the next call.
+    /// Failures and restarts count toward the limit; a clean exit that is not
+    /// restarted does not. A component that fails before it ever registers is
+    /// not restarted by itself: its held calls fail, and the next call tries again.
+    private mutating func giveUpOrRestart(
+        _ target: String, _ now: NIODeadline, _ registry: Registry, restart: Bool, failed: Bool, _ actions: inout [Action]
+    ) {
+        guard let manifest = components[target]?.manifest else { return }
+        if restart || failed { components[target]?.consecutiveRestarts += 1 }
+        let count = components[target]?.consecutiveRestarts ?? 0
+        let limitReached = count > manifest.restartLimit
+        let registered = registry.target(target) != nil
+        if restart, !limitReached {
+            components[target]?.restarts += 1
+            actions.append(.restartScheduled(target))
+            let backoff = components[target]?.restartBackoff ?? .zero
+            components[target]?.restartAt = now + backoff
+            if !registered { components[target]?.state = .starting }
+            return
+        }
+        guard !registered, components[target]?.processes.isEmpty == true else { return }
+        if limitReached, failed || restart {
+            components[target]?.state = .failed
+            let reason = components[target]?.lastExit ?? "unknown reason"
+            failHeld(target, MediatorError(.activationFailed, "\"\(target)\" gave up after \(count) failures in a row: \(reason)"), &actions)
+            actions.append(.gaveUp(target, failures: count))
+            return
+        }
+        components[target]?.state = .activatable
+        components[target]?.runningSince = nil
+        // Calls (or a `start`) that came in while it went away start it again.
+        if hasWaiters(target) { start(target, now, registry, &actions) }
+    }
+
+    private func hasWaiters(_ target: String) -> Bool {
+        components[target]?.held.isEmpty == false || startWaiters[target]?.isEmpty == false
+    }
+
+    private mutating func settleStopped(_ target: String, _ now: NIODeadline, _ registry: Registry, _ actions: inout [Action]) {
+        components[target]?.termAt = nil
+        components[target]?.runningSince = nil
+        if components[target]?.removed == true {
+            failHeld(target, MediatorError(.targetNotFound, "no component serves target \"\(target)\""), &actions)
+            components[target] = nil
+            return
+        }
+        components[target]?.state = .activatable
+        // Calls (or a `start`) that came in while it stopped start it again.
+        if hasWaiters(target) { start(target, now, registry, &actions) }
+    }
+
+    /// Every `start` and held call for the target fails with `error`.
+    private mutating func failHeld(_ target: String, _ error: MediatorError, _ actions: inout [Action]) {
+        for waiter in startWaiters.removeValue(forKey: target) ?? [] {
+            heldCalls.remove(caller: waiter.connection, id: waiter.id, bytes: waiter.bytes)
+            actions.append(.startRefused(waiter, error))
+        }
+        guard let held = components[target]?.held else { return }
+        components[target]?.held = []
+        for call in held {
+            heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
+            actions.append(.heldFailed(call, error))
+        }
+    }
+
+    // MARK: - Registration
+
+    /// A connection (of process `pid`) registered a target: if it is a
+    /// managed component, it is running now, its `start`s are answered and
+    /// its held calls go out, in arrival order. Once the broker has
+    /// delivered them, it calls ``settleRegistration(_:now:registry:)``.
+    mutating func registered(_ target: String, pid: Int32, now: NIODeadline) -> [Action] {
+        guard components[target] != nil else { return [] }
+        if let index = components[target]?.processes.firstIndex(where: { $0.pid == pid }) {
+            components[target]?.processes[index].registered = true
+        }
+        if components[target]?.state != .running { components[target]?.runningSince = now }
+        components[target]?.state = .running
+        components[target]?.startDeadline = nil
+        components[target]?.lastActivity = now
+        var actions: [Action] = []
+        for waiter in startWaiters.removeValue(forKey: target) ?? [] {
+            heldCalls.remove(caller: waiter.connection, id: waiter.id, bytes: waiter.bytes)
+            actions.append(.startAnswered(waiter, target: target))
+        }
+        guard let held = components[target]?.held, !held.isEmpty else { return actions }
+        components[target]?.held = []
+        for var call in held {
+            if let deadline = call.deadline {
+                call.request.timeoutMs = max(1, (deadline - now).nanoseconds / 1_000_000)
+            }
+            actions.append(.deliver(call))
+        }
+        return actions
+    }
+
+    /// After a registration's held calls went out (they count in the
+    /// registry's calls in flight): the boot order moves on and the next
+    /// deadline is due.
+    mutating func settleRegistration(_ target: String, now: NIODeadline, registry: Registry) -> [Action] {
+        guard components[target] != nil else { return [] }
+        var actions: [Action] = []
+        bootSettled(target, now, registry, &actions)
+        scheduleWakeUp(now, registry, &actions)
+        return actions
+    }
+
+    /// The last instance of a target went away (unregistered or disconnected).
+    mutating func gone(_ target: String, now: NIODeadline, registry: Registry) -> [Action] {
+        guard let component = components[target] else { return [] }
+        var actions: [Action] = []
+        switch component.state {
+        case .stopping:
+            if component.processes.isEmpty { settleStopped(target, now, registry, &actions) }
+        case .running:
+            // A process of ours will report its exit; one we did not start is simply gone.
+            if component.processes.isEmpty {
+                components[target]?.state = .activatable
+                components[target]?.runningSince = nil
+            }
+        default:
+            break
+        }
+        return actions
+    }
+
+    /// A call to or from the target: its idle time starts again.
+    mutating func noteActivity(_ target: String, now: NIODeadline) {
+        guard !components.isEmpty else { return }
+        components[target]?.lastActivity = now
+    }
+
+    // MARK: - Time
+
+    /// Start timeouts, held calls' timeouts, restarts, SIGTERM after a stop's
+    /// `grace`, idle exits: whatever is due at `now`.
+    mutating func expire(now: NIODeadline, registry: Registry, stopGrace: TimeAmount) -> [Action] {
+        var actions: [Action] = []
+        for target in components.keys.sorted() {
+            guard var component = components[target] else { continue }
+            for call in component.held where (call.deadline.map { $0 <= now } ?? false) {
+                actions.append(.heldTimedOut(call))
+                heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
+            }
+            component.held.removeAll { call in call.deadline.map { $0 <= now } ?? false }
+            components[target]?.held = component.held
+            if let deadline = component.startDeadline, deadline <= now, component.state == .starting {
+                let seconds = component.manifest.startTimeoutSeconds
+                let shown = seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+                let reason = "did not register within \(shown) s"
+                actions.append(.startFailed(target, .startTimeout))
+                components[target]?.lastExit = reason
+                components[target]?.startDeadline = nil
+                failHeld(target, MediatorError(.activationFailed, "\"\(target)\" \(reason)"), &actions)
+                for pid in component.processes.compactMap(\.pid) { actions.append(.signal(pid: pid, signal: SIGKILL, group: true)) }
+                components[target]?.endedBecause = reason
+                components[target]?.state = component.processes.isEmpty ? .activatable : .stopping
+                components[target]?.consecutiveRestarts += 1
+                bootSettled(target, now, registry, &actions)
+            }
+            if let at = component.restartAt, at <= now {
+                components[target]?.restartAt = nil
+                if case .exec = component.manifest.launch {
+                    spawn(target, now, &actions)
+                    if registry.target(target) == nil {
+                        components[target]?.startDeadline = now + Self.startTimeout(component.manifest)
+                    }
+                } else {
+                    start(target, now, registry, &actions)
+                }
+            }
+            if let at = component.termAt, at <= now, component.state == .stopping {
+                components[target]?.termAt = nil
+                terminate(target, registry, &actions)
+            }
+            if let idleAt = idleDeadline(target, registry: registry), idleAt <= now {
+                let removed = components[target]?.removed == true
+                if !removed { actions.append(.idleExit(target)) }
+                stop(target, removed ? "removed" : "idle", stopGrace, now, registry, &actions)
+            }
+        }
+        scheduleWakeUp(now, registry, &actions)
+        return actions
+    }
+
+    /// When a running component becomes idle enough to stop (or, removed from
+    /// the manifests, has no calls left).
+    func idleDeadline(_ target: String, registry: Registry) -> NIODeadline? {
+        guard let component = components[target], component.state == .running,
+            let entry = registry.target(target), entry.instances.allSatisfy({ $0.inFlight == 0 }),
+            component.held.isEmpty
+        else { return nil }
+        if component.removed { return component.lastActivity ?? .uptimeNanoseconds(0) }
+        guard component.manifest.idleExitSeconds > 0, let last = component.lastActivity else { return nil }
+        return last + .seconds(Int64(component.manifest.idleExitSeconds))
+    }
+
+    /// When the broker must call ``expire(now:registry:stopGrace:)`` next (never before `now`); nil when nothing is due.
+    func nextWakeUp(now: NIODeadline, registry: Registry) -> NIODeadline? {
+        let next = components.keys.compactMap { target in
+            components[target]?.nextDeadline(idleCheck: idleDeadline(target, registry: registry))
+        }.min()
+        return next.map { max($0, now) }
+    }
+
+    private func scheduleWakeUp(_ now: NIODeadline, _ registry: Registry, _ actions: inout [Action]) {
+        if let at = nextWakeUp(now: now, registry: registry) { actions.append(.wakeUp(at: at)) }
+    }
+}
