@@ -343,7 +343,7 @@ extension Broker {
         guard let raw = params["id"], let id = MessageID(json: raw) else {
             return .failure(MediatorError(.badRequest, "\"id\" must be the id of one of this connection's requests"))
         }
-        if let daemonID = pending.daemonID(caller: connection, id: id), let call = pending.call(daemonID) {
+        if let daemonID = inFlight.daemonID(caller: connection, id: id), let call = inFlight.call(daemonID) {
             finish(daemonID)
             statistics.cancelled(call.statisticsSlot)
             recordAnswer(call, code: ErrorCode.cancelled.rawValue, now: now)

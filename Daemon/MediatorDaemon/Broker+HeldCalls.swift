@@ -47,7 +47,7 @@ extension Broker {
     }
 
     func callsInFlight(of connection: ConnectionID) -> Int {
-        pending.callsInFlight(of: connection) + activation.heldCalls.calls(of: connection)
+        inFlight.callsInFlight(of: connection) + activation.heldCalls.calls(of: connection)
     }
 
     /// A held call that ended before it could be forwarded, in the statistics (nil: its caller left).

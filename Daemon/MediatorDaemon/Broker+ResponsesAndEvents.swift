@@ -11,7 +11,7 @@ extension Broker {
         // looked at where it is stored; a final answer then takes it out, so
         // it is never copied.
         guard case .int(let daemonID)? = envelope.id, let bodyRange = envelope.resultRange ?? envelope.errorRange,
-            let call = pending.withCall(daemonID, { call -> (more: Bool, resultSchema: Schema?)? in
+            let call = inFlight.withCall(daemonID, { call -> (more: Bool, resultSchema: Schema?)? in
                 call.callee == connection ? (call.more, call.resultSchema) : nil
             }) ?? nil
         else {
@@ -37,7 +37,7 @@ extension Broker {
             refuseResult(daemonID, problem: mismatch.message, partial: continues, from: connection, now: now)
             return
         }
-        if continues, let backlog, let caller = pending.withCall(daemonID, { $0.caller }) {
+        if continues, let backlog, let caller = inFlight.withCall(daemonID, { $0.caller }) {
             let queued = backlog(caller)
             if queued > configuration.maxOutboundBytes / Self.streamBacklogDivisor {
                 endStream(daemonID, backlog: queued, now: now)
@@ -47,7 +47,7 @@ extension Broker {
         let answered: (caller: ConnectionID, answer: ByteBuffer, target: String, startedAt: NIODeadline)?
         if continues {
             var deadline: NIODeadline?
-            answered = pending.withCall(daemonID) { call in
+            answered = inFlight.withCall(daemonID) { call in
                 call.deadline = now + .milliseconds(call.timeoutMs)
                 deadline = call.deadline
                 statistics.partial(call.statisticsSlot)

@@ -9,7 +9,7 @@ extension Broker {
     func handleRequest(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {
         let idBytes = envelope.idRange.map { slice(frame, $0) }
         if let id = envelope.id,
-            pending.isInFlight(caller: connection, id: id) || (!activation.heldCalls.isEmpty && activation.heldCalls.target(caller: connection, id: id) != nil)
+            inFlight.isInFlight(caller: connection, id: id) || (!activation.heldCalls.isEmpty && activation.heldCalls.target(caller: connection, id: id) != nil)
         {
             send(connection, writer.error(callerID: nil, MediatorError(.badRequest, "id \(id) is already in flight on this connection"), delivered: .no))
             return
@@ -137,9 +137,9 @@ extension Broker {
         let timeoutMs = request.timeoutMs ?? configuration.defaultTimeoutMs
         var daemonID: Int64?
         if let id = request.id, let idBytes = request.idBytes {
-            let newID = pending.makeDaemonID()
+            let newID = inFlight.makeDaemonID()
             let deadline = now + .milliseconds(timeoutMs)
-            pending.insert(PendingCalls.Call(
+            inFlight.insert(CallsInFlight.Call(
                 daemonID: newID, caller: connection, callerID: id, callerIDBytes: ownCopy(idBytes), callee: instance.connection,
                 target: request.target, action: action, instance: instance.instance, more: request.more,
                 timeoutMs: timeoutMs, deadline: deadline, startedAt: now, resultSchema: resultSchema,

@@ -12,7 +12,7 @@ extension Broker {
     /// forwarding, and logged as slow when it took the threshold or more.
     /// `now` nil (answers at shutdown): counted, not timed.
     @inline(__always)
-    func recordAnswer(_ call: PendingCalls.Call, code: String?, now: NIODeadline?) {
+    func recordAnswer(_ call: CallsInFlight.Call, code: String?, now: NIODeadline?) {
         let duration = now.map { ($0 - call.startedAt).nanoseconds }
         if let latencyMetrics, let duration, !latencyMetrics.record(slot: call.statisticsSlot, nanoseconds: duration) {
             // The entry's first timed answer: its names, not the call's (they differ for the overflow entry).
@@ -104,7 +104,7 @@ extension Broker {
         live.uptimeNanoseconds = max(0, (now - statisticsStart).nanoseconds)
         live.connections = peers.count
         live.registeredTargets = registry.targets.count
-        for call in pending.all { live.inFlightBySlot[call.statisticsSlot, default: 0] += 1 }
+        for call in inFlight.all { live.inFlightBySlot[call.statisticsSlot, default: 0] += 1 }
         for (target, component) in activation.components where !component.held.isEmpty {
             live.heldByTarget[target] = component.held.count
         }

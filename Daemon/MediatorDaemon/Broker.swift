@@ -40,7 +40,7 @@ public final class Broker {
     let writer = FrameWriter()
     var peers: [ConnectionID: Peer] = [:]
     public internal(set) var registry = Registry()
-    public internal(set) var pending = PendingCalls()
+    public internal(set) var inFlight = CallsInFlight()
     var armedWakeUp: NIODeadline?
     var effects: [BrokerEffect] = []
     public var callsRouted: Int { statistics.daemon.callsRouted }
@@ -146,7 +146,7 @@ public final class Broker {
         guard let peer = peers.removeValue(forKey: connection) else { return [] }
         monitors.detach(connection)
         carryOut(quotas.remove(connection, uid: peer.credentials.uid, queueLimit: configuration.maxQueuedBytesPerUID))
-        for call in pending.calls(toCallee: connection) {
+        for call in inFlight.calls(toCallee: connection) {
             finish(call.daemonID)
             if call.caller != connection {
                 recordAnswer(call, code: ErrorCode.componentUnavailable.rawValue, now: now)
@@ -155,7 +155,7 @@ public final class Broker {
                     delivered: forwardedDelivery(call)))
             }
         }
-        for call in pending.calls(fromCaller: connection) {
+        for call in inFlight.calls(fromCaller: connection) {
             finish(call.daemonID)
             statistics.callerGone(call.statisticsSlot)
             sendCancelEvent(call)
@@ -178,7 +178,7 @@ public final class Broker {
     /// ``BrokerEffect/wakeUp(at:)`` asked for.
     public func expireCalls(now: NIODeadline) -> [BrokerEffect] {
         armedWakeUp = nil
-        for call in pending.expired(at: now) {
+        for call in inFlight.expired(at: now) {
             finish(call.daemonID)
             statistics.timedOut(call.statisticsSlot)
             recordAnswer(call, code: ErrorCode.timeout.rawValue, now: now)
@@ -186,14 +186,14 @@ public final class Broker {
                 .timeout, "no response from \"\(call.target)\" within \(call.timeoutMs) ms"), delivered: forwardedDelivery(call)))
             sendCancelEvent(call)
         }
-        if let next = pending.earliestDeadline { wakeUp(at: next) }
+        if let next = inFlight.earliestDeadline { wakeUp(at: next) }
         expireComponents(now: now)
         return takeEffects()
     }
 
     /// Answers every call still in flight; used when the daemon stops.
     public func answerAllPending(_ error: MediatorError) -> [BrokerEffect] {
-        for call in pending.all {
+        for call in inFlight.all {
             finish(call.daemonID)
             recordAnswer(call, code: error.code.rawValue, now: nil)
             send(call.caller, writer.error(callerID: call.callerIDBytes, error, delivered: forwardedDelivery(call)))
@@ -205,7 +205,7 @@ public final class Broker {
     /// Rebuilds the tables that a burst left mostly empty; says whether any was.
     /// Called now and then by the host, never on the routing path.
     func shrinkSparseTables() -> Bool {
-        var shrank = pending.shrinkIfSparse()
+        var shrank = inFlight.shrinkIfSparse()
         shrank = peers.shrinkIfSparse() || shrank
         shrank = quotas.shrinkIfSparse() || shrank
         shrank = monitors.shrinkIfSparse() || shrank
@@ -216,8 +216,8 @@ public final class Broker {
 
     /// Takes a call out of those in flight; returns it.
     @discardableResult
-    func finish(_ daemonID: Int64, now: NIODeadline? = nil) -> PendingCalls.Call? {
-        guard let call = pending.remove(daemonID) else { return nil }
+    func finish(_ daemonID: Int64, now: NIODeadline? = nil) -> CallsInFlight.Call? {
+        guard let call = inFlight.remove(daemonID) else { return nil }
         registry.adjustInFlight(target: call.target, instance: call.instance, by: -1)
         if let now, !activation.components.isEmpty, activation.components[call.target] != nil {
             noteActivity(call.target, now: now)
@@ -229,13 +229,13 @@ public final class Broker {
     /// What the daemon knows of a call it forwarded and answers itself: a
     /// local component got it (and may have run it); a stand-in for another
     /// host's target (the NATS bridge) may not have got it to that host.
-    func forwardedDelivery(_ call: PendingCalls.Call) -> CallDelivery {
+    func forwardedDelivery(_ call: CallsInFlight.Call) -> CallDelivery {
         // Error path only: the registry is looked at when a call fails, never when it succeeds.
         let remote = registry.target(call.target)?.instances.contains { $0.instance == call.instance && $0.remoteHost != nil }
         return remote == true ? .unknown : .yes
     }
 
-    func sendCancelEvent(_ call: PendingCalls.Call) {
+    func sendCancelEvent(_ call: CallsInFlight.Call) {
         guard peers[call.callee] != nil else { return }
         send(call.callee, writer.event("mediator.cancel", data: ["id": .int(call.daemonID)]))
     }

@@ -153,8 +153,8 @@ final class BrokerHost: @unchecked Sendable {
         shrank = channels.shrinkIfSparse() || shrank
         shrank = backlogs.shrinkIfSparse() || shrank
         shrank = fairDispatch.shrinkSparseTables() || shrank
-        let load = channels.count + broker.pending.count
-        loadHighWater = max(loadHighWater, broker.pending.count)
+        let load = channels.count + broker.inFlight.count
+        loadHighWater = max(loadHighWater, broker.inFlight.count)
         guard shrank || (loadHighWater >= 256 && load * 2 < loadHighWater) else { return }
         loadHighWater = load
         let before = ProcessMemory.residentBytes()
@@ -407,7 +407,7 @@ final class BrokerHost: @unchecked Sendable {
     }
 
     private func finishStop(deadline: NIODeadline, promise: EventLoopPromise<Void>) {
-        guard broker.pending.count == 0 || NIODeadline.now() >= deadline else {
+        guard broker.inFlight.count == 0 || NIODeadline.now() >= deadline else {
             eventLoop.scheduleTask(in: .milliseconds(10)) { self.finishStop(deadline: deadline, promise: promise) }
             return
         }

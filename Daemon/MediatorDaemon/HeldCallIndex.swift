@@ -14,7 +14,7 @@ struct HeldCallIndex {
     }
 
     private(set) var tallies: [ConnectionID: Tally] = [:]
-    private var targetsByID: [PendingCalls.CallerKey: String] = [:]
+    private var targetsByID: [CallsInFlight.CallerKey: String] = [:]
 
     var isEmpty: Bool { tallies.isEmpty }
 
@@ -24,18 +24,18 @@ struct HeldCallIndex {
 
     /// The target a call with this id from this connection is held for; nil when none is.
     func target(caller: ConnectionID, id: MessageID) -> String? {
-        targetsByID[PendingCalls.CallerKey(connection: caller, id: id)]
+        targetsByID[CallsInFlight.CallerKey(connection: caller, id: id)]
     }
 
     mutating func add(caller: ConnectionID, id: MessageID?, bytes: Int, target: String) {
         tallies[caller, default: Tally()].calls += 1
         tallies[caller, default: Tally()].bytes += bytes
-        if let id { targetsByID[PendingCalls.CallerKey(connection: caller, id: id)] = target }
+        if let id { targetsByID[CallsInFlight.CallerKey(connection: caller, id: id)] = target }
     }
 
     /// A held call left its queue: delivered, answered, cancelled or timed out.
     mutating func remove(caller: ConnectionID, id: MessageID?, bytes: Int) {
-        if let id { targetsByID[PendingCalls.CallerKey(connection: caller, id: id)] = nil }
+        if let id { targetsByID[CallsInFlight.CallerKey(connection: caller, id: id)] = nil }
         guard var tally = tallies[caller] else { return }
         tally.calls -= 1
         tally.bytes -= bytes

@@ -124,7 +124,7 @@ public final class MediatorServer: Service, Sendable {
         return try? await host.eventLoop.submit {
             Statistics(
                 connections: host.connectionCount, targets: host.broker.registry.targets.count,
-                callsRouted: host.broker.callsRouted, callsInFlight: host.broker.pending.count)
+                callsRouted: host.broker.callsRouted, callsInFlight: host.broker.inFlight.count)
         }.get()
     }
 

@@ -35,7 +35,7 @@ struct BrokerCallLifecycleTests {
         #expect(d.take(1) == [errorLine(id: #""c1""#, "timeout", #"no response from "T" within 100 ms"#, delivered: true)])
         #expect(d.takeJSON(2) == [Self.cancelEvent(1)])
         #expect(d.wakeUpEffects(fired).isEmpty, "nothing left to wait for")
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
         #expect(d.broker.registry.target("T")?.instances[0].inFlight == 0)
 
         // A late response is dropped.
@@ -66,7 +66,7 @@ struct BrokerCallLifecycleTests {
         #expect(d.takeJSON(1).map { $0["id"] } == [2, 3])
         #expect(d.takeJSON(2) == [Self.cancelEvent(2), Self.cancelEvent(3)])
         #expect(d.wakeUpEffects(fired) == [d.at(ms: 200)], "re-armed at the next deadline")
-        #expect(d.broker.pending.count == 2)
+        #expect(d.broker.inFlight.count == 2)
         d.advance(ms: 50)
         #expect(d.wakeUpEffects(d.expire()) == [d.at(ms: 300)])
         #expect(d.takeJSON(1).map { $0["id"] } == [4])
@@ -124,7 +124,7 @@ struct BrokerCallLifecycleTests {
         let effects = d.send(#"{"id":1,"result":{"part":1},"continues":true}"#, from: 2)
         #expect(d.take(1) == [#"{"id":"m","result":{"part":1},"continues":true}"#])
         #expect(d.wakeUpEffects(effects).isEmpty, "a later deadline does not replace the armed one")
-        #expect(d.broker.pending.call(1)?.deadline == d.at(ms: 180))
+        #expect(d.broker.inFlight.call(1)?.deadline == d.at(ms: 180))
 
         // The old deadline passes: nothing expires, the new one is armed.
         d.advance(ms: 20)
@@ -138,7 +138,7 @@ struct BrokerCallLifecycleTests {
         #expect(d.take(1) == [
             #"{"id":"m","result":{"part":2},"continues":true}"#, #"{"id":"m","result":{"part":3},"continues":true}"#,
         ])
-        #expect(d.broker.pending.call(1)?.deadline == d.at(ms: 270))
+        #expect(d.broker.inFlight.call(1)?.deadline == d.at(ms: 270))
         d.advance(ms: 99)
         d.expire()
         #expect(d.take(1).isEmpty)
@@ -155,7 +155,7 @@ struct BrokerCallLifecycleTests {
         d.send(#"{"id":1,"result":2,"continues":false}"#, from: 2)
         d.send(#"{"id":1,"result":3}"#, from: 2)
         #expect(d.take(1) == [#"{"id":1,"result":1,"continues":true}"#, #"{"id":1,"result":2}"#])
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
     }
 
     @Test func errorWithContinuesIsFinal() {
@@ -164,7 +164,7 @@ struct BrokerCallLifecycleTests {
         d.send(#"{"id":1,"error":{"code":"boom","message":"m"},"continues":true}"#, from: 2)
         d.send(#"{"id":1,"result":"after"}"#, from: 2)
         #expect(d.take(1) == [#"{"id":1,"error":{"code":"boom","message":"m"}}"#])
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
     }
 
     @Test func continuesWithoutMoreIsDeliveredAsFinal() {
@@ -174,7 +174,7 @@ struct BrokerCallLifecycleTests {
         d.send(#"{"id":1,"result":"first","continues":true}"#, from: 2)
         d.send(#"{"id":1,"result":"second"}"#, from: 2)
         #expect(d.take(1) == [#"{"id":1,"result":"first"}"#])
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
     }
 
     // MARK: - cancel
@@ -189,7 +189,7 @@ struct BrokerCallLifecycleTests {
             errorLine(id: #""job""#, "cancelled", "the caller cancelled the call", delivered: true), #"{"id":"c","result":{}}"#,
         ])
         #expect(d.takeJSON(2) == [Self.cancelEvent(1)])
-        #expect(d.broker.pending.count == 1)
+        #expect(d.broker.inFlight.count == 1)
         // A late response to the cancelled call is dropped; the other call is unaffected.
         #expect(d.send(#"{"id":1,"result":"late"}"#, from: 2).isEmpty)
         d.send(#"{"id":"c","target":"mediator","action":"cancel","params":{"id":7.0}}"#, from: 1)
@@ -210,7 +210,7 @@ struct BrokerCallLifecycleTests {
         d.send(#"{"id":4,"target":"mediator","action":"cancel","params":{"id":1}}"#, from: 3)
         #expect(d.take(3) == [#"{"id":4,"result":{}}"#])
         #expect(d.take(2).isEmpty)
-        #expect(d.broker.pending.count == 1)
+        #expect(d.broker.inFlight.count == 1)
         // Bad ids.
         #expect(errorCode(d.daemon("cancel", "{}", from: 1)) == "bad_request")
         #expect(errorCode(d.daemon("cancel", #"{"id":null}"#, from: 1)) == "bad_request")
@@ -233,14 +233,14 @@ struct BrokerCallLifecycleTests {
         d.send(#"{"id":"x","target":"T","action":"a"}"#, from: 3)
         d.send(#"{"id":2,"target":"T","action":"a"}"#, from: 1)
         d.send(#"{"id":3,"target":"U","action":"a"}"#, from: 1)
-        #expect(d.broker.pending.count == 4)
+        #expect(d.broker.inFlight.count == 4)
         let effects = d.disconnect(2)
         let unavailable = #"the component serving "T" disconnected with the call in flight"#
         #expect(d.take(1) == [errorLine(id: "1", "component_unavailable", unavailable, delivered: true), errorLine(id: "2", "component_unavailable", unavailable, delivered: true)])
         #expect(d.take(3) == [errorLine(id: #""x""#, "component_unavailable", unavailable, delivered: true)])
         #expect(d.take(9) == [#"{"event":"mediator.unregistered","data":{"instance":1,"reason":"disconnected","target":"T"}}"#])
         #expect(!effects.contains { if case .send(2, _) = $0 { true } else { false } }, "nothing is sent to the closed connection")
-        #expect(d.broker.pending.count == 1)
+        #expect(d.broker.inFlight.count == 1)
         // The call to U goes on.
         _ = d.take(4)
         d.send(#"{"id":4,"result":"u"}"#, from: 4)
@@ -269,7 +269,7 @@ struct BrokerCallLifecycleTests {
         #expect(d.takeJSON(2) == [Self.cancelEvent(1), Self.cancelEvent(3)])
         #expect(d.takeJSON(4) == [Self.cancelEvent(2)])
         #expect(d.take(3).isEmpty)
-        #expect(d.broker.pending.count == 1)
+        #expect(d.broker.inFlight.count == 1)
         #expect(d.broker.registry.target("T")?.instances[0].inFlight == 1)
         // Late answers to the cancelled calls are dropped; 3's call still works.
         #expect(d.send(#"{"id":1,"result":0}"#, from: 2).isEmpty)
@@ -292,7 +292,7 @@ struct BrokerCallLifecycleTests {
         #expect(d.take(1) == [errorLine(id: "1", "component_unavailable", "mediatord is stopping", delivered: true)])
         #expect(d.take(3) == [errorLine(id: #""b""#, "component_unavailable", "mediatord is stopping", delivered: true)])
         #expect(d.takeJSON(2) == [Self.cancelEvent(1), Self.cancelEvent(2)])
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
         #expect(d.answerAllPending(MediatorError(.internal, "x")).isEmpty)
     }
 }

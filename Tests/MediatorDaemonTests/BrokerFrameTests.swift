@@ -62,7 +62,7 @@ struct BrokerFrameTests {
         #expect(errorCode(answer) == "bad_request", "frame \(frame)")
         #expect(answer?["error"]?["message"]?.stringValue?.isEmpty == false)
         #expect(d.take(2).isEmpty)
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
         #expect(d.closed.isEmpty)
     }
 

@@ -99,10 +99,10 @@ struct BrokerOutsideTesterTests {
         d.register("T", from: 2)
         let big = String(repeating: "x", count: 1 << 20)
         d.send(#"{"id":"call-1","target":"T","action":"a","params":{"blob":"\#(big)"}}"#, from: 1)
-        let call = d.broker.pending.all.first
+        let call = d.broker.inFlight.all.first
         #expect(call?.callerIDBytes.readableBytes == 8)
         #expect((call?.callerIDBytes.storageCapacity ?? .max) < 1024, "the id has storage of its own")
-        #expect(d.broker.pending.bytesHeld(of: 1) == 8)
+        #expect(d.broker.inFlight.bytesHeld(of: 1) == 8)
     }
 
     @Test func heldCallsKeepTheirParamsInStorageOfTheirOwnAndCountAgainstTheBytesQuota() {
@@ -264,7 +264,7 @@ struct BrokerOutsideTesterTests {
         #expect(d.takeJSON(7).filter { $0["action"] == "add" }.count == 1, "only the call not cancelled goes out")
         // The id is free again.
         d.send(#"{"id":5,"target":"Notes","action":"add"}"#, from: 1)
-        #expect(d.broker.pending.count == 2)
+        #expect(d.broker.inFlight.count == 2)
     }
 
     @Test func aStartWaitingForItsComponentObeysTheSameRules() {

@@ -53,7 +53,7 @@ struct BrokerQueuedBytesTests {
         #expect(message.hasPrefix("uid 1000 reached its quota max_queued_bytes_per_uid = 1000"), "\(message)")
         #expect(message.contains("\"Svc\""), "\(message)")
         #expect(d.take(1).isEmpty, "the refused call is not queued to the component")
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
         #expect(d.broker.quotas.queueEpisodes[1000]?.refusedCalls == 1)
     }
 

@@ -355,7 +355,7 @@ struct BrokerRegistrationTests {
             d.send(#"{"id":1,"target":"mediator","action":"ping"}"#, from: 1)
             #expect(d.take(1) == [#"{"id":1,"result":{}}"#])
         }
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
     }
 }
 

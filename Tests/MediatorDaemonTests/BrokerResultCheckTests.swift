@@ -53,7 +53,7 @@ struct BrokerResultCheckTests {
         d.send(#"{"id":1,"result":{"notes":[{"id":1.0,"text":"a" , "extra":[ ]},{"text":"b","id":2}]}}"#, from: 2)
         #expect(d.take(1) == [#"{"id":"c","result":{"notes":[{"id":1.0,"text":"a" , "extra":[ ]},{"text":"b","id":2}]}}"#])
         #expect(d.take(2).isEmpty)
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
     }
 
     @Test func mismatchingResultGivesTheCallerInvalidResultAndTellsTheComponent() {
@@ -65,7 +65,7 @@ struct BrokerResultCheckTests {
         #expect(d.takeJSON(1) == [Self.invalidResult(id: #""c""#, message, action: "list")])
         // An event, never a response line the component could take for an answer to a request of its own.
         #expect(d.takeJSON(2) == [Self.invalidResultEvent(1, message)])
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
         #expect(d.broker.registry.target("Notes")?.instances[0].inFlight == 0)
         // The call is over: a second answer is dropped.
         #expect(d.send(#"{"id":1,"result":{"notes":[]}}"#, from: 2).isEmpty)
@@ -107,7 +107,7 @@ struct BrokerResultCheckTests {
         #expect(d.takeJSON(1) == [Self.invalidResult(id: #""s""#, message, action: "watch")])
         // The component is told why, then to stop, as on a timeout.
         #expect(d.takeJSON(2) == [Self.invalidResultEvent(1, message), Self.cancelEvent(1)])
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
         #expect(d.send(#"{"id":1,"result":{"n":3}}"#, from: 2).isEmpty)
         #expect(d.take(1).isEmpty)
     }
@@ -140,7 +140,7 @@ struct BrokerResultCheckTests {
         d.send(#"{"id":"f","target":"Notes","action":"free"}"#, from: 1)
         _ = d.take(2)
         // Nothing to check: the call carries no schema, so the response is never decoded.
-        #expect(d.broker.pending.call(1)?.resultSchema == nil)
+        #expect(d.broker.inFlight.call(1)?.resultSchema == nil)
         d.send(#"{"id":1,"result":[1, "anything" ,{"x":null}]}"#, from: 2)
         #expect(d.take(1) == [#"{"id":"f","result":[1, "anything" ,{"x":null}]}"#])
         #expect(d.take(2).isEmpty)
@@ -161,7 +161,7 @@ struct BrokerResultCheckTests {
         d.send(#"{"id":1,"result":{"x":"\ud800"}}"#, from: 2)
         #expect(d.takeJSON(1) == [Self.invalidResult(id: #""c""#, Self.loneSurrogateMessage, action: action)])
         #expect(d.takeJSON(2) == [Self.invalidResultEvent(1, Self.loneSurrogateMessage)])
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
         #expect(d.broker.peers[2]?.consecutiveBadFrames == 0)
     }
 
@@ -175,7 +175,7 @@ struct BrokerResultCheckTests {
         let message = #"error: lone surrogate escape \ud800 (half of a UTF-16 pair: no character) at byte 28"#
         #expect(d.takeJSON(1) == [Self.invalidResult(id: #""c""#, message, action: "free")])
         #expect(d.takeJSON(2) == [Self.invalidResultEvent(1, message)])
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
     }
 
     @Test func referenceInParamsIsEnforcedOnCalls() {

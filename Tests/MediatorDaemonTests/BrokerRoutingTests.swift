@@ -24,7 +24,7 @@ struct BrokerRoutingTests {
         ])
         #expect(d.take(1).isEmpty)
         #expect(d.broker.callsRouted == 1)
-        #expect(d.broker.pending.count == 1)
+        #expect(d.broker.inFlight.count == 1)
     }
 
     @Test func callerMemberAfterTheOtherMembersCannotOverrideEither() {
@@ -82,7 +82,7 @@ struct BrokerRoutingTests {
             #"{"id":-7,"error":{"message":"nope","code":"my_code","data":{ "k":1 }}}"#,
         ])
         #expect(d.take(2).isEmpty)
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
         #expect(d.broker.registry.target("T")?.instances[0].inFlight == 0)
     }
 
@@ -115,7 +115,7 @@ struct BrokerRoutingTests {
         #expect(d.send(#"{"id":99,"result":1}"#, from: 2).isEmpty)
         #expect(d.send(#"{"id":"1","result":1}"#, from: 2).isEmpty)
         #expect(d.send(#"{"id":null,"error":{"code":"x","message":"y"}}"#, from: 2).isEmpty)
-        #expect(d.broker.pending.count == 1)
+        #expect(d.broker.inFlight.count == 1)
         d.send(#"{"id":1,"result":"real"}"#, from: 2)
         #expect(d.take(1) == [#"{"id":5,"result":"real"}"#])
         // Answered once only.
@@ -171,7 +171,7 @@ struct BrokerRoutingTests {
             for c in 2...3 where !d.take(c).isEmpty { order.append(c) }
         }
         #expect(order == [2, 3, 2, 3, 2])
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
     }
 
     @Test func poolAvoidsTheBusyInstance() {
@@ -221,7 +221,7 @@ struct BrokerRoutingTests {
             errorLine(id: "2", "target_not_found", #"no component serves target "Missing""#, delivered: false),
         ])
         #expect(d.take(2).isEmpty)
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
     }
 
     // MARK: - Schemas
@@ -249,7 +249,7 @@ struct BrokerRoutingTests {
             #expect(messages[3].contains("params.n"))
         }
         #expect(d.take(2).isEmpty)
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
         #expect(d.broker.callsRouted == 0)
     }
 
@@ -358,7 +358,7 @@ struct BrokerRoutingTests {
         let effects = d.send(#"{"target":"T","action":"a","params":{"x":1},"timeout_ms":50}"#, from: 1)
         #expect(d.take(2) == [#"{"target":"T","action":"a","params":{"x":1},"timeout_ms":50,"caller":\#(caller1)}"#])
         #expect(d.wakeUpEffects(effects).isEmpty)
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
         #expect(d.broker.callsRouted == 1)
         // A response the component sends anyway goes nowhere.
         #expect(d.send(#"{"id":1,"result":1}"#, from: 2).isEmpty)
@@ -402,7 +402,7 @@ struct BrokerRoutingTests {
         d.send(#"{"target":"mediator","action":"open","params":{"url":"x://T/show?a=b"}}"#, from: 1)
         #expect(d.take(2) == [#"{"target":"T","action":"show","params":{"a":"b"},"timeout_ms":30000,"caller":\#(caller1)}"#])
         #expect(d.take(1).isEmpty)
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
     }
 
     // MARK: - Duplicate ids and limits
@@ -490,6 +490,6 @@ struct BrokerRoutingTests {
         _ = d.take(2)
         let effects = d.disconnect(2)
         #expect(effects.isEmpty)
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
     }
 }

@@ -45,15 +45,15 @@ struct SparseStorageTests {
             d.connect(connection)
             d.send(#"{"id":1,"target":"T","action":"a"}"#, from: connection)
         }
-        #expect(d.broker.pending.count == 3_000)
+        #expect(d.broker.inFlight.count == 3_000)
         for connection in 2..<3_002 { d.disconnect(connection) }
-        #expect(d.broker.pending.count == 0)
+        #expect(d.broker.inFlight.count == 0)
         let shrank = d.broker.shrinkSparseTables()
         #expect(shrank)
         #expect(d.broker.peers.capacity < 64)
         // Routing goes on as before.
         d.connect(9_000)
         d.send(#"{"id":1,"target":"T","action":"a"}"#, from: 9_000)
-        #expect(d.broker.pending.count == 1)
+        #expect(d.broker.inFlight.count == 1)
     }
 }

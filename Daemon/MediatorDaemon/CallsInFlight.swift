@@ -6,7 +6,7 @@ import NIOCore
 /// pays for each index twice (insert, remove), so there is none by callee: a
 /// closing connection's calls are found by one pass, as its calls as a caller
 /// always were.
-public struct PendingCalls: Sendable {
+public struct CallsInFlight: Sendable {
     public struct Call: Sendable {
         /// The id on the forwarded request, unique for the daemon's lifetime.
         public var daemonID: Int64

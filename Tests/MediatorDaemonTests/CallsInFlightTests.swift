@@ -4,27 +4,27 @@ import Testing
 
 @testable import MediatorDaemon
 
-@Suite("PendingCalls")
-struct PendingCallsTests {
+@Suite("CallsInFlight")
+struct CallsInFlightTests {
     func deadline(_ ms: Int64) -> NIODeadline { .uptimeNanoseconds(1_000_000_000 + UInt64(ms) * 1_000_000) }
 
-    func call(_ p: inout PendingCalls, caller: ConnectionID, id: MessageID, callee: ConnectionID, at ms: Int64) -> Int64 {
+    func call(_ p: inout CallsInFlight, caller: ConnectionID, id: MessageID, callee: ConnectionID, at ms: Int64) -> Int64 {
         let daemonID = p.makeDaemonID()
         var idBytes = ByteBufferAllocator().buffer(capacity: 8)
         idBytes.writeBytes(id.json.encoded)
-        p.insert(PendingCalls.Call(
+        p.insert(CallsInFlight.Call(
             daemonID: daemonID, caller: caller, callerID: id, callerIDBytes: idBytes, callee: callee, target: "T",
             action: "a", instance: 1, more: false, timeoutMs: ms, deadline: deadline(ms), startedAt: deadline(0)))
         return daemonID
     }
 
     @Test func daemonIDsIncrease() {
-        var p = PendingCalls()
+        var p = CallsInFlight()
         #expect((0..<4).map { _ in p.makeDaemonID() } == [1, 2, 3, 4])
     }
 
     @Test func indexesByCallerAndCallee() {
-        var p = PendingCalls()
+        var p = CallsInFlight()
         let a = call(&p, caller: 1, id: .int(1), callee: 2, at: 300)
         let b = call(&p, caller: 1, id: .string("1"), callee: 3, at: 100)
         let c = call(&p, caller: 4, id: .int(1), callee: 2, at: 200)
@@ -58,7 +58,7 @@ struct PendingCallsTests {
     }
 
     @Test func expiryAndDeadlines() {
-        var p = PendingCalls()
+        var p = CallsInFlight()
         let a = call(&p, caller: 1, id: .int(1), callee: 2, at: 300)
         let b = call(&p, caller: 1, id: .int(2), callee: 2, at: 100)
         let c = call(&p, caller: 1, id: .int(3), callee: 2, at: 100)
