@@ -11,7 +11,7 @@ import Darwin
 ///
 /// The policy resolves the names of its files once, when it is loaded (at
 /// start and on SIGHUP), never while it checks a request.
-public protocol AccountDirectory: Sendable {
+package protocol AccountDirectory: Sendable {
     /// The uid of the user `name`, or nil when there is no such user.
     func uid(ofUser name: String) -> UInt32?
     /// The gid of the group `name`, or nil when there is no such group.
@@ -26,10 +26,10 @@ public protocol AccountDirectory: Sendable {
 ///
 /// A lookup may block (a remote directory), so call it off the event loop:
 /// when loading the policy, or once when a connection is accepted.
-public struct SystemAccounts: AccountDirectory {
-    public init() {}
+package struct SystemAccounts: AccountDirectory {
+    package init() {}
 
-    public func uid(ofUser name: String) -> UInt32? {
+    package func uid(ofUser name: String) -> UInt32? {
         guard Self.isLookupName(name) else { return nil }
         return Self.withBuffer { buffer -> (found: UInt32?, errno: Int32) in
             var entry = passwd()
@@ -39,7 +39,7 @@ public struct SystemAccounts: AccountDirectory {
         }
     }
 
-    public func gid(ofGroup name: String) -> UInt32? {
+    package func gid(ofGroup name: String) -> UInt32? {
         guard Self.isLookupName(name) else { return nil }
         return Self.withBuffer { buffer -> (found: UInt32?, errno: Int32) in
             var entry = group()
@@ -49,7 +49,7 @@ public struct SystemAccounts: AccountDirectory {
         }
     }
 
-    public func userName(_ uid: UInt32) -> String? {
+    package func userName(_ uid: UInt32) -> String? {
         Self.withBuffer { buffer -> (found: String?, errno: Int32) in
             var entry = passwd()
             var result: UnsafeMutablePointer<passwd>?

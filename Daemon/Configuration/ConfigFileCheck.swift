@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// The two kinds of files in the daemon's config folders.
-public enum ConfigFileKind: String, Sendable, CaseIterable {
+package enum ConfigFileKind: String, Sendable, CaseIterable {
     /// A component manifest (`components.d`, docs/components.md).
     case manifest
     /// A policy file (`policy.d`, docs/policy.md).
@@ -16,12 +16,12 @@ public enum ConfigFileKind: String, Sendable, CaseIterable {
 /// `systemd-analyze verify` checks units: each file is read exactly as the
 /// daemon reads it (``ManifestLoader``, ``PolicyLoader``), and a folder as
 /// the daemon walks it. What `mediatorctl verify` runs.
-public struct ConfigFileCheck: Sendable {
+package struct ConfigFileCheck: Sendable {
     /// Where a policy's user and group names resolve: a rule whose name
     /// does not resolve is a problem, as it is skipped by the daemon.
     var accounts: any AccountDirectory
 
-    public init(accounts: any AccountDirectory = SystemAccounts()) {
+    package init(accounts: any AccountDirectory = SystemAccounts()) {
         self.accounts = accounts
     }
 
@@ -30,7 +30,7 @@ public struct ConfigFileCheck: Sendable {
     /// name (`components.d`, `policy.d`); a file's from its folder's name,
     /// else from its content (an object with `rules` is a policy file,
     /// anything else is read as a manifest).
-    public func problems(_ path: String, kind: ConfigFileKind? = nil) -> [ConfigFileProblem] {
+    package func problems(_ path: String, kind: ConfigFileKind? = nil) -> [ConfigFileProblem] {
         var info = stat()
         guard stat(path, &info) == 0 else {
             let reason = errno == ENOENT ? "does not exist" : "cannot be read: " + BoundedFile.errorText(errno)

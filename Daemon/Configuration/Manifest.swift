@@ -6,56 +6,56 @@ import MediatorProtocol
 /// The daemon starts such a component when a call for its target arrives
 /// (or at boot), instead of waiting for the component to connect by itself.
 /// See docs/components.md for every member.
-public struct Manifest: Sendable, Equatable {
-    public enum Launch: Sendable, Equatable {
+package struct Manifest: Sendable, Equatable {
+    package enum Launch: Sendable, Equatable {
         /// A program the daemon runs itself; `arguments[0]` is an absolute path.
         case exec(arguments: [String], environment: [String: String], workingDirectory: String?)
         /// A systemd unit to start instead, e.g. "mediator-component@Notes.service".
         case unit(String)
     }
 
-    public enum Start: String, Sendable, CaseIterable { case onDemand = "on-demand", atBoot = "at-boot" }
+    package enum Start: String, Sendable, CaseIterable { case onDemand = "on-demand", atBoot = "at-boot" }
 
-    public enum RestartPolicy: String, Sendable, CaseIterable { case no, onFailure = "on-failure", always }
+    package enum RestartPolicy: String, Sendable, CaseIterable { case no, onFailure = "on-failure", always }
 
     /// The path it was read from.
-    public var file: String
-    public var target: String
-    public var description: String?
-    public var actions: [ActionSpec]
+    package var file: String
+    package var target: String
+    package var description: String?
+    package var actions: [ActionSpec]
     /// The interface file the actions (and maybe the description) came
     /// from, as an absolute or manifest-relative path resolved; nil when the
     /// manifest lists its `actions` itself.
-    public var interfaceFile: String?
-    public var launch: Launch
+    var interfaceFile: String?
+    package var launch: Launch
     /// `.exclusive` (default) or `.pool`.
-    public var mode: TargetMode
+    package var mode: TargetMode
     /// Default 1; more than 1 only with mode pool; at most ``maxInstances``.
-    public var instances: Int
+    package var instances: Int
     /// Default `.onDemand`.
-    public var start: Start
+    package var start: Start
     /// Default 0; lower starts first (at-boot).
-    public var priority: Int
+    package var priority: Int
     /// Default 0 = stay running.
-    public var idleExitSeconds: Int
+    package var idleExitSeconds: Int
     /// Default `.onFailure`.
-    public var restart: RestartPolicy
+    package var restart: RestartPolicy
     /// Default 200; doubles per consecutive restart, capped at ``maxRestartBackoffMs``.
-    public var restartBackoffMs: Int
+    package var restartBackoffMs: Int
     /// Default 5 consecutive restarts, then the component is "failed".
-    public var restartLimit: Int
+    package var restartLimit: Int
     /// Default 10.
-    public var startTimeoutSeconds: Double
+    package var startTimeoutSeconds: Double
     /// Only honoured when the daemon runs as root; only with `exec`.
-    public var user: String?
-    public var group: String?
+    package var user: String?
+    package var group: String?
 
     static let maxInstances = 64
-    public static let defaultRestartBackoffMs = 200
+    static let defaultRestartBackoffMs = 200
     /// The cap of the doubling backoff, 10 s.
     static let maxRestartBackoffMs = 10_000
-    public static let defaultRestartLimit = 5
-    public static let defaultStartTimeoutSeconds = 10.0
+    static let defaultRestartLimit = 5
+    static let defaultStartTimeoutSeconds = 10.0
 
     /// The JSON members a manifest may have, in the order they are checked.
     static let knownMembers = [
@@ -65,7 +65,7 @@ public struct Manifest: Sendable, Equatable {
     ]
 
     /// A manifest built in code, with the defaults of the JSON form.
-    public init(
+    package init(
         file: String = "", target: String, description: String? = nil, actions: [ActionSpec],
         interfaceFile: String? = nil, launch: Launch,
         mode: TargetMode = .exclusive, instances: Int = 1, start: Start = .onDemand, priority: Int = 0,
@@ -99,7 +99,7 @@ public struct Manifest: Sendable, Equatable {
     /// `readFile` gives the bytes of the interface file that an `interface`
     /// member names (the path resolved against the manifest's folder), or
     /// why it cannot; without it such a manifest is a problem.
-    public init(
+    package init(
         json: JSONValue, file: String, readFile: ((String) -> Result<[UInt8], InterfaceFileUnreadable>)? = nil
     ) throws(ManifestProblem) {
         guard let members = json.objectValue else {
@@ -364,14 +364,14 @@ public struct Manifest: Sendable, Equatable {
 }
 
 /// Why a manifest file was not loaded.
-public typealias ManifestProblem = ConfigFileProblem
+package typealias ManifestProblem = ConfigFileProblem
 
 /// Why the interface file a manifest names could not be read (`cannot be
 /// read: No such file or directory`).
-public struct InterfaceFileUnreadable: Error, Sendable, Equatable {
-    public var reason: String
+package struct InterfaceFileUnreadable: Error, Sendable, Equatable {
+    package var reason: String
 
-    public init(reason: String) {
+    package init(reason: String) {
         self.reason = reason
     }
 }

@@ -5,14 +5,14 @@ import Glibc
 #endif
 
 /// Reads the manifests of the components folders.
-public struct ManifestLoader: Sendable {
+package struct ManifestLoader: Sendable {
     /// The folders, the first winning over the later ones.
-    public var directories: [String]
+    package var directories: [String]
 
     /// A manifest file larger than this is a problem and is not read.
-    public static let maxFileBytes = 1 << 20
+    package static let maxFileBytes = 1 << 20
 
-    public init(directories: [String]) {
+    package init(directories: [String]) {
         self.directories = directories
     }
 
@@ -23,7 +23,7 @@ public struct ManifestLoader: Sendable {
     /// the name without being a problem. Two files declaring the same target:
     /// the second is skipped. A missing folder is not a problem. Names that
     /// start with `.` are ignored, as are folders and other non-files.
-    public func load() -> (manifests: [Manifest], skipped: [SkippedManifest]) {
+    package func load() -> (manifests: [Manifest], skipped: [SkippedManifest]) {
         var manifests: [Manifest] = []
         var skipped: [SkippedManifest] = []
         var fileOfTarget: [String: String] = [:]
@@ -76,7 +76,7 @@ public struct ManifestLoader: Sendable {
     /// System: `/etc/mediator/components.d`, then `/usr/lib/mediator/components.d`.
     /// User: `$XDG_CONFIG_HOME/mediator/components.d`, where an unset, empty or
     /// relative `XDG_CONFIG_HOME` means `$HOME/.config`.
-    public static func defaultDirectories(userInstance: Bool, environment: [String: String]) -> [String] {
+    package static func defaultDirectories(userInstance: Bool, environment: [String: String]) -> [String] {
         guard userInstance else { return systemDirectories }
         return [ConfigPaths.userFolder(ConfigPaths.componentsFolder, environment: environment)]
     }

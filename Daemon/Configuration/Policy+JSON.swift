@@ -16,7 +16,7 @@ extension Policy {
     /// whole file is refused: a file whose meaning is in doubt grants
     /// nothing. A rule naming a user or group that does not resolve
     /// through `accounts` is left out, with the problem in ``skippedRules``.
-    public init(json: JSONValue, file: String, accounts: any AccountDirectory) throws(PolicyProblem) {
+    package init(json: JSONValue, file: String, accounts: any AccountDirectory) throws(PolicyProblem) {
         let reader = Reader(file: file)
         guard let members = json.objectValue else {
             throw PolicyProblem(file: file, reason: "a policy must be a JSON object, got \(json.typeName)")
@@ -190,4 +190,4 @@ extension Policy {
 }
 
 /// Why a policy file, or one of its rules, was not loaded.
-public typealias PolicyProblem = ConfigFileProblem
+package typealias PolicyProblem = ConfigFileProblem

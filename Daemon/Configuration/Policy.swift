@@ -1,7 +1,7 @@
 import MediatorProtocol
 
 /// What a peer asks to do, checked against the policy.
-public enum PolicyRequest: Sendable, Equatable, CustomStringConvertible {
+package enum PolicyRequest: Sendable, Equatable, CustomStringConvertible {
     /// Registering (or joining the pool of) a target.
     case register(target: String)
     /// A call; also used for `open`, as the call the URL reaches.
@@ -15,7 +15,7 @@ public enum PolicyRequest: Sendable, Equatable, CustomStringConvertible {
 
     /// The request as a denial names it: `register "Notes"`, `call "Notes/add"`,
     /// `subscribe to "user.*"`, `publish "user.login"`, `monitor`.
-    public var description: String {
+    package var description: String {
         switch self {
         case .register(let target): return "register \(Policy.quoted(target))"
         case .call(let target, let action): return "call \(Policy.quoted(target + "/" + action))"
@@ -27,22 +27,22 @@ public enum PolicyRequest: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Who asks: the peer's credentials as the kernel gave them.
-public struct PolicySubject: Sendable, Equatable, CustomStringConvertible {
-    public var uid: UInt32
+package struct PolicySubject: Sendable, Equatable, CustomStringConvertible {
+    package var uid: UInt32
     /// The primary group.
-    public var gid: UInt32
+    package var gid: UInt32
     /// The primary and supplementary groups (SO_PEERGROUPS). The primary
     /// group counts even when it is missing here.
-    public var groups: [UInt32]
+    package var groups: [UInt32]
     /// The user's name, looked up once when the connection was accepted;
     /// only used in denial messages.
-    public var userName: String?
+    package var userName: String?
     /// Set for a caller on another host (through the NATS bridge): then
     /// `uid` is that host's, information only, and only rules about remote
     /// callers match.
-    public var remoteHost: String?
+    package var remoteHost: String?
 
-    public init(uid: UInt32, gid: UInt32, groups: [UInt32], userName: String? = nil, remoteHost: String? = nil) {
+    package init(uid: UInt32, gid: UInt32, groups: [UInt32], userName: String? = nil, remoteHost: String? = nil) {
         self.uid = uid
         self.gid = gid
         self.groups = groups
@@ -51,7 +51,7 @@ public struct PolicySubject: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A caller on `host`, as that host's bridge reported it.
-    public static func remote(host: String, uid: UInt32) -> PolicySubject {
+    package static func remote(host: String, uid: UInt32) -> PolicySubject {
         PolicySubject(uid: uid, gid: uid, groups: [], remoteHost: host)
     }
 
@@ -61,7 +61,7 @@ public struct PolicySubject: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `uid 1000 (alice)`, or `uid 1000` without a name.
-    public var description: String {
+    package var description: String {
         if let remoteHost { return "uid \(uid) on host \(Policy.quoted(remoteHost))" }
         if let userName { return "uid \(uid) (\(userName))" }
         return "uid \(uid)"
@@ -73,22 +73,22 @@ public struct PolicySubject: Sendable, Equatable, CustomStringConvertible {
 /// Rules only ever grant, and add up: a request is allowed when any rule
 /// that matches the subject allows it. uid 0 may do anything. Checking is
 /// pure and does no I/O: names were resolved when the policy was read.
-public struct Policy: Sendable, Equatable {
+package struct Policy: Sendable, Equatable {
     /// Whom a rule is about. Every condition given must hold; none means everyone.
-    public struct Match: Sendable, Equatable {
+    package struct Match: Sendable, Equatable {
         /// The subject's uid must be this (from `uid`, or `user` resolved).
-        public var uid: UInt32?
+        package var uid: UInt32?
         /// The subject must hold each of these groups, as its primary or a
         /// supplementary group (from `gid`, and `group` resolved).
-        public var gids: [UInt32]
+        var gids: [UInt32]
 
         /// `"remote": true`: callers on other hosts (through the NATS
         /// bridge); `false` or absent: local callers only.
-        public var remote: Bool
+        package var remote: Bool
         /// `"host"`: callers on that host (implies `remote`).
-        public var host: String?
+        package var host: String?
 
-        public init(uid: UInt32? = nil, gids: [UInt32] = [], remote: Bool = false, host: String? = nil) {
+        package init(uid: UInt32? = nil, gids: [UInt32] = [], remote: Bool = false, host: String? = nil) {
             self.uid = uid
             self.gids = gids
             self.remote = remote || host != nil
@@ -96,9 +96,9 @@ public struct Policy: Sendable, Equatable {
         }
 
         /// `{}`: every local subject.
-        public static let everyone = Match()
+        package static let everyone = Match()
 
-        public func matches(_ subject: PolicySubject) -> Bool {
+        package func matches(_ subject: PolicySubject) -> Bool {
             // A remote caller's uid and groups are not local credentials:
             // only rules about remote callers (and their host) apply to it.
             if let remoteHost = subject.remoteHost {
@@ -113,19 +113,19 @@ public struct Policy: Sendable, Equatable {
     }
 
     /// What a rule grants.
-    public struct Allow: Sendable, Equatable {
+    package struct Allow: Sendable, Equatable {
         /// Targets that may be registered.
-        public var register: [Pattern]
+        package var register: [Pattern]
         /// Calls that may be made (and URLs opened).
-        public var call: [CallPattern]
+        package var call: [CallPattern]
         /// Patterns that cover what may be subscribed to.
-        public var subscribe: [Pattern]
+        package var subscribe: [Pattern]
         /// Events that may be published.
-        public var publish: [Pattern]
+        package var publish: [Pattern]
         /// Whether a monitor may be attached.
-        public var monitor: Bool
+        package var monitor: Bool
 
-        public init(
+        package init(
             register: [Pattern] = [], call: [CallPattern] = [], subscribe: [Pattern] = [], publish: [Pattern] = [],
             monitor: Bool = false
         ) {
@@ -137,12 +137,12 @@ public struct Policy: Sendable, Equatable {
         }
 
         /// Everything: `*` everywhere, the daemon's administrative actions and `monitor`.
-        public static let everything = Allow(
+        package static let everything = Allow(
             register: [.any], call: [.any, CallPattern(target: .exact(ProtocolConstants.daemonTarget), action: .any)],
             subscribe: [.any], publish: [.any], monitor: true)
 
         /// Whether this grants `request`.
-        public func grants(_ request: PolicyRequest) -> Bool {
+        package func grants(_ request: PolicyRequest) -> Bool {
             switch request {
             case .register(let target):
                 return register.contains { $0.matches(target) }
@@ -168,27 +168,27 @@ public struct Policy: Sendable, Equatable {
     }
 
     /// One grant: the subjects it is about and what they may do.
-    public struct Rule: Sendable, Equatable {
-        public var match: Match
-        public var allow: Allow
+    package struct Rule: Sendable, Equatable {
+        package var match: Match
+        package var allow: Allow
 
-        public init(match: Match = .everyone, allow: Allow) {
+        package init(match: Match = .everyone, allow: Allow) {
             self.match = match
             self.allow = allow
         }
     }
 
     /// The rules, in file order. They add up: the order does not change the outcome.
-    public var rules: [Rule]
+    package var rules: [Rule]
     /// Whether this is the default policy, in force because no policy file
     /// was found at all. A policy file that is empty, or whose every rule was
     /// refused, is still a policy: the default does not come back.
-    public var isDefault: Bool
+    package var isDefault: Bool
     /// Rules that were left out while reading, each with why: a user or
     /// group name that did not resolve. The rest of the file applies.
-    public var skippedRules: [PolicyProblem]
+    var skippedRules: [PolicyProblem]
 
-    public init(rules: [Rule], isDefault: Bool = false, skippedRules: [PolicyProblem] = []) {
+    package init(rules: [Rule], isDefault: Bool = false, skippedRules: [PolicyProblem] = []) {
         self.rules = rules
         self.isDefault = isDefault
         self.skippedRules = skippedRules
@@ -214,7 +214,7 @@ public struct Policy: Sendable, Equatable {
     /// may do anything; everyone else may call, subscribe and publish, but
     /// not register, monitor, or start and stop managed components. (Events under `mediator.` are the daemon's
     /// own: the broker refuses to let anyone publish them.)
-    public static func defaultPolicy(daemonUID: UInt32) -> Policy {
+    package static func defaultPolicy(daemonUID: UInt32) -> Policy {
         Policy(
             rules: [
                 Rule(match: Match(uid: daemonUID), allow: .everything),
@@ -227,7 +227,7 @@ public struct Policy: Sendable, Equatable {
 
     /// The rules of several files, one after the other; skipped rules too.
     /// The result is the default only when every part is (and there is one).
-    public static func merged(_ policies: [Policy]) -> Policy {
+    package static func merged(_ policies: [Policy]) -> Policy {
         Policy(
             rules: policies.flatMap(\.rules),
             isDefault: !policies.isEmpty && policies.allSatisfy(\.isDefault),
@@ -237,7 +237,7 @@ public struct Policy: Sendable, Equatable {
     /// Whether `subject` may make `request`: uid 0 always may, as may
     /// anyone call one of the ``openDaemonActions``; otherwise some rule
     /// that matches the subject must grant it.
-    public func allows(_ request: PolicyRequest, by subject: PolicySubject) -> Bool {
+    package func allows(_ request: PolicyRequest, by subject: PolicySubject) -> Bool {
         // Local root; a remote uid 0 is only information.
         if subject.uid == 0 && subject.remoteHost == nil { return true }
         if case .call(let target, let action) = request, target == ProtocolConstants.daemonTarget,
@@ -253,7 +253,7 @@ public struct Policy: Sendable, Equatable {
 
     /// nil when allowed, else the denial, naming the subject and what was
     /// denied: `uid 1000 (alice) may not register "Notes"`.
-    public func check(_ request: PolicyRequest, by subject: PolicySubject) -> String? {
+    package func check(_ request: PolicyRequest, by subject: PolicySubject) -> String? {
         allows(request, by: subject) ? nil : "\(subject) may not \(request)"
     }
 

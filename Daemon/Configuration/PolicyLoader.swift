@@ -11,14 +11,14 @@ import Musl
 /// Loading does file I/O and resolves user and group names through NSS,
 /// which may block: run it at start and on SIGHUP, off the event loop, and
 /// hand the broker the finished ``Policy``.
-public struct PolicyLoader: Sendable {
+package struct PolicyLoader: Sendable {
     /// The folders, the first winning over the later ones by file name.
-    public var directories: [String]
-    public var accounts: any AccountDirectory
+    package var directories: [String]
+    package var accounts: any AccountDirectory
     /// The uid the default policy trusts; the daemon's own.
-    public var daemonUID: UInt32
+    package var daemonUID: UInt32
 
-    public init(directories: [String], accounts: any AccountDirectory, daemonUID: UInt32 = UInt32(getuid())) {
+    package init(directories: [String], accounts: any AccountDirectory, daemonUID: UInt32 = UInt32(getuid())) {
         self.directories = directories
         self.accounts = accounts
         self.daemonUID = daemonUID
@@ -42,7 +42,7 @@ public struct PolicyLoader: Sendable {
     ///   problem and is not read, as ubusd refuses such ACL files.
     /// - As with manifests, a later folder's file with the same name as an
     ///   earlier one's is ignored, and names that start with `.` are ignored.
-    public func load() -> (policy: Policy, problems: [PolicyProblem]) {
+    package func load() -> (policy: Policy, problems: [PolicyProblem]) {
         var policies: [Policy] = []
         var problems: [PolicyProblem] = []
         let walk = ConfigFolders(directories: directories, unreadableFolderConsequence: "; no rules are read from it").walk()
@@ -103,7 +103,7 @@ public struct PolicyLoader: Sendable {
     /// `$XDG_CONFIG_HOME/mediator/policy.d`, where an unset, empty or
     /// relative `XDG_CONFIG_HOME` means `$HOME/.config`; usually absent, so
     /// the user instance runs the default policy.
-    public static func defaultDirectories(userInstance: Bool, environment: [String: String]) -> [String] {
+    package static func defaultDirectories(userInstance: Bool, environment: [String: String]) -> [String] {
         guard userInstance else { return systemDirectories }
         return [ConfigPaths.userFolder(ConfigPaths.policyFolder, environment: environment)]
     }

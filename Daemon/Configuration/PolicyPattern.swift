@@ -8,7 +8,7 @@ extension Policy {
     /// `Net.*` matches any name that starts with `Net.` and has at least one
     /// more byte (`Net.wifi`, `Net.a.b`, but neither `Net` nor `Network`),
     /// as subscription patterns do.
-    public enum Pattern: Sendable, Hashable, CustomStringConvertible {
+    package enum Pattern: Sendable, Hashable, CustomStringConvertible {
         /// `*`: every name.
         case any
         /// `P.*`, kept as `P.` (the dot included).
@@ -17,7 +17,7 @@ extension Policy {
         case exact(String)
 
         /// Which names a pattern is about, for the rules of its text.
-        public enum Kind: Sendable {
+        package enum Kind: Sendable {
             case target, action, event
 
             func isValidName(_ name: String) -> Bool {
@@ -31,7 +31,7 @@ extension Policy {
 
         /// Reads `*`, `NAME.*` or `NAME`, where NAME follows the name rules
         /// of `kind`; nil for anything else (`Net*`, `*.x`, `Net.`).
-        public init?(_ text: String, kind: Kind) {
+        package init?(_ text: String, kind: Kind) {
             let bytes = text.utf8
             if bytes.count == 1 && bytes.first == UInt8(ascii: "*") {
                 self = .any
@@ -50,7 +50,7 @@ extension Policy {
         }
 
         /// Whether `name` is one of the names the pattern selects.
-        public func matches(_ name: String) -> Bool {
+        package func matches(_ name: String) -> Bool {
             switch self {
             case .any: return true
             case .prefix(let prefix):
@@ -62,7 +62,7 @@ extension Policy {
         /// Whether every name `other` selects is also selected by this
         /// pattern: `*` covers everything; `x.*` covers `x.*`, `x.y.*` and
         /// any name it matches; a name covers only itself.
-        public func covers(_ other: Pattern) -> Bool {
+        package func covers(_ other: Pattern) -> Bool {
             switch (self, other) {
             case (.any, _): return true
             case (.prefix, .any): return false
@@ -74,7 +74,7 @@ extension Policy {
         }
 
         /// The pattern as written: `*`, `Net.*`, `Notes`.
-        public var description: String {
+        package var description: String {
             switch self {
             case .any: return "*"
             case .prefix(let prefix): return prefix + "*"
@@ -85,18 +85,18 @@ extension Policy {
 
     /// A call pattern: `TARGET/ACTION`, each side a ``Pattern``
     /// (`Notes/*`, `*/ping`, `Net.*/get`, `*/*`).
-    public struct CallPattern: Sendable, Hashable, CustomStringConvertible {
-        public var target: Pattern
-        public var action: Pattern
+    package struct CallPattern: Sendable, Hashable, CustomStringConvertible {
+        package var target: Pattern
+        package var action: Pattern
 
-        public init(target: Pattern, action: Pattern) {
+        package init(target: Pattern, action: Pattern) {
             self.target = target
             self.action = action
         }
 
         /// Reads `TARGET/ACTION`; nil unless there is exactly one `/` and
         /// both sides are patterns.
-        public init?(_ text: String) {
+        package init?(_ text: String) {
             let sides = text.utf8.split(separator: UInt8(ascii: "/"), maxSplits: 2, omittingEmptySubsequences: false)
             guard sides.count == 2,
                 let target = Pattern(String(decoding: sides[0], as: UTF8.self), kind: .target),
@@ -106,12 +106,12 @@ extension Policy {
         }
 
         /// Every call: `*/*`.
-        public static let any = CallPattern(target: .any, action: .any)
+        package static let any = CallPattern(target: .any, action: .any)
 
-        public func matches(target: String, action: String) -> Bool {
+        package func matches(target: String, action: String) -> Bool {
             self.target.matches(target) && self.action.matches(action)
         }
 
-        public var description: String { "\(target)/\(action)" }
+        package var description: String { "\(target)/\(action)" }
     }
 }

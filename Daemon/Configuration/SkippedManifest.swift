@@ -4,15 +4,15 @@ import MediatorProtocol
 /// declares when that much can be read, so that the daemon can answer
 /// `status` and `list` for that target with the problem rather than as if
 /// the file did not exist.
-public struct SkippedManifest: Error, Sendable, Equatable {
-    public var problem: ManifestProblem
+package struct SkippedManifest: Error, Sendable, Equatable {
+    package var problem: ManifestProblem
     /// The file's `target` member when it is a valid target name (it may
     /// also be the target of a manifest that was loaded: a duplicate); nil
     /// when the file is not a JSON object, or its target is missing or not a
     /// name, or the problem is a folder's or a broken link's.
-    public var target: String?
+    package var target: String?
 
-    public init(problem: ManifestProblem, target: String? = nil) {
+    package init(problem: ManifestProblem, target: String? = nil) {
         self.problem = problem
         self.target = target
     }

@@ -20,7 +20,7 @@ extension Broker {
     /// become activatable, changed ones apply from their next start, removed
     /// ones stop once their calls finish. `skipped`, the files the loader
     /// refused, replace those of the last load: `list` and `status` report them.
-    public func loadManifests(_ manifests: [Manifest], skipped: [SkippedManifest] = [], now: NIODeadline) -> [BrokerEffect] {
+    package func loadManifests(_ manifests: [Manifest], skipped: [SkippedManifest] = [], now: NIODeadline) -> [BrokerEffect] {
         keepSkippedManifests(skipped)
         carryOut(activation.loadManifests(manifests, now: now, registry: registry), now: now)
         return takeEffects()
@@ -28,7 +28,7 @@ extension Broker {
 
     /// Starts the at-boot components, lowest priority first; each priority
     /// group starts once the one before has registered or failed.
-    public func startBootComponents(now: NIODeadline) -> [BrokerEffect] {
+    func startBootComponents(now: NIODeadline) -> [BrokerEffect] {
         carryOut(activation.startBootComponents(now: now, registry: registry), now: now)
         return takeEffects()
     }
@@ -43,24 +43,24 @@ extension Broker {
     var componentStopGrace: TimeAmount { .milliseconds(configuration.componentStopGraceMs) }
 
     /// SIGTERM to every process the daemon started, when it stops.
-    public func terminateStartedComponents() -> [BrokerEffect] {
+    func terminateStartedComponents() -> [BrokerEffect] {
         for pid in activation.startedProcessIDs { effects.append(.signal(pid: pid, signal: SIGTERM, group: true)) }
         return takeEffects()
     }
 
     // MARK: - Reports from the host
 
-    public func processStarted(spawnID: Int, pid: Int32, now: NIODeadline) -> [BrokerEffect] {
+    func processStarted(spawnID: Int, pid: Int32, now: NIODeadline) -> [BrokerEffect] {
         activation.processStarted(spawnID: spawnID, pid: pid)
         return takeEffects()
     }
 
-    public func processExited(spawnID: Int, end: ProcessEnd, now: NIODeadline) -> [BrokerEffect] {
+    func processExited(spawnID: Int, end: ProcessEnd, now: NIODeadline) -> [BrokerEffect] {
         carryOut(activation.processExited(spawnID: spawnID, end: end, now: now, registry: registry), now: now)
         return takeEffects()
     }
 
-    public func unitFailed(target: String, reason: String, now: NIODeadline) -> [BrokerEffect] {
+    package func unitFailed(target: String, reason: String, now: NIODeadline) -> [BrokerEffect] {
         carryOut(activation.unitFailed(target: target, reason: reason, now: now, registry: registry), now: now)
         return takeEffects()
     }

@@ -13,7 +13,7 @@ import Glibc
 /// peer's pid, uid and executable.
 extension Broker {
     /// Installs a policy (at start and on SIGHUP).
-    public func loadPolicy(_ policy: Policy) {
+    package func loadPolicy(_ policy: Policy) {
         self.policy = policy
         logger.info("access policy loaded", metadata: ["rules": "\(policy.rules.count)", "default": "\(policy.isDefault)"])
     }

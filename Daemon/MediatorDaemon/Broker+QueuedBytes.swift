@@ -20,7 +20,7 @@ import MediatorProtocol
 extension Broker {
     /// The bytes queued toward `connection` that its socket has not taken are
     /// now `bytes`. Returns the disconnections the ceiling asks for.
-    public func queued(_ connection: ConnectionID, bytes: Int) -> [BrokerEffect] {
+    package func queued(_ connection: ConnectionID, bytes: Int) -> [BrokerEffect] {
         guard let uid = peers[connection]?.credentials.uid, uid != 0 else { return [] }
         let notices = quotas.setQueued(connection, uid: uid, bytes: bytes, limit: configuration.maxQueuedBytesPerUID)
         guard !notices.isEmpty else { return [] }

@@ -37,12 +37,12 @@ extension Broker {
 
     /// From now on, each call's latency also goes to a timer of `factory`
     /// (label `mediator_call_duration_seconds`, dimensions target and action).
-    public func recordLatencies(to factory: any MetricsFactory) {
+    func recordLatencies(to factory: any MetricsFactory) {
         latencyMetrics = CallLatencyMetrics(factory: factory)
     }
 
     /// The counters and the figures of now, for an exporter (`MediatorServer.statisticsSnapshot()`).
-    public func statisticsSnapshot(now: NIODeadline) -> StatisticsSnapshot {
+    package func statisticsSnapshot(now: NIODeadline) -> StatisticsSnapshot {
         StatisticsSnapshot(statistics: statistics, live: liveFigures(now: now))
     }
 

@@ -14,7 +14,7 @@ import Glibc
 /// out, and time comes in as an argument, so tests drive it without sockets.
 ///
 /// Not thread-safe: its host confines it to one event loop.
-public final class Broker {
+package final class Broker {
     struct Peer {
         var credentials: PeerCredentials
         var name: String?
@@ -28,10 +28,10 @@ public final class Broker {
     }
 
     /// Replaced on reload (SIGHUP); read on every use, never cached.
-    public internal(set) var configuration: DaemonConfiguration {
+    package internal(set) var configuration: DaemonConfiguration {
         didSet { statistics.slowCallThresholdNanoseconds = configuration.slowCallThresholdNanoseconds }
     }
-    public let version: String
+    package let version: String
     var logger: Logger {
         didSet { logsCalls = logger.logLevel <= .debug }
     }
@@ -39,11 +39,11 @@ public final class Broker {
     private(set) var logsCalls = false
     let writer = FrameWriter()
     var peers: [ConnectionID: Peer] = [:]
-    public internal(set) var registry = Registry()
-    public internal(set) var inFlight = CallsInFlight()
+    package internal(set) var registry = Registry()
+    package internal(set) var inFlight = CallsInFlight()
     var armedWakeUp: NIODeadline?
     var effects: [BrokerEffect] = []
-    public var callsRouted: Int { statistics.daemon.callsRouted }
+    package var callsRouted: Int { statistics.daemon.callsRouted }
     /// What `mediator/stats` reports (Broker+Statistics.swift); `list`'s calls_served comes from it too.
     var statistics: BrokerStatistics
     /// Call latencies for swift-metrics, when an exporter wants them (nil: nothing recorded).
@@ -83,7 +83,7 @@ public final class Broker {
     /// A var so that tests can play the bridge.
     var ownProcessID: Int32 = getpid()
 
-    public init(configuration: DaemonConfiguration, version: String = MediatorVersion.current, logger: Logger) {
+    package init(configuration: DaemonConfiguration, version: String = MediatorVersion.current, logger: Logger) {
         self.configuration = configuration
         self.version = version
         self.logger = logger
@@ -91,13 +91,13 @@ public final class Broker {
         self.statistics = BrokerStatistics(slowCallThresholdNanoseconds: configuration.slowCallThresholdNanoseconds)
     }
 
-    public var connectionCount: Int { peers.count }
+    package var connectionCount: Int { peers.count }
 
     // MARK: - Inputs
 
     /// Admits a connection, or says which quota refuses it.
     @discardableResult
-    public func connect(_ connection: ConnectionID, credentials: PeerCredentials) -> MediatorError? {
+    package func connect(_ connection: ConnectionID, credentials: PeerCredentials) -> MediatorError? {
         if let refusal = quotaExceeded(.connections, credentials: credentials) {
             statistics.daemon.connectionsRefused += 1
             return refusal
@@ -111,7 +111,7 @@ public final class Broker {
         return nil
     }
 
-    public func receive(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
+    package func receive(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
         handle(line, from: connection, now: now)
         return takeEffects()
     }
@@ -142,7 +142,7 @@ public final class Broker {
         }
     }
 
-    public func disconnect(_ connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
+    package func disconnect(_ connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
         guard let peer = peers.removeValue(forKey: connection) else { return [] }
         monitors.detach(connection)
         carryOut(quotas.remove(connection, uid: peer.credentials.uid, queueLimit: configuration.maxQueuedBytesPerUID))
@@ -176,7 +176,7 @@ public final class Broker {
 
     /// Answers every call whose timeout has passed; called at the time a
     /// ``BrokerEffect/wakeUp(at:)`` asked for.
-    public func expireCalls(now: NIODeadline) -> [BrokerEffect] {
+    func expireCalls(now: NIODeadline) -> [BrokerEffect] {
         armedWakeUp = nil
         for call in inFlight.expired(at: now) {
             finish(call.daemonID)
@@ -192,7 +192,7 @@ public final class Broker {
     }
 
     /// Answers every call still in flight; used when the daemon stops.
-    public func answerAllPending(_ error: MediatorError) -> [BrokerEffect] {
+    func answerAllPending(_ error: MediatorError) -> [BrokerEffect] {
         for call in inFlight.all {
             finish(call.daemonID)
             recordAnswer(call, code: error.code.rawValue, now: nil)

@@ -2,7 +2,7 @@ import NIOCore
 
 /// What the broker asks its host to do after handling an input. The broker
 /// itself does no I/O, so it can be driven in tests without sockets.
-public enum BrokerEffect: Sendable {
+package enum BrokerEffect: Sendable {
     /// Queue a line for a connection (flushed once per read cycle).
     case send(ConnectionID, ByteBuffer)
     /// Close a connection after what was queued for it.

@@ -6,29 +6,29 @@ import NIOCore
 /// pays for each index twice (insert, remove), so there is none by callee: a
 /// closing connection's calls are found by one pass, as its calls as a caller
 /// always were.
-public struct CallsInFlight: Sendable {
-    public struct Call: Sendable {
+package struct CallsInFlight: Sendable {
+    package struct Call: Sendable {
         /// The id on the forwarded request, unique for the daemon's lifetime.
-        public var daemonID: Int64
-        public var caller: ConnectionID
-        public var callerID: MessageID
+        package var daemonID: Int64
+        package var caller: ConnectionID
+        var callerID: MessageID
         /// The caller's id exactly as it arrived, echoed on every response:
         /// a copy of its own, never a slice that keeps the whole frame alive.
-        public var callerIDBytes: ByteBuffer
-        public var callee: ConnectionID
-        public var target: String
-        public var action: String
-        public var instance: Int
-        public var more: Bool
-        public var timeoutMs: Int64
-        public var deadline: NIODeadline
+        var callerIDBytes: ByteBuffer
+        var callee: ConnectionID
+        package var target: String
+        package var action: String
+        package var instance: Int
+        package var more: Bool
+        package var timeoutMs: Int64
+        package var deadline: NIODeadline
         /// When the call was forwarded, for the monitor's timing.
-        public var startedAt: NIODeadline
+        var startedAt: NIODeadline
         /// The action's `result` schema, which each result must match; nil
         /// (nothing to decode or check) for an action that declares none.
-        public var resultSchema: Schema? = nil
+        var resultSchema: Schema? = nil
         /// Its entry in the broker's statistics, found once when it was routed.
-        public var statisticsSlot = 0
+        var statisticsSlot = 0
     }
 
     struct CallerKey: Hashable {
@@ -48,31 +48,31 @@ public struct CallsInFlight: Sendable {
     private var callerTallies: [ConnectionID: CallerTally] = [:]
     private var nextID: Int64 = 1
 
-    public init() {}
+    package init() {}
 
-    public var count: Int { calls.count }
+    package var count: Int { calls.count }
 
-    public mutating func makeDaemonID() -> Int64 {
+    mutating func makeDaemonID() -> Int64 {
         defer { nextID += 1 }
         return nextID
     }
 
-    public func isInFlight(caller: ConnectionID, id: MessageID) -> Bool {
+    func isInFlight(caller: ConnectionID, id: MessageID) -> Bool {
         byCaller[CallerKey(connection: caller, id: id)] != nil
     }
 
-    public func callsInFlight(of caller: ConnectionID) -> Int { callerTallies[caller]?.calls ?? 0 }
+    package func callsInFlight(of caller: ConnectionID) -> Int { callerTallies[caller]?.calls ?? 0 }
 
     /// Bytes the calls of `caller` keep while in flight.
-    public func bytesHeld(of caller: ConnectionID) -> Int { callerTallies[caller]?.bytes ?? 0 }
+    func bytesHeld(of caller: ConnectionID) -> Int { callerTallies[caller]?.bytes ?? 0 }
 
-    public func call(_ daemonID: Int64) -> Call? { calls[daemonID] }
+    package func call(_ daemonID: Int64) -> Call? { calls[daemonID] }
 
-    public func daemonID(caller: ConnectionID, id: MessageID) -> Int64? {
+    package func daemonID(caller: ConnectionID, id: MessageID) -> Int64? {
         byCaller[CallerKey(connection: caller, id: id)]
     }
 
-    public mutating func insert(_ call: Call) {
+    package mutating func insert(_ call: Call) {
         calls[call.daemonID] = call
         byCaller[CallerKey(connection: call.caller, id: call.callerID)] = call.daemonID
         let bytes = call.callerIDBytes.readableBytes
@@ -87,17 +87,17 @@ public struct CallsInFlight: Sendable {
 
     /// Runs `body` on a call where it is stored (a dictionary's getter
     /// copies the whole call); nil when there is no such call.
-    public mutating func withCall<Result>(_ daemonID: Int64, _ body: (inout Call) -> Result) -> Result? {
+    mutating func withCall<Result>(_ daemonID: Int64, _ body: (inout Call) -> Result) -> Result? {
         guard let slot = calls.index(forKey: daemonID) else { return nil }
         return body(&calls.values[slot])
     }
 
-    public mutating func setDeadline(_ daemonID: Int64, _ deadline: NIODeadline) {
+    mutating func setDeadline(_ daemonID: Int64, _ deadline: NIODeadline) {
         calls[daemonID]?.deadline = deadline
     }
 
     @discardableResult
-    public mutating func remove(_ daemonID: Int64) -> Call? {
+    package mutating func remove(_ daemonID: Int64) -> Call? {
         guard let call = calls.removeValue(forKey: daemonID) else { return nil }
         byCaller[CallerKey(connection: call.caller, id: call.callerID)] = nil
         if let slot = callerTallies.index(forKey: call.caller) {
@@ -111,24 +111,24 @@ public struct CallsInFlight: Sendable {
         return call
     }
 
-    public func calls(toCallee callee: ConnectionID) -> [Call] {
+    package func calls(toCallee callee: ConnectionID) -> [Call] {
         calls.values.filter { $0.callee == callee }.sorted { $0.daemonID < $1.daemonID }
     }
 
-    public func calls(fromCaller caller: ConnectionID) -> [Call] {
+    package func calls(fromCaller caller: ConnectionID) -> [Call] {
         calls.values.filter { $0.caller == caller }.sorted { $0.daemonID < $1.daemonID }
     }
 
     /// Calls whose deadline has passed, oldest first.
-    public func expired(at now: NIODeadline) -> [Call] {
+    package func expired(at now: NIODeadline) -> [Call] {
         calls.values.filter { $0.deadline <= now }.sorted { $0.daemonID < $1.daemonID }
     }
 
-    public var earliestDeadline: NIODeadline? {
+    var earliestDeadline: NIODeadline? {
         calls.values.lazy.map(\.deadline).min()
     }
 
-    public var all: [Call] { calls.values.sorted { $0.daemonID < $1.daemonID } }
+    package var all: [Call] { calls.values.sorted { $0.daemonID < $1.daemonID } }
 
     /// Gives back the storage of a burst of calls now answered (see ``SparseStorage``).
     @discardableResult

@@ -12,20 +12,20 @@ import Logging
 /// result, and hands it to the wrapped handler as the statement's metadata.
 /// An event's `error` becomes the metadata `error.message` and `error.type`
 /// (as `StreamLogHandler` prints it), escaped too.
-public struct ControlEscapingLogHandler: LogHandler {
+package struct ControlEscapingLogHandler: LogHandler {
     private var wrapped: any LogHandler
 
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
 
-    public var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { wrapped.logLevel }
         set { wrapped.logLevel = newValue }
     }
 
     /// Takes over `wrapped`'s metadata and metadata provider, which would
     /// otherwise reach its output unescaped.
-    public init(wrapping wrapped: any LogHandler) {
+    package init(wrapping wrapped: any LogHandler) {
         var inner = wrapped
         metadata = inner.metadata
         metadataProvider = inner.metadataProvider
@@ -35,12 +35,12 @@ public struct ControlEscapingLogHandler: LogHandler {
         self.wrapped = inner
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var merged = metadata
         if let provided = metadataProvider?.get(), !provided.isEmpty {
             merged.merge(provided) { _, provided in provided }

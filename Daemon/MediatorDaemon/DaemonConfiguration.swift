@@ -2,56 +2,56 @@ import MediatorProtocol
 
 /// Every limit the daemon enforces, with its default. Each can come from the
 /// JSON config file and from a command-line flag (the flag wins).
-public struct DaemonConfiguration: Sendable, Equatable {
+package struct DaemonConfiguration: Sendable, Equatable {
     /// Longest frame accepted from a peer, without its LF.
-    public var maxFrameBytes = ProtocolConstants.defaultMaxFrameBytes
+    package var maxFrameBytes = ProtocolConstants.defaultMaxFrameBytes
     /// Connections at once; one more gets an `overloaded` line and is closed.
-    public var maxConnections = 4096
+    package var maxConnections = 4096
     /// Calls a connection may have in flight as a caller.
-    public var maxCallsInFlightPerConnection = 1024
+    var maxCallsInFlightPerConnection = 1024
     /// Timeout of a call that has no `timeout_ms`.
-    public var defaultTimeoutMs: Int64 = ProtocolConstants.defaultTimeoutMs
+    package var defaultTimeoutMs: Int64 = ProtocolConstants.defaultTimeoutMs
     /// Bytes queued toward a peer that does not read; past this the peer is
     /// disconnected, so a stalled reader cannot grow the daemon's memory.
-    public var maxOutboundBytes = 16 << 20
+    package var maxOutboundBytes = 16 << 20
     /// Consecutive bad frames after which a peer is disconnected.
-    public var maxConsecutiveBadFrames = 1000
+    package var maxConsecutiveBadFrames = 1000
     /// How long calls in flight may finish after SIGTERM before they are answered.
-    public var shutdownGraceMs: Int64 = 2000
+    package var shutdownGraceMs: Int64 = 2000
     /// Per-uid quotas, as dbus-broker keeps them, so one user cannot starve
     /// the others; uid 0 is exempt.
-    public var maxConnectionsPerUID = 512
-    public var maxCallsInFlightPerUID = 8192
-    public var maxSubscriptionsPerUID = 4096
-    public var maxRegistrationsPerUID = 512
+    var maxConnectionsPerUID = 512
+    var maxCallsInFlightPerUID = 8192
+    var maxSubscriptionsPerUID = 4096
+    var maxRegistrationsPerUID = 512
     /// Bytes queued toward all of a uid's connections together: past it, calls
     /// to its components are refused and events to it skipped; at twice it,
     /// its connection with the largest backlog is disconnected.
-    public var maxQueuedBytesPerUID = 64 << 20
+    var maxQueuedBytesPerUID = 64 << 20
     /// Bytes a uid's calls keep while pending: their ids, and the params of
     /// calls held while a component starts.
-    public var maxPendingBytesPerUID = 64 << 20
+    var maxPendingBytesPerUID = 64 << 20
     /// Bytes one `register` may declare (its params as sent: the action
     /// specs and description), and all of a uid's registrations together:
     /// what `list` and `describe` answer grows with them.
-    public var maxRegistrationBytes = 256 << 10
-    public var maxRegisteredBytesPerUID = 4 << 20
+    package var maxRegistrationBytes = 256 << 10
+    var maxRegisteredBytesPerUID = 4 << 20
     /// How long a component has, after `mediator.stop`, before it gets SIGTERM.
-    public var componentStopGraceMs: Int64 = 3000
+    package var componentStopGraceMs: Int64 = 3000
     /// Calls answered at least this late go to the slow-call log of `mediator/stats`.
-    public var slowCallThresholdMs: Int64 = 1000
+    package var slowCallThresholdMs: Int64 = 1000
 
     var slowCallThresholdNanoseconds: Int64 {
         slowCallThresholdMs > Int64.max / 1_000_000 ? Int64.max : slowCallThresholdMs * 1_000_000
     }
 
     /// Enables test-only daemon actions (`_block_event_loop`), never for production.
-    public var testHooks = false
+    package var testHooks = false
 
-    public init() {}
+    package init() {}
 
     /// The config file's member names, one per limit.
-    public static let keys = [
+    package static let keys = [
         "max_frame_bytes", "max_connections", "max_calls_in_flight", "default_timeout_ms",
         "max_outbound_bytes", "max_consecutive_bad_frames", "shutdown_grace_ms", "component_stop_grace_ms",
         "max_connections_per_uid", "max_calls_in_flight_per_uid", "max_subscriptions_per_uid", "max_registrations_per_uid",
@@ -61,7 +61,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
 
     /// Applies the members of a JSON config object; unknown members are an error
     /// so that a typo does not silently leave a default in place.
-    public mutating func apply(json: JSONValue) throws(MediatorError) {
+    package mutating func apply(json: JSONValue) throws(MediatorError) {
         guard let members = json.objectValue else { throw MediatorError(.badRequest, "the config must be a JSON object") }
         for (key, value) in members {
             // Read by mediatord itself: where it listens, not how the broker behaves.
@@ -89,7 +89,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         }
     }
 
-    public mutating func set(_ key: String, _ number: Int64) throws(MediatorError) {
+    package mutating func set(_ key: String, _ number: Int64) throws(MediatorError) {
         switch key {
         case "max_frame_bytes": maxFrameBytes = Int(number)
         case "max_connections": maxConnections = Int(number)

@@ -5,11 +5,11 @@ import NIOCore
 /// the JSON string exactly as it arrived, passed on to the component.
 /// A class: a request without trace context carries one nil reference
 /// instead of two empty buffers through routing, which copies it.
-public final class ForwardedTrace: Sendable {
-    public let traceparent: ByteBuffer
-    public let tracestate: ByteBuffer?
+package final class ForwardedTrace: Sendable {
+    package let traceparent: ByteBuffer
+    package let tracestate: ByteBuffer?
 
-    public init(traceparent: ByteBuffer, tracestate: ByteBuffer?) {
+    package init(traceparent: ByteBuffer, tracestate: ByteBuffer?) {
         self.traceparent = traceparent
         self.tracestate = tracestate
     }
@@ -21,13 +21,13 @@ public final class ForwardedTrace: Sendable {
 /// Composes the daemon's outbound lines straight into `ByteBuffer`s, splicing
 /// the members that arrived (ids, params, results) in as the bytes they were,
 /// so a forwarded call is never decoded and re-encoded.
-public struct FrameWriter: Sendable {
-    public let allocator = ByteBufferAllocator()
+package struct FrameWriter: Sendable {
+    package let allocator = ByteBufferAllocator()
 
-    public init() {}
+    package init() {}
 
     /// The request a component receives for a routed call.
-    public func forwardedRequest(
+    func forwardedRequest(
         daemonID: Int64?, target: String, action: String, params: ByteBuffer?, timeoutMs: Int64,
         more: Bool, caller: ByteBuffer, trace: ForwardedTrace? = nil
     ) -> ByteBuffer {
@@ -104,7 +104,7 @@ public struct FrameWriter: Sendable {
     }
 
     /// The params of a `notFound` call: the action asked for and its params.
-    public func notFoundParams(action: String, params: ByteBuffer?) -> ByteBuffer {
+    func notFoundParams(action: String, params: ByteBuffer?) -> ByteBuffer {
         var out = allocator.buffer(capacity: 32 + (params?.readableBytes ?? 2))
         out.writeStaticString("{\"action\":")
         writeString(action, into: &out)
@@ -115,7 +115,7 @@ public struct FrameWriter: Sendable {
     }
 
     /// A component's response passed on to the caller under the caller's id.
-    public func forwardedResponse(callerID: ByteBuffer, isError: Bool, body: ByteBuffer, continues: Bool) -> ByteBuffer {
+    func forwardedResponse(callerID: ByteBuffer, isError: Bool, body: ByteBuffer, continues: Bool) -> ByteBuffer {
         let capacity = 32 + callerID.readableBytes + body.readableBytes
         var out = allocator.buffer(capacity: capacity)
         out.writeWithUnsafeMutableBytes(minimumWritableBytes: capacity) { space in
@@ -133,7 +133,7 @@ public struct FrameWriter: Sendable {
     /// An error answer; `callerID` is the id's bytes as they arrived, nil for `"id": null`.
     /// `delivered` says whether the call was handed to a component
     /// (docs/protocol.md): every error the daemon makes for a request says it.
-    public func error(callerID: ByteBuffer?, _ error: MediatorError, delivered: CallDelivery) -> ByteBuffer {
+    package func error(callerID: ByteBuffer?, _ error: MediatorError, delivered: CallDelivery) -> ByteBuffer {
         var out = allocator.buffer(capacity: 80 + error.message.utf8.count)
         out.writeStaticString("{\"id\":")
         if let callerID { out.writeImmutableBuffer(callerID) } else { out.writeStaticString("null") }
@@ -143,7 +143,7 @@ public struct FrameWriter: Sendable {
         return out
     }
 
-    public func result(callerID: ByteBuffer, _ result: JSONValue) -> ByteBuffer {
+    package func result(callerID: ByteBuffer, _ result: JSONValue) -> ByteBuffer {
         var out = allocator.buffer(capacity: 64)
         out.writeStaticString("{\"id\":")
         out.writeImmutableBuffer(callerID)
@@ -153,14 +153,14 @@ public struct FrameWriter: Sendable {
         return out
     }
 
-    public func event(_ name: String, data: JSONValue?) -> ByteBuffer {
+    package func event(_ name: String, data: JSONValue?) -> ByteBuffer {
         var out = allocator.buffer(capacity: 64)
         out.writeBytes(OutboundMessage.event(name, data: data))
         return out
     }
 
     /// The `caller` member for a connection, built once per connection.
-    public func callerMember(_ credentials: PeerCredentials, name: String?) -> ByteBuffer {
+    func callerMember(_ credentials: PeerCredentials, name: String?) -> ByteBuffer {
         var members: [String: JSONValue] = [
             "pid": .int(Int64(credentials.pid)), "uid": .int(Int64(credentials.uid)), "gid": .int(Int64(credentials.gid)),
         ]
@@ -174,7 +174,7 @@ public struct FrameWriter: Sendable {
 
     /// A connection's `caller` member with `"remote"` added: who called on
     /// the other host, as the bridge on this connection reported it.
-    public func callerMember(_ base: ByteBuffer, remote: RemoteCaller) -> ByteBuffer {
+    func callerMember(_ base: ByteBuffer, remote: RemoteCaller) -> ByteBuffer {
         var out = allocator.buffer(capacity: base.readableBytes + 96)
         var head = base
         // `base` is a JSON object: everything but its closing brace, then the member.
@@ -209,7 +209,7 @@ public struct FrameWriter: Sendable {
 
 extension FrameWriter {
     /// An event line whose `data` is passed on as the bytes that arrived.
-    public func event(_ name: String, rawData: ByteBuffer?) -> ByteBuffer {
+    package func event(_ name: String, rawData: ByteBuffer?) -> ByteBuffer {
         var out = allocator.buffer(capacity: 32 + (rawData?.readableBytes ?? 0))
         out.writeStaticString("{\"event\":")
         writeString(name, into: &out)

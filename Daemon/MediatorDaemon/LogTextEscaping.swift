@@ -17,17 +17,17 @@ import MediatorProtocol
 ///   separators U+2028 and U+2029.
 ///
 /// Everything else, other non-ASCII text included, passes unchanged.
-public enum LogTextEscaping {
+package enum LogTextEscaping {
     /// `text` with every character above escaped (``ControlEscaping``, the
     /// notation of a Swift string literal).
-    public static func escaped(_ text: String) -> String {
+    package static func escaped(_ text: String) -> String {
         ControlEscaping.escaped(text, .swiftLiteral)
     }
 
     /// A metadata value with every string in it escaped, however deeply it is
     /// nested; a `stringConvertible` becomes the escaped string of its
     /// description (that is what a handler would print).
-    public static func escaped(_ value: Logger.MetadataValue) -> Logger.MetadataValue {
+    package static func escaped(_ value: Logger.MetadataValue) -> Logger.MetadataValue {
         switch value {
         case .string(let text): return .string(escaped(text))
         case .stringConvertible(let convertible): return .string(escaped(convertible.description))
@@ -37,7 +37,7 @@ public enum LogTextEscaping {
     }
 
     /// Metadata with every key and value escaped.
-    public static func escaped(_ metadata: Logger.Metadata) -> Logger.Metadata {
+    package static func escaped(_ metadata: Logger.Metadata) -> Logger.Metadata {
         var result: Logger.Metadata = [:]
         result.reserveCapacity(metadata.count)
         for (key, value) in metadata { result[escaped(key)] = escaped(value) }

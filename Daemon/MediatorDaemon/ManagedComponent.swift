@@ -86,12 +86,12 @@ struct StartWaiter {
 }
 
 /// How a component's process ended, in words for `activation_failed` and `status`.
-public enum ProcessEnd: Sendable, Equatable, CustomStringConvertible {
+package enum ProcessEnd: Sendable, Equatable, CustomStringConvertible {
     case exited(Int32)
     case signaled(Int32)
     case couldNotStart(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .exited(let status): return "exited with status \(status)"
         case .signaled(let signal): return "killed by signal \(signal)"
@@ -103,12 +103,12 @@ public enum ProcessEnd: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// What the host must start for a component.
-public struct SpawnOrder: Sendable, Equatable {
-    public var spawnID: Int
-    public var target: String
-    public var arguments: [String]
-    public var environment: [String: String]
-    public var workingDirectory: String?
-    public var user: String?
-    public var group: String?
+package struct SpawnOrder: Sendable, Equatable {
+    var spawnID: Int
+    package var target: String
+    package var arguments: [String]
+    package var environment: [String: String]
+    package var workingDirectory: String?
+    package var user: String?
+    package var group: String?
 }

@@ -20,8 +20,8 @@ import Glibc
 /// routing needs no locks (dbus-broker is single-threaded for the same reason).
 /// The server knows nothing of systemd: its launcher hooks in through
 /// `onReady`, `onStopping`, `heartbeat`, ``reload(_:)`` and ``statistics()``.
-public final class MediatorServer: Service, Sendable {
-    public enum Listener: Sendable {
+package final class MediatorServer: Service, Sendable {
+    package enum Listener: Sendable {
         /// Bind a new socket at this path (the file is removed on exit).
         case path(String)
         /// Adopt an already listening socket, e.g. from socket activation;
@@ -31,20 +31,20 @@ public final class MediatorServer: Service, Sendable {
 
     /// Something to call regularly from the broker's own event loop, so that
     /// a stuck loop stops it (the systemd watchdog).
-    public struct Heartbeat: Sendable {
-        public var interval: TimeAmount
-        public var beat: @Sendable () -> Void
-        public init(interval: TimeAmount, beat: @escaping @Sendable () -> Void) {
+    package struct Heartbeat: Sendable {
+        package var interval: TimeAmount
+        package var beat: @Sendable () -> Void
+        package init(interval: TimeAmount, beat: @escaping @Sendable () -> Void) {
             self.interval = interval
             self.beat = beat
         }
     }
 
-    public struct Statistics: Sendable, Equatable {
-        public var connections: Int
-        public var targets: Int
-        public var callsRouted: Int
-        public var callsInFlight: Int
+    package struct Statistics: Sendable, Equatable {
+        package var connections: Int
+        package var targets: Int
+        package var callsRouted: Int
+        package var callsInFlight: Int
     }
 
     let listener: Listener
@@ -60,7 +60,7 @@ public final class MediatorServer: Service, Sendable {
     let skippedManifests: [SkippedManifest]
     let waitForBootComponents: Bool
 
-    public init(
+    package init(
         configuration: DaemonConfiguration, listener: Listener, socketMode: UInt32 = 0o666, logger: Logger,
         manifests: [Manifest] = [], skippedManifests: [SkippedManifest] = [], units: UnitControl? = nil,
         waitForBootComponents: Bool = false,
@@ -88,20 +88,20 @@ public final class MediatorServer: Service, Sendable {
 
     /// Applies new limits: at once for calls, timeouts and the connection
     /// count; frame and queue limits for connections accepted from now on.
-    public func reload(_ configuration: DaemonConfiguration) async {
+    package func reload(_ configuration: DaemonConfiguration) async {
         let host = self.host
         try? await host.eventLoop.submit { host.broker.configuration = configuration }.get()
         logger.info("configuration reloaded", metadata: ["max_connections": "\(configuration.maxConnections)"])
     }
 
     /// Replaces the access policy (at start and on SIGHUP).
-    public func loadPolicy(_ policy: Policy) async {
+    package func loadPolicy(_ policy: Policy) async {
         let host = self.host
         try? await host.eventLoop.submit { host.broker.loadPolicy(policy) }.get()
     }
 
     /// Replaces the component manifests and the files skipped (SIGHUP).
-    public func reloadManifests(_ manifests: [Manifest], skipped: [SkippedManifest] = []) async {
+    package func reloadManifests(_ manifests: [Manifest], skipped: [SkippedManifest] = []) async {
         let host = self.host
         try? await host.eventLoop.submit {
             host.apply(host.broker.loadManifests(manifests, skipped: skipped, now: .now()))
@@ -114,12 +114,12 @@ public final class MediatorServer: Service, Sendable {
     /// For services of this process that are clients of the daemon, such as
     /// the NATS bridge: the broker knows them only by these figures. `read`
     /// runs on the broker's loop: it must return at once.
-    public func addStatisticsSection(_ name: String, _ read: @escaping @Sendable () -> JSONValue?) async {
+    package func addStatisticsSection(_ name: String, _ read: @escaping @Sendable () -> JSONValue?) async {
         let host = self.host
         try? await host.eventLoop.submit { host.broker.statisticsSections.append((name, read)) }.get()
     }
 
-    public func statistics() async -> Statistics? {
+    package func statistics() async -> Statistics? {
         let host = self.host
         return try? await host.eventLoop.submit {
             Statistics(
@@ -130,7 +130,7 @@ public final class MediatorServer: Service, Sendable {
 
     /// The broker's counters and figures of now, copied on its loop (the
     /// counters are copied on write, so routing resumes at once); nil once the loop is gone.
-    public func statisticsSnapshot() async -> StatisticsSnapshot? {
+    package func statisticsSnapshot() async -> StatisticsSnapshot? {
         let host = self.host
         return try? await host.eventLoop.submit { host.broker.statisticsSnapshot(now: .now()) }.get()
     }
@@ -138,13 +138,13 @@ public final class MediatorServer: Service, Sendable {
     /// Whether the peer of `channel`, a Unix socket connection accepted
     /// elsewhere (the metrics endpoint's), has the policy's `monitor` grant,
     /// by the credentials the kernel gives for it; false when they cannot be read.
-    public func grantsMonitor(toPeerOf channel: any Channel) async -> Bool {
+    package func grantsMonitor(toPeerOf channel: any Channel) async -> Bool {
         guard let credentials = try? await PeerCredentialsReader.read(channel).get() else { return false }
         let host = self.host
         return (try? await host.eventLoop.submit { host.broker.grantsMonitor(credentials) }.get()) ?? false
     }
 
-    public func run() async throws {
+    package func run() async throws {
         let host = self.host
         let eventLoop = host.eventLoop
         let bootstrap = ServerBootstrap(group: group)

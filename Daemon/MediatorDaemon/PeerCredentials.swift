@@ -1,18 +1,18 @@
 /// Who is at the other end of a connection, as the kernel reported it when
 /// the connection was accepted (SO_PEERCRED, SO_PEERGROUPS); a peer cannot
 /// forge it.
-public struct PeerCredentials: Sendable, Hashable {
-    public var pid: Int32
-    public var uid: UInt32
-    public var gid: UInt32
+package struct PeerCredentials: Sendable, Hashable {
+    package var pid: Int32
+    package var uid: UInt32
+    package var gid: UInt32
     /// Supplementary groups, sorted (empty when unknown).
-    public var groups: [UInt32]
+    package var groups: [UInt32]
     /// `/proc/PID/exe` at connect time, when the daemon may read it.
-    public var executable: String?
+    package var executable: String?
     /// The uid's name, looked up once at connect (for messages).
-    public var userName: String?
+    package var userName: String?
 
-    public init(
+    package init(
         pid: Int32, uid: UInt32, gid: UInt32, groups: [UInt32] = [], executable: String? = nil, userName: String? = nil
     ) {
         self.userName = userName
@@ -24,7 +24,7 @@ public struct PeerCredentials: Sendable, Hashable {
     }
 
     /// The primary group and the supplementary ones.
-    public var allGroups: [UInt32] { ([gid] + groups).uniqued() }
+    var allGroups: [UInt32] { ([gid] + groups).uniqued() }
 }
 
 extension Array where Element == UInt32 {
@@ -35,4 +35,4 @@ extension Array where Element == UInt32 {
 }
 
 /// A connection's number, unique for the daemon's lifetime.
-public typealias ConnectionID = Int
+package typealias ConnectionID = Int

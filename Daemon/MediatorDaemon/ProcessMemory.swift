@@ -4,7 +4,7 @@ import Glibc
 
 /// The daemon's own memory: how much is resident, and giving malloc's free
 /// pages back to the system after a burst.
-public enum ProcessMemory {
+package enum ProcessMemory {
     /// Resident bytes (the second field of /proc/self/statm, in pages); nil where it cannot be read.
     static func residentBytes() -> Int? {
         let fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC)
@@ -22,7 +22,7 @@ public enum ProcessMemory {
     /// and free pages inside it. `<malloc.h>` is not part of Swift's Glibc
     /// module, so it is looked up once by name; false where it is missing.
     @discardableResult
-    public static func trimMalloc() -> Bool {
+    package static func trimMalloc() -> Bool {
         guard let trim = mallocTrim else { return false }
         return trim(0) == 1
     }

@@ -3,29 +3,29 @@ import MediatorProtocol
 
 /// Which connections serve which targets: the registered targets, their
 /// action specs and their instances.
-public struct Registry: Sendable {
-    public typealias Mode = TargetMode
+package struct Registry: Sendable {
+    package typealias Mode = TargetMode
 
-    public struct Instance: Sendable, Equatable {
-        public var instance: Int
-        public var connection: ConnectionID
-        public var credentials: PeerCredentials
-        public var name: String?
-        public var inFlight = 0
+    package struct Instance: Sendable, Equatable {
+        package var instance: Int
+        package var connection: ConnectionID
+        package var credentials: PeerCredentials
+        package var name: String?
+        package var inFlight = 0
         /// The host this instance stands in for: registered by the daemon's
         /// own NATS bridge for a target served elsewhere. Such an instance
         /// gets calls only when no local one is registered.
-        public var remoteHost: String?
+        package var remoteHost: String?
     }
 
-    public struct Target: Sendable {
-        public var name: String
-        public var description: String?
-        public var mode: Mode
+    package struct Target: Sendable {
+        package var name: String
+        package var description: String?
+        package var mode: Mode
         /// Action specs in registration order, and by name for routing.
-        public var actions: [ActionSpec]
-        public var actionsByName: [String: ActionSpec]
-        public var instances: [Instance]
+        package var actions: [ActionSpec]
+        var actionsByName: [String: ActionSpec]
+        package var instances: [Instance]
         /// Where the round robin among equally loaded instances goes next.
         var nextTurn = 0
         /// How many of `instances` stand in for other hosts.
@@ -39,7 +39,7 @@ public struct Registry: Sendable {
 
         /// The index of the instance to send the next call to: the fewest
         /// calls in flight, ties taken in turn; nil when there is none.
-        public mutating func pickInstance() -> Int? {
+        mutating func pickInstance() -> Int? {
             let count = instances.count
             guard count > 0 else { return nil }
             // Local instances first; remote stand-ins only when none is local.
@@ -62,14 +62,14 @@ public struct Registry: Sendable {
         }
     }
 
-    public private(set) var targets: [String: Target] = [:]
+    package private(set) var targets: [String: Target] = [:]
     private var nextInstance = 1
 
-    public init() {}
+    package init() {}
 
-    public func target(_ name: String) -> Target? { targets[name] }
+    package func target(_ name: String) -> Target? { targets[name] }
 
-    public mutating func register(
+    package mutating func register(
         target name: String, actions: [ActionSpec], mode: Mode, description: String?,
         connection: ConnectionID, credentials: PeerCredentials, peerName: String?, remoteHost: String? = nil
     ) throws(MediatorError) -> Int {
@@ -116,7 +116,7 @@ public struct Registry: Sendable {
     }
 
     /// Removes the instances of `name` that `connection` registered.
-    public mutating func unregister(target name: String, connection: ConnectionID) throws(MediatorError) -> [Instance] {
+    package mutating func unregister(target name: String, connection: ConnectionID) throws(MediatorError) -> [Instance] {
         guard let slot = targets.index(forKey: name) else {
             throw MediatorError(.targetNotFound, "no component serves target \"\(name)\"")
         }
@@ -132,7 +132,7 @@ public struct Registry: Sendable {
     }
 
     /// Removes every instance a closed connection had; returns them by target.
-    public mutating func removeConnection(_ connection: ConnectionID, targets names: Set<String>) -> [(target: String, instance: Instance)] {
+    mutating func removeConnection(_ connection: ConnectionID, targets names: Set<String>) -> [(target: String, instance: Instance)] {
         var removed: [(String, Instance)] = []
         for name in names.sorted() {
             if let instances = try? unregister(target: name, connection: connection) {
@@ -143,7 +143,7 @@ public struct Registry: Sendable {
     }
 
     /// A connection said its name in `hello` after registering.
-    public mutating func rename(connection: ConnectionID, targets names: Set<String>, to name: String) {
+    mutating func rename(connection: ConnectionID, targets names: Set<String>, to name: String) {
         for target in names {
             guard var entry = targets[target] else { continue }
             for index in entry.instances.indices where entry.instances[index].connection == connection {
@@ -155,12 +155,12 @@ public struct Registry: Sendable {
 
     /// The instance to send the next call to: the fewest calls in flight,
     /// ties taken in turn.
-    public mutating func pickInstance(of name: String) -> Instance? {
+    mutating func pickInstance(of name: String) -> Instance? {
         withTarget(name) { target in target.pickInstance().map { target.instances[$0] } } ?? nil
     }
 
     /// Counts a call in flight on an instance (delta +1 or -1).
-    public mutating func adjustInFlight(target name: String, instance: Int, by delta: Int) {
+    mutating func adjustInFlight(target name: String, instance: Int, by delta: Int) {
         _ = withTarget(name) { target in
             if let index = target.instances.firstIndex(where: { $0.instance == instance }) {
                 target.instances[index].inFlight += delta
@@ -172,13 +172,13 @@ public struct Registry: Sendable {
     /// of the name, and no copy of the target (a dictionary's getter copies
     /// the whole value, arrays and dictionaries retained and released).
     /// nil when no such target is registered.
-    public mutating func withTarget<Result>(_ name: String, _ body: (inout Target) -> Result) -> Result? {
+    mutating func withTarget<Result>(_ name: String, _ body: (inout Target) -> Result) -> Result? {
         guard let slot = targets.index(forKey: name) else { return nil }
         return body(&targets.values[slot])
     }
 
     /// Registered targets sorted by name, byte by byte.
-    public var sortedTargets: [Target] {
+    var sortedTargets: [Target] {
         targets.values.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
     }
 }

@@ -13,22 +13,22 @@ import Glibc
 
 /// Prepares the listening socket's path: creates its folder, removes a stale
 /// socket left by a dead daemon, and refuses to take over a live one.
-public enum SocketFile {
-    public struct InUse: Error, CustomStringConvertible {
-        public var path: String
-        public var description: String { "another mediatord is answering on \(path); stop it first or pass --socket" }
+package enum SocketFile {
+    package struct InUse: Error, CustomStringConvertible {
+        package var path: String
+        package var description: String { "another mediatord is answering on \(path); stop it first or pass --socket" }
     }
 
     /// The socket's folder (or a stale socket) cannot be made ready: one
     /// line with what, where and what to do.
-    public struct PrepareFailure: Error, CustomStringConvertible {
-        public var operation: String
-        public var path: String
-        public var errno: Int32
-        public var description: String { SocketFile.failureText(operation, path, errno) }
+    package struct PrepareFailure: Error, CustomStringConvertible {
+        package var operation: String
+        package var path: String
+        package var errno: Int32
+        package var description: String { SocketFile.failureText(operation, path, errno) }
     }
 
-    public static func prepare(_ path: String) throws {
+    package static func prepare(_ path: String) throws {
         let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
         if !folder.isEmpty { try createFolders(folder) }
         guard FileManager.default.fileExists(atPath: path) else { return }
@@ -73,7 +73,7 @@ public enum SocketFile {
     }
 
     /// Whether something accepts connections on the socket at `path`.
-    public static func isAnswering(_ path: String) -> Bool {
+    static func isAnswering(_ path: String) -> Bool {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -92,29 +92,29 @@ public enum SocketFile {
         return result == 0
     }
 
-    public static func setMode(_ path: String, _ mode: mode_t) {
+    static func setMode(_ path: String, _ mode: mode_t) {
         chmod(path, mode)
     }
 
     /// Sets the process's umask so that a file created now gets at most
     /// `mode`; returns the mask to restore. The umask is process-wide: only
     /// for the bind at start, before anything else creates files.
-    public static func restrictCreation(to mode: mode_t) -> mode_t {
+    static func restrictCreation(to mode: mode_t) -> mode_t {
         umask(~mode & 0o777)
     }
 
-    public static func restoreCreationMask(_ mask: mode_t) {
+    static func restoreCreationMask(_ mask: mode_t) {
         umask(mask)
     }
 }
 
 extension SocketFile {
     /// Creating, binding or listening on the socket failed.
-    public struct ListenFailure: Error, CustomStringConvertible {
-        public var path: String
-        public var operation: String
-        public var errno: Int32
-        public var description: String { SocketFile.failureText("\(operation) the socket", path, errno) }
+    package struct ListenFailure: Error, CustomStringConvertible {
+        package var path: String
+        package var operation: String
+        package var errno: Int32
+        package var description: String { SocketFile.failureText("\(operation) the socket", path, errno) }
     }
 
     /// A listening Unix stream socket bound at `path` (prepared with
@@ -123,7 +123,7 @@ extension SocketFile {
     /// socket listen, so no peer ever meets another mode. Close-on-exec; the
     /// caller owns the descriptor (the daemon hands it to NIO, and keeps its
     /// number to accept peers it must refuse when out of descriptors).
-    public static func listen(_ path: String, mode: mode_t, backlog: Int32) throws(ListenFailure) -> Int32 {
+    package static func listen(_ path: String, mode: mode_t, backlog: Int32) throws(ListenFailure) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ListenFailure(path: path, operation: "create", errno: errno) }
         func fail(_ operation: String, _ code: Int32) -> ListenFailure {
@@ -156,14 +156,14 @@ extension SocketFile {
     }
 
     /// Removes the socket file the daemon created (NIO does not on close).
-    public static func remove(_ path: String) {
+    package static func remove(_ path: String) {
         unlink(path)
     }
 }
 
 extension SocketFile {
     /// The path a listening Unix socket is bound to (for a socket-activated one).
-    public static func localPath(of fd: Int32) -> String? {
+    static func localPath(of fd: Int32) -> String? {
         var address = sockaddr_un()
         var length = socklen_t(MemoryLayout<sockaddr_un>.size)
         let result = withUnsafeMutablePointer(to: &address) {

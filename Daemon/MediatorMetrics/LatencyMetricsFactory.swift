@@ -6,7 +6,7 @@ import Prometheus
 /// swift-prometheus's own, except that the call-duration timers become
 /// histograms with the buckets and help text of ``MetricFamilies`` (the
 /// stock factory gives every timer the same buckets and no help).
-public struct LatencyMetricsFactory: MetricsFactory {
+package struct LatencyMetricsFactory: MetricsFactory {
     let registry: PrometheusCollectorRegistry
     let prometheus: PrometheusMetricsFactory
 
@@ -15,33 +15,33 @@ public struct LatencyMetricsFactory: MetricsFactory {
         self.prometheus = PrometheusMetricsFactory(registry: registry)
     }
 
-    public func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+    package func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
         guard label == LatencyHistogram.metricsLabel else { return prometheus.makeTimer(label: label, dimensions: dimensions) }
         return registry.makeDurationHistogram(
             descriptor: MetricFamilies.callDuration, labels: dimensions, buckets: MetricFamilies.durationBuckets)
     }
 
-    public func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+    package func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
         prometheus.makeCounter(label: label, dimensions: dimensions)
     }
 
-    public func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+    package func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
         prometheus.makeFloatingPointCounter(label: label, dimensions: dimensions)
     }
 
-    public func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+    package func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
         prometheus.makeRecorder(label: label, dimensions: dimensions, aggregate: aggregate)
     }
 
-    public func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
+    package func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
         prometheus.makeMeter(label: label, dimensions: dimensions)
     }
 
-    public func destroyCounter(_ handler: any CounterHandler) { prometheus.destroyCounter(handler) }
-    public func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {
+    package func destroyCounter(_ handler: any CounterHandler) { prometheus.destroyCounter(handler) }
+    package func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {
         prometheus.destroyFloatingPointCounter(handler)
     }
-    public func destroyRecorder(_ handler: any RecorderHandler) { prometheus.destroyRecorder(handler) }
-    public func destroyMeter(_ handler: any MeterHandler) { prometheus.destroyMeter(handler) }
-    public func destroyTimer(_ handler: any TimerHandler) { prometheus.destroyTimer(handler) }
+    package func destroyRecorder(_ handler: any RecorderHandler) { prometheus.destroyRecorder(handler) }
+    package func destroyMeter(_ handler: any MeterHandler) { prometheus.destroyMeter(handler) }
+    package func destroyTimer(_ handler: any TimerHandler) { prometheus.destroyTimer(handler) }
 }

@@ -20,25 +20,25 @@ import Glibc
 /// rendering (``ScrapeRenderings``), sent in slices of ``writeSliceBytes``
 /// as the reader takes them, so a reader that does not read holds a slice,
 /// not a copy of the text.
-public struct MetricsEndpoint: Service {
+package struct MetricsEndpoint: Service {
     /// The broker's statistics now; nil once the broker is gone.
-    public typealias Source = @Sendable () async -> StatisticsSnapshot?
+    package typealias Source = @Sendable () async -> StatisticsSnapshot?
     /// Whether the peer of a Unix socket connection may see the per-uid
     /// series (mediatord: the policy's `monitor` grant, by its credentials).
-    public typealias UIDSeriesGrant = @Sendable (any Channel) async -> Bool
+    package typealias UIDSeriesGrant = @Sendable (any Channel) async -> Bool
 
-    public struct Settings: Sendable, Equatable {
+    package struct Settings: Sendable, Equatable {
         /// Connections at once; more wait in the listening socket's backlog.
-        public var maxScrapes = 4
+        package var maxScrapes = 4
         /// How long one connection may take, request to response: every
         /// response closes its connection, so nothing idles, a reader that
         /// does not read is let go, and shutdown is bounded.
-        public var timeout = TimeAmount.seconds(10)
+        package var timeout = TimeAmount.seconds(10)
         /// Whether a TCP scrape has the per-uid series (`mediator_uid_*`):
         /// anyone on the host can reach a loopback port, while `mediator/stats`
         /// shows them only to the `monitor` grant.
-        public var uidSeriesOnTCP = false
-        public init() {}
+        package var uidSeriesOnTCP = false
+        package init() {}
     }
 
     /// Mode of the Unix socket: the daemon's user and group may scrape.
@@ -55,7 +55,7 @@ public struct MetricsEndpoint: Service {
     let logger: Logger
     let onListening: @Sendable (SocketAddress?) -> Void
 
-    public init(
+    package init(
         address: MetricsListenAddress, exposition: PrometheusExposition, settings: Settings = Settings(), logger: Logger,
         uidSeriesGrant: @escaping UIDSeriesGrant = { _ in false }, releaseMemory: @escaping @Sendable () -> Void = {},
         onListening: @escaping @Sendable (SocketAddress?) -> Void = { _ in }, source: @escaping Source
@@ -70,7 +70,7 @@ public struct MetricsEndpoint: Service {
         self.onListening = onListening
     }
 
-    public func run() async throws {
+    package func run() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {
             try await serve(on: group)
@@ -82,10 +82,10 @@ public struct MetricsEndpoint: Service {
     }
 
     /// The endpoint cannot listen: one line with the address, the reason and what to do.
-    public struct BindFailure: Error, CustomStringConvertible {
-        public var address: MetricsListenAddress
-        public var reason: String
-        public var description: String {
+    package struct BindFailure: Error, CustomStringConvertible {
+        package var address: MetricsListenAddress
+        package var reason: String
+        package var description: String {
             "cannot listen for metrics on \(address): \(reason); stop what uses it or pass another --metrics-listen"
         }
     }

@@ -2,18 +2,18 @@
 /// address. Anything else is refused: the endpoint has no authentication,
 /// and what it shows (targets, uids, refusals) the broker otherwise gives
 /// only to peers with the monitor grant.
-public enum MetricsListenAddress: Equatable, Sendable, CustomStringConvertible {
+package enum MetricsListenAddress: Equatable, Sendable, CustomStringConvertible {
     case unixSocket(path: String)
     /// `host` is an IPv4 address in 127.0.0.0/8 or `::1`.
     case tcp(host: String, port: Int)
 
-    public struct Problem: Error, Equatable, CustomStringConvertible {
-        public var description: String
+    package struct Problem: Error, Equatable, CustomStringConvertible {
+        package var description: String
     }
 
     /// `unix:PATH` or a path with a `/` (a Unix socket); `HOST:PORT` with
     /// HOST `localhost`, `127.x.x.x` or `[::1]` (port 0: any free port).
-    public init(parsing text: String) throws(Problem) {
+    package init(parsing text: String) throws(Problem) {
         if text.hasPrefix("unix:") {
             let path = String(text.dropFirst("unix:".count))
             guard !path.isEmpty else { throw Problem(description: "\"unix:\" needs a socket path after it") }
@@ -56,7 +56,7 @@ public enum MetricsListenAddress: Equatable, Sendable, CustomStringConvertible {
         return octets.count == 4 && octets[0] == 127
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .unixSocket(let path): return "unix:\(path)"
         case .tcp(let host, let port): return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"

@@ -9,15 +9,15 @@ import Prometheus
 /// routing pays nothing for the counters when nobody scrapes. The per-uid
 /// series live in a registry of their own, so a rendering can leave them
 /// out (who is refused, by which quota, is for the monitor grant only).
-public final class PrometheusExposition: Sendable {
-    public let registry: PrometheusCollectorRegistry
+package final class PrometheusExposition: Sendable {
+    package let registry: PrometheusCollectorRegistry
     /// The `mediator_uid_*` families.
     let uidRegistry: PrometheusCollectorRegistry
     /// For the broker's latency timers (`MediatorServer(latencyMetrics:)`).
-    public let latencyFactory: LatencyMetricsFactory
+    package let latencyFactory: LatencyMetricsFactory
     private let published: NIOLockedValueBox<PublishedMetrics>
 
-    public init() {
+    package init() {
         registry = PrometheusCollectorRegistry()
         uidRegistry = PrometheusCollectorRegistry()
         latencyFactory = LatencyMetricsFactory(registry: registry)
@@ -29,7 +29,7 @@ public final class PrometheusExposition: Sendable {
     /// serialized, so counters never go backwards. The text is written
     /// once, into an array sized from the last rendering (the registry's
     /// own `emitToBuffer` keeps a copy of its own for good and returns another).
-    public func render(_ snapshot: StatisticsSnapshot, uidSeries: Bool) -> [UInt8] {
+    package func render(_ snapshot: StatisticsSnapshot, uidSeries: Bool) -> [UInt8] {
         published.withLockedValue { published in
             published.update(from: snapshot, in: registry, uids: uidRegistry)
             var bytes: [UInt8] = []
@@ -42,7 +42,7 @@ public final class PrometheusExposition: Sendable {
     }
 
     /// Everything, the per-uid series included.
-    public func scrape(_ snapshot: StatisticsSnapshot) -> [UInt8] { render(snapshot, uidSeries: true) }
+    package func scrape(_ snapshot: StatisticsSnapshot) -> [UInt8] { render(snapshot, uidSeries: true) }
 }
 
 /// The handles made so far and the counter values last published.

@@ -3,47 +3,47 @@ import MediatorProtocol
 /// What happened to the calls of one target's action since the daemon
 /// started. Calls in flight and held are not kept here: they are read from
 /// the broker's own state when a snapshot is taken.
-public struct ActionCounters: Sendable, Equatable {
+package struct ActionCounters: Sendable, Equatable {
     /// Distinct error codes kept per action; a component inventing more
     /// has the rest counted under ``otherCode``.
-    public static let maxErrorCodes = 16
-    public static let otherCode = "other"
+    static let maxErrorCodes = 16
+    package static let otherCode = "other"
     /// The longest code counted by name. A component's code travels to its
     /// caller unchanged, but what the statistics keep for the daemon's
     /// lifetime must stay small: a longer code counts as ``otherCode``.
-    public static let maxCodeBytes = 64
+    static let maxCodeBytes = 64
 
-    public let target: String
-    public let action: String
+    package let target: String
+    package let action: String
     /// Calls forwarded (oneway ones too), and calls held for a starting
     /// component that ended before they could be (``BrokerStatistics/heldCallEnded(_:code:)``).
-    public internal(set) var calls = 0
+    package internal(set) var calls = 0
     /// Final answers that were results.
-    public internal(set) var ok = 0
+    package internal(set) var ok = 0
     /// Final answers that were errors, by code (from the component or the daemon).
-    public internal(set) var errors: [String: Int] = [:]
-    public internal(set) var timeouts = 0
+    package internal(set) var errors: [String: Int] = [:]
+    package internal(set) var timeouts = 0
     /// Calls the caller cancelled (`mediator/cancel`).
-    public internal(set) var cancels = 0
+    package internal(set) var cancels = 0
     /// Calls whose caller disconnected before the final answer.
-    public internal(set) var callerGone = 0
+    package internal(set) var callerGone = 0
     /// Calls that asked for partial results (`more`), and the partials passed on.
-    public internal(set) var streams = 0
-    public internal(set) var partials = 0
+    package internal(set) var streams = 0
+    package internal(set) var partials = 0
     /// From forwarding to the final answer.
-    public internal(set) var latency = LatencyHistogram()
+    package internal(set) var latency = LatencyHistogram()
 
-    public init(target: String, action: String) {
+    package init(target: String, action: String) {
         self.target = target
         self.action = action
     }
 
-    public var errorCount: Int { errors.values.reduce(0, +) }
+    var errorCount: Int { errors.values.reduce(0, +) }
 
     /// `code` when the statistics may keep it by name: 1 to ``maxCodeBytes``
     /// bytes of `[A-Za-z_][A-Za-z0-9_.-]*` (the action-name rule, which the
     /// daemon's own snake_case codes follow); else ``otherCode``.
-    public static func countedCode(_ code: String) -> String {
+    package static func countedCode(_ code: String) -> String {
         code.utf8.count <= maxCodeBytes && NameRules.isValidAction(code) ? code : otherCode
     }
 

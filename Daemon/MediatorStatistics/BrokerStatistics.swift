@@ -3,30 +3,30 @@
 /// never removed, so the index a call keeps while in flight stays valid;
 /// their number is capped (``maxActionEntries``), past which new
 /// target/action pairs count under one ``overflowSlot`` entry (`*`/`*`).
-public struct BrokerStatistics: Sendable {
-    public static let maxActionEntries = 4096
-    public static let overflowTarget = "*"
+package struct BrokerStatistics: Sendable {
+    static let maxActionEntries = 4096
+    static let overflowTarget = "*"
 
     struct ActionKey: Hashable {
         var target: String
         var action: String
     }
 
-    public private(set) var actions: [ActionCounters] = []
+    package private(set) var actions: [ActionCounters] = []
     private var slots: [ActionKey: Int] = [:]
     /// Each target's entries, for `list`'s calls_served and a one-target snapshot.
     private var slotsByTarget: [String: [Int]] = [:]
     private var overflowSlot: Int?
-    public let maxActionEntries: Int
+    let maxActionEntries: Int
 
-    public var daemon = DaemonCounters()
-    public private(set) var uids: [UInt32: UIDCounters] = [:]
-    public private(set) var components: [String: ComponentCounters] = [:]
-    public private(set) var slowCalls: SlowCallLog
+    package var daemon = DaemonCounters()
+    package private(set) var uids: [UInt32: UIDCounters] = [:]
+    package private(set) var components: [String: ComponentCounters] = [:]
+    package private(set) var slowCalls: SlowCallLog
     /// Final answers at least this late go to ``slowCalls``.
-    public var slowCallThresholdNanoseconds: Int64
+    package var slowCallThresholdNanoseconds: Int64
 
-    public init(slowCallThresholdNanoseconds: Int64 = 1_000_000_000, slowCallCapacity: Int = 64, maxActionEntries: Int = Self.maxActionEntries) {
+    package init(slowCallThresholdNanoseconds: Int64 = 1_000_000_000, slowCallCapacity: Int = 64, maxActionEntries: Int = Self.maxActionEntries) {
         self.slowCallThresholdNanoseconds = slowCallThresholdNanoseconds
         self.slowCalls = SlowCallLog(capacity: slowCallCapacity)
         self.maxActionEntries = max(1, maxActionEntries)
@@ -36,7 +36,7 @@ public struct BrokerStatistics: Sendable {
 
     /// The entry of a target's action, made on first use: the one
     /// dictionary lookup a call costs, done once when it is routed.
-    public mutating func slot(target: String, action: String) -> Int {
+    package mutating func slot(target: String, action: String) -> Int {
         let key = ActionKey(target: target, action: action)
         if let slot = slots[key] { return slot }
         guard actions.count < maxActionEntries - 1 else { return overflow() }
@@ -58,20 +58,20 @@ public struct BrokerStatistics: Sendable {
 
     /// A call forwarded; `stream` when it asked for partial results.
     @inline(__always)
-    public mutating func callRouted(_ slot: Int, stream: Bool) {
+    package mutating func callRouted(_ slot: Int, stream: Bool) {
         actions[slot].calls += 1
         if stream { actions[slot].streams += 1 }
         daemon.callsRouted += 1
     }
 
-    public mutating func partial(_ slot: Int) { actions[slot].partials += 1 }
+    package mutating func partial(_ slot: Int) { actions[slot].partials += 1 }
 
     /// A call's final answer: `code` nil for a result. `duration` nil when
     /// the time is not known (answers at shutdown): then no latency.
     /// Returns whether the call was slow (the caller then adds it to the log
     /// with ``logSlowCall(_:)``, knowing who called).
     @inline(__always)
-    public mutating func answered(_ slot: Int, code: String?, durationNanoseconds: Int64?) -> Bool {
+    package mutating func answered(_ slot: Int, code: String?, durationNanoseconds: Int64?) -> Bool {
         if let code { actions[slot].countError(code) } else { actions[slot].ok += 1 }
         guard let duration = durationNanoseconds else { return false }
         actions[slot].latency.record(nanoseconds: duration)
@@ -82,7 +82,7 @@ public struct BrokerStatistics: Sendable {
     /// counted as a call of its action with the daemon's answer `code`
     /// (`timeout`, `activation_failed`, `cancelled`), or as gone when its
     /// caller left (`code` nil); untimed, and not among the calls routed.
-    public mutating func heldCallEnded(_ slot: Int, code: String?) {
+    package mutating func heldCallEnded(_ slot: Int, code: String?) {
         actions[slot].calls += 1
         guard let code else {
             actions[slot].callerGone += 1
@@ -93,44 +93,44 @@ public struct BrokerStatistics: Sendable {
         if code == "cancelled" { actions[slot].cancels += 1 }
     }
 
-    public mutating func timedOut(_ slot: Int) { actions[slot].timeouts += 1 }
-    public mutating func cancelled(_ slot: Int) { actions[slot].cancels += 1 }
-    public mutating func callerGone(_ slot: Int) { actions[slot].callerGone += 1 }
+    package mutating func timedOut(_ slot: Int) { actions[slot].timeouts += 1 }
+    package mutating func cancelled(_ slot: Int) { actions[slot].cancels += 1 }
+    package mutating func callerGone(_ slot: Int) { actions[slot].callerGone += 1 }
 
     /// The call's code is kept as the counters keep it (``ActionCounters/countedCode(_:)``).
-    public mutating func logSlowCall(_ call: SlowCall) {
+    package mutating func logSlowCall(_ call: SlowCall) {
         var call = call
         call.code = ActionCounters.countedCode(call.code)
         slowCalls.append(call)
     }
 
     /// Calls forwarded to a target, all its actions together.
-    public func calls(ofTarget target: String) -> Int {
+    package func calls(ofTarget target: String) -> Int {
         (slotsByTarget[target] ?? []).reduce(0) { $0 + actions[$1].calls }
     }
 
-    public func slots(ofTarget target: String) -> [Int] { slotsByTarget[target] ?? [] }
+    package func slots(ofTarget target: String) -> [Int] { slotsByTarget[target] ?? [] }
 
     // MARK: - Peers and components
 
-    public mutating func connectionOpened(uid: UInt32) {
+    package mutating func connectionOpened(uid: UInt32) {
         daemon.connectionsOpened += 1
         uids[uid, default: UIDCounters()].connectionsOpened += 1
     }
 
-    public mutating func quotaRefused(uid: UInt32, quota: String) {
+    package mutating func quotaRefused(uid: UInt32, quota: String) {
         uids[uid, default: UIDCounters()].quotaRefusals[quota, default: 0] += 1
     }
 
-    public mutating func policyDenied(uid: UInt32) {
+    package mutating func policyDenied(uid: UInt32) {
         daemon.policyDenials += 1
         uids[uid, default: UIDCounters()].policyDenials += 1
     }
 
-    public mutating func componentActivated(_ target: String) { components[target, default: ComponentCounters()].activations += 1 }
-    public mutating func componentRestarted(_ target: String) { components[target, default: ComponentCounters()].restarts += 1 }
-    public mutating func componentIdleExit(_ target: String) { components[target, default: ComponentCounters()].idleExits += 1 }
-    public mutating func componentStartFailed(_ target: String, _ reason: ComponentCounters.StartFailure) {
+    package mutating func componentActivated(_ target: String) { components[target, default: ComponentCounters()].activations += 1 }
+    package mutating func componentRestarted(_ target: String) { components[target, default: ComponentCounters()].restarts += 1 }
+    package mutating func componentIdleExit(_ target: String) { components[target, default: ComponentCounters()].idleExits += 1 }
+    package mutating func componentStartFailed(_ target: String, _ reason: ComponentCounters.StartFailure) {
         components[target, default: ComponentCounters()].startFailures[reason, default: 0] += 1
     }
 }

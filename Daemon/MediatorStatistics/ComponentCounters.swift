@@ -1,7 +1,7 @@
 /// A managed component's life since the daemon started.
-public struct ComponentCounters: Sendable, Equatable {
+package struct ComponentCounters: Sendable, Equatable {
     /// Why a start did not end in a registration.
-    public enum StartFailure: String, Sendable, CaseIterable {
+    package enum StartFailure: String, Sendable, CaseIterable {
         /// The process ended before it registered.
         case exited
         /// It did not register within `start_timeout_s`.
@@ -11,12 +11,12 @@ public struct ComponentCounters: Sendable, Equatable {
     }
 
     /// Starts the daemon asked for (first starts and starts again after an exit or idle stop).
-    public internal(set) var activations = 0
-    public internal(set) var startFailures: [StartFailure: Int] = [:]
+    package internal(set) var activations = 0
+    package internal(set) var startFailures: [StartFailure: Int] = [:]
     /// Replacements scheduled after an instance ended (restart policy).
-    public internal(set) var restarts = 0
+    package internal(set) var restarts = 0
     /// Stops because the component was idle (`idle_exit_s`).
-    public internal(set) var idleExits = 0
+    package internal(set) var idleExits = 0
 
-    public init() {}
+    package init() {}
 }

@@ -1,17 +1,17 @@
 /// Daemon-wide events since start.
-public struct DaemonCounters: Sendable, Equatable {
-    public var connectionsOpened = 0
+package struct DaemonCounters: Sendable, Equatable {
+    package var connectionsOpened = 0
     /// Connections refused by a quota (`max_connections_per_uid`).
-    public var connectionsRefused = 0
-    public var registrations = 0
+    package var connectionsRefused = 0
+    package var registrations = 0
     /// Event patterns added by `subscribe`.
-    public var subscriptions = 0
+    package var subscriptions = 0
     /// Calls forwarded to a component (``ActionCounters/calls`` also counts held calls that never were).
-    public var callsRouted = 0
-    public var policyDenials = 0
-    public var badFrames = 0
+    package var callsRouted = 0
+    package var policyDenials = 0
+    package var badFrames = 0
     /// Connections closed because what was queued toward them grew too large.
-    public var backlogDisconnects = 0
+    package var backlogDisconnects = 0
 
-    public init() {}
+    package init() {}
 }

@@ -2,37 +2,37 @@
 /// `1024 << i` nanoseconds (about 1 µs, 2 µs, 4 µs, ... 68.7 s), the last
 /// one everything longer. Powers of two, so a duration's bucket is a
 /// leading-zero count: no search, no floating point, on the routing path.
-public struct LatencyHistogram: Sendable, Equatable {
+package struct LatencyHistogram: Sendable, Equatable {
     /// 27 bounded buckets (1.02 µs to 68.7 s) and one for longer.
-    public static let bucketCount = 28
+    static let bucketCount = 28
     /// The first bucket's upper bound is 2^10 ns.
     static let firstBoundShift = 10
 
-    public private(set) var counts: [Int]
-    public private(set) var count = 0
-    public private(set) var sumNanoseconds: Int64 = 0
+    package private(set) var counts: [Int]
+    package private(set) var count = 0
+    private(set) var sumNanoseconds: Int64 = 0
     /// The shortest and longest durations recorded (negative ones as 0); nil
     /// before the first. Quantiles stay within them: a bucket's bounds alone
     /// can be off by a factor of two (a single 2.1 ms call read as 4.19 ms).
-    public private(set) var minimumNanoseconds: Int64?
-    public private(set) var maximumNanoseconds: Int64?
+    private(set) var minimumNanoseconds: Int64?
+    private(set) var maximumNanoseconds: Int64?
 
-    public init() { counts = Array(repeating: 0, count: Self.bucketCount) }
+    package init() { counts = Array(repeating: 0, count: Self.bucketCount) }
 
     /// The bucket a duration falls in; a negative or zero duration in the first.
     @inline(__always)
-    public static func bucket(nanoseconds: Int64) -> Int {
+    package static func bucket(nanoseconds: Int64) -> Int {
         guard nanoseconds > 1 else { return 0 }
         let scaled = UInt64(nanoseconds - 1) >> UInt64(firstBoundShift)
         return min(UInt64.bitWidth - scaled.leadingZeroBitCount, bucketCount - 1)
     }
 
     /// The largest duration bucket `index` holds; nil for the last (unbounded) one.
-    public static func upperBound(ofBucket index: Int) -> Int64? {
+    package static func upperBound(ofBucket index: Int) -> Int64? {
         index < bucketCount - 1 ? Int64(1) << Int64(firstBoundShift + index) : nil
     }
 
-    public mutating func record(nanoseconds: Int64) {
+    package mutating func record(nanoseconds: Int64) {
         counts[Self.bucket(nanoseconds: nanoseconds)] += 1
         count += 1
         let duration = max(0, nanoseconds)
@@ -47,7 +47,7 @@ public struct LatencyHistogram: Sendable, Equatable {
     /// outside them, a single duration's quantiles are that duration, and the
     /// last (unbounded) bucket ends at the longest. Otherwise off by at most
     /// the bucket's width, a factor of two. nil when nothing was recorded.
-    public func quantile(_ fraction: Double) -> Int64? {
+    package func quantile(_ fraction: Double) -> Int64? {
         guard count > 0, let minimum = minimumNanoseconds, let maximum = maximumNanoseconds else { return nil }
         let rank = max(1, Int((Double(count) * min(max(fraction, 0), 1)).rounded(.up)))
         var seen = 0
@@ -67,7 +67,7 @@ public struct LatencyHistogram: Sendable, Equatable {
 
 extension LatencyHistogram {
     /// Adds another histogram's counts (a target's, from its actions').
-    public mutating func merge(_ other: LatencyHistogram) {
+    package mutating func merge(_ other: LatencyHistogram) {
         for index in counts.indices { counts[index] += other.counts[index] }
         count += other.count
         sumNanoseconds &+= other.sumNanoseconds
@@ -84,5 +84,5 @@ extension LatencyHistogram {
     /// The swift-metrics label of the per-call latency timers the broker
     /// feeds when asked (mediatord --metrics-listen), which the Prometheus
     /// exporter publishes under the same name.
-    public static let metricsLabel = "mediator_call_duration_seconds"
+    package static let metricsLabel = "mediator_call_duration_seconds"
 }

@@ -1,17 +1,17 @@
 /// A call whose final answer came after the slow-call threshold.
-public struct SlowCall: Sendable, Equatable {
-    public var target: String
-    public var action: String
+package struct SlowCall: Sendable, Equatable {
+    package var target: String
+    package var action: String
     /// The caller; nil when it was already gone.
-    public var pid: Int32?
-    public var uid: UInt32?
-    public var durationNanoseconds: Int64
+    package var pid: Int32?
+    package var uid: UInt32?
+    package var durationNanoseconds: Int64
     /// `ok` for a result, else the error code.
-    public var code: String
+    package var code: String
     /// When it ended, in nanoseconds since the statistics began.
-    public var endedAtNanoseconds: Int64
+    package var endedAtNanoseconds: Int64
 
-    public init(
+    package init(
         target: String, action: String, pid: Int32?, uid: UInt32?, durationNanoseconds: Int64, code: String,
         endedAtNanoseconds: Int64
     ) {
@@ -26,17 +26,17 @@ public struct SlowCall: Sendable, Equatable {
 }
 
 /// The last `capacity` slow calls, a ring: memory stays fixed however many there are.
-public struct SlowCallLog: Sendable, Equatable {
-    public let capacity: Int
+package struct SlowCallLog: Sendable, Equatable {
+    package let capacity: Int
     private var storage: [SlowCall] = []
     /// Where the next entry goes once the ring is full.
     private var next = 0
     /// Every slow call seen, the ones dropped from the ring too.
-    public private(set) var total = 0
+    package private(set) var total = 0
 
-    public init(capacity: Int = 64) { self.capacity = max(1, capacity) }
+    package init(capacity: Int = 64) { self.capacity = max(1, capacity) }
 
-    public mutating func append(_ call: SlowCall) {
+    package mutating func append(_ call: SlowCall) {
         total += 1
         if storage.count < capacity {
             storage.append(call)
@@ -47,5 +47,5 @@ public struct SlowCallLog: Sendable, Equatable {
     }
 
     /// Oldest first.
-    public var entries: [SlowCall] { Array(storage[next...] + storage[..<next]) }
+    package var entries: [SlowCall] { Array(storage[next...] + storage[..<next]) }
 }

@@ -2,37 +2,37 @@ import MediatorProtocol
 
 /// What a snapshot reads from the broker's state rather than from counters:
 /// figures of now (calls in flight, connections), so nothing is counted twice.
-public struct LiveFigures: Sendable {
-    public struct UID: Sendable, Equatable {
-        public var connections = 0
-        public var callsInFlight = 0
-        public var queuedBytes = 0
-        public init(connections: Int = 0, callsInFlight: Int = 0, queuedBytes: Int = 0) {
+package struct LiveFigures: Sendable {
+    package struct UID: Sendable, Equatable {
+        package var connections = 0
+        package var callsInFlight = 0
+        package var queuedBytes = 0
+        package init(connections: Int = 0, callsInFlight: Int = 0, queuedBytes: Int = 0) {
             self.connections = connections
             self.callsInFlight = callsInFlight
             self.queuedBytes = queuedBytes
         }
     }
 
-    public var uptimeNanoseconds: Int64 = 0
-    public var connections = 0
-    public var registeredTargets = 0
-    public var subscriptions = 0
+    package var uptimeNanoseconds: Int64 = 0
+    package var connections = 0
+    package var registeredTargets = 0
+    package var subscriptions = 0
     /// Calls in flight by action entry (``BrokerStatistics/slot(target:action:)``).
-    public var inFlightBySlot: [Int: Int] = [:]
+    package var inFlightBySlot: [Int: Int] = [:]
     /// Calls held for a component being started, by target.
-    public var heldByTarget: [String: Int] = [:]
-    public var uids: [UInt32: UID] = [:]
+    package var heldByTarget: [String: Int] = [:]
+    package var uids: [UInt32: UID] = [:]
 
-    public init() {}
+    package init() {}
 }
 
 /// `mediator/stats`'s answer, built from the counters and the live figures.
-public struct StatisticsSnapshot: Sendable {
-    public var statistics: BrokerStatistics
-    public var live: LiveFigures
+package struct StatisticsSnapshot: Sendable {
+    package var statistics: BrokerStatistics
+    package var live: LiveFigures
 
-    public init(statistics: BrokerStatistics, live: LiveFigures) {
+    package init(statistics: BrokerStatistics, live: LiveFigures) {
         self.statistics = statistics
         self.live = live
     }
@@ -50,12 +50,12 @@ public struct StatisticsSnapshot: Sendable {
     /// With `afterAction` too, the page begins inside the target `after`,
     /// with its actions after that one (a page that ended inside a target
     /// says so with `next_action`).
-    public struct Page: Sendable {
-        public var after: String?
-        public var afterAction: String?
-        public var limit: Int
-        public var bytes: Int
-        public init(after: String? = nil, afterAction: String? = nil, limit: Int = .max, bytes: Int = .max) {
+    package struct Page: Sendable {
+        package var after: String?
+        package var afterAction: String?
+        package var limit: Int
+        package var bytes: Int
+        package init(after: String? = nil, afterAction: String? = nil, limit: Int = .max, bytes: Int = .max) {
             self.after = after
             self.afterAction = afterAction
             self.limit = limit
@@ -72,7 +72,7 @@ public struct StatisticsSnapshot: Sendable {
     /// uids) share at most half of the page's bytes; what does not fit is
     /// left out, newest slow calls kept, and counted in `omitted`.
     /// Every page has at least one target or action, so paging ends.
-    public func json(target: String? = nil, slowCalls: Bool = true, page: Page = Page()) -> JSONValue {
+    package func json(target: String? = nil, slowCalls: Bool = true, page: Page = Page()) -> JSONValue {
         let pageBytes = max(1, page.bytes)
         var members: [String: JSONValue] = ["uptime_s": .double(Self.seconds(live.uptimeNanoseconds))]
         var used = 0

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// What happens to a ``NATSConnection`` after it is made.
-public enum NATSConnectionEvent: Sendable, Equatable {
+package enum NATSConnectionEvent: Sendable, Equatable {
     /// Connected for the first time (only when the first connect was left
     /// to retry in the background, ``NATSOptions/retryFirstConnect``).
     case connected
@@ -34,7 +34,7 @@ public enum NATSConnectionEvent: Sendable, Equatable {
 /// (after ``close()``, which `deinit` calls too). The `events` closure lives
 /// until libnats's closed callback, its last; a subscription's handler
 /// until libnats says that no callback of it can run any more.
-public final class NATSConnection: @unchecked Sendable {
+package final class NATSConnection: @unchecked Sendable {
     // @unchecked: the C connection is thread-safe (libnats locks inside),
     // and the Swift state is immutable.
     private let connection: OpaquePointer
@@ -63,7 +63,7 @@ public final class NATSConnection: @unchecked Sendable {
     /// up yet is not an error: libnats keeps trying, and `events` gets
     /// ``NATSConnectionEvent/connected`` when it succeeds. Blocks for up to
     /// the options' timeout: call it off any event loop.
-    public static func connect(
+    package static func connect(
         _ settings: NATSOptions, events: @escaping @Sendable (NATSConnectionEvent) -> Void
     ) throws(NATSError) -> NATSConnection {
         let options = try settings.makeNativeOptions()
@@ -109,12 +109,12 @@ public final class NATSConnection: @unchecked Sendable {
 
     // MARK: - State
 
-    public var isConnected: Bool { Int(libnats.natsConnection_Status(connection).rawValue) == Int(mediator_nats_status_connected()) }
+    package var isConnected: Bool { Int(libnats.natsConnection_Status(connection).rawValue) == Int(mediator_nats_status_connected()) }
 
-    public var isClosed: Bool { libnats.natsConnection_IsClosed(connection) }
+    package var isClosed: Bool { libnats.natsConnection_IsClosed(connection) }
 
     /// The URL of the server in use, if connected.
-    public var connectedURL: String? {
+    package var connectedURL: String? {
         var buffer = [CChar](repeating: 0, count: 512)
         guard libnats.natsConnection_GetConnectedUrl(connection, &buffer, buffer.count) == NATS_OK, buffer[0] != 0 else { return nil }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -124,7 +124,7 @@ public final class NATSConnection: @unchecked Sendable {
     /// Idempotent. Blocks: libnats flushes what is buffered (up to 0.5 s)
     /// and joins its threads, so call it off any event loop (and `deinit`,
     /// which calls it, runs wherever the last reference goes).
-    public func close() {
+    package func close() {
         libnats.natsConnection_Close(connection)
     }
 
@@ -133,7 +133,7 @@ public final class NATSConnection: @unchecked Sendable {
     /// Publishes `payload` on `subject`, with a reply subject and headers if
     /// given. Returns once libnats has it buffered (it is sent by libnats's
     /// flusher, or buffered while reconnecting).
-    public func publish(
+    package func publish(
         _ subject: String, reply: String? = nil, headers: [String: [String]] = [:], payload: [UInt8]
     ) throws(NATSError) {
         // libnats takes the length as an int (and servers refuse far less: 1 MiB by default).
@@ -156,12 +156,12 @@ public final class NATSConnection: @unchecked Sendable {
     }
 
     /// Sends everything buffered and waits for the server's answer.
-    public func flush(timeout: Duration = .seconds(2)) throws(NATSError) {
+    package func flush(timeout: Duration = .seconds(2)) throws(NATSError) {
         try check(libnats.natsConnection_FlushTimeout(connection, NATSOptions.milliseconds(timeout)), "flush")
     }
 
     /// A new, unique inbox subject (`_INBOX.` and a random token).
-    public static func newInbox() -> String {
+    package static func newInbox() -> String {
         var inbox: UnsafeMutablePointer<CChar>?
         // Without libnats (not loaded yet, or not installed), or out of memory: a random name does the same job.
         guard let nats = LibNATS.ifLoaded?.pointee, nats.natsInbox_Create(&inbox) == NATS_OK, let inbox else {
@@ -178,7 +178,7 @@ public final class NATSConnection: @unchecked Sendable {
     /// `handler` runs on a libnats thread (see the type's notes).
     /// `pendingBytes` bounds what libnats holds for the handler (64 MiB by
     /// default): past it, it drops messages and reports a slow consumer.
-    public func subscribe(
+    package func subscribe(
         _ subject: String, queue: String? = nil, pendingBytes: Int? = nil, handler: @escaping @Sendable (NATSMessage) -> Void
     ) throws(NATSError) -> NATSSubscription {
         let box = Unmanaged.passRetained(NATSSubscription.HandlerBox(handler))

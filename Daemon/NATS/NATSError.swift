@@ -2,15 +2,15 @@ import CNats
 
 /// A libnats call that failed: its `natsStatus`, the library's text for it,
 /// and what we were doing.
-public struct NATSError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct NATSError: Error, Sendable, Equatable, CustomStringConvertible {
     /// libnats's `natsStatus` value (`NATS_OK` is 0 and never an error).
-    public let status: Int32
+    package let status: Int32
     /// `natsStatus_GetText`, or libnats's last error text when it says more.
-    public let text: String
+    package let text: String
     /// What failed, e.g. "connect to nats://127.0.0.1:4222".
-    public let operation: String
+    package let operation: String
 
-    public init(status: Int32, text: String, operation: String) {
+    package init(status: Int32, text: String, operation: String) {
         self.status = status
         self.text = text
         self.operation = operation
@@ -29,14 +29,14 @@ public struct NATSError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A usage error found before libnats was called (bad options).
-    public static func invalid(_ text: String, _ operation: String) -> NATSError {
+    package static func invalid(_ text: String, _ operation: String) -> NATSError {
         NATSError(status: Int32(NATS_INVALID_ARG.rawValue), text: text, operation: operation)
     }
 
-    public var description: String { "\(operation): \(text)" }
+    package var description: String { "\(operation): \(text)" }
 
     /// Whether it is the server refusing the credentials.
-    public var isAuthorizationFailure: Bool {
+    package var isAuthorizationFailure: Bool {
         status == Int32(NATS_CONNECTION_AUTH_FAILED.rawValue) || status == Int32(NATS_NOT_PERMITTED.rawValue)
             || text.lowercased().contains("authorization")
     }

@@ -2,18 +2,18 @@ import CNats
 
 /// One message received from NATS, copied out of libnats's `natsMsg` (which
 /// is destroyed right after).
-public struct NATSMessage: Sendable, Equatable {
-    public var subject: String
+package struct NATSMessage: Sendable, Equatable {
+    package var subject: String
     /// Where an answer goes; nil for a plain publish.
-    public var reply: String?
+    package var reply: String?
     /// NATS headers (names as sent; a name may carry several values).
-    public var headers: [String: [String]]
-    public var payload: [UInt8]
+    package var headers: [String: [String]]
+    package var payload: [UInt8]
     /// The server's answer to a request that nobody subscribes to (a
     /// `503` status header and no payload).
-    public var isNoResponders: Bool
+    package var isNoResponders: Bool
 
-    public init(subject: String, reply: String? = nil, headers: [String: [String]] = [:], payload: [UInt8] = [],
+    package init(subject: String, reply: String? = nil, headers: [String: [String]] = [:], payload: [UInt8] = [],
                 isNoResponders: Bool = false) {
         self.subject = subject
         self.reply = reply
@@ -23,7 +23,7 @@ public struct NATSMessage: Sendable, Equatable {
     }
 
     /// The first value of header `name`.
-    public func header(_ name: String) -> String? { headers[name]?.first }
+    package func header(_ name: String) -> String? { headers[name]?.first }
 
     /// Copies `message` (not destroyed here).
     init(copying message: OpaquePointer) {

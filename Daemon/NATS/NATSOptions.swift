@@ -5,20 +5,20 @@ import Glibc
 
 /// How to reach the NATS servers: the `natsOptions` of one connection, as
 /// plain values (checked here, turned into libnats options on connect).
-public struct NATSOptions: Sendable, Equatable {
+package struct NATSOptions: Sendable, Equatable {
     /// TLS towards the servers. Without it, `tls://` URLs still ask for TLS
     /// with the system's trust store.
-    public struct TLS: Sendable, Equatable {
+    package struct TLS: Sendable, Equatable {
         /// PEM file of the certificate authorities to trust; nil: the system's.
-        public var caFile: String?
+        package var caFile: String?
         /// PEM files of this client's certificate and key, for servers that
         /// verify clients.
-        public var certificateFile: String?
-        public var keyFile: String?
+        package var certificateFile: String?
+        package var keyFile: String?
         /// Off unless asked: a test setting, never for production.
-        public var skipServerVerification = false
+        var skipServerVerification = false
 
-        public init(caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil,
+        package init(caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil,
                     skipServerVerification: Bool = false) {
             self.caFile = caFile
             self.certificateFile = certificateFile
@@ -28,48 +28,48 @@ public struct NATSOptions: Sendable, Equatable {
     }
 
     /// `nats://host:port` or `tls://host:port`, tried in this order.
-    public var servers: [String]
+    package var servers: [String]
     /// The connection's name, shown by the server's monitoring.
-    public var name: String?
-    public var user: String?
-    public var password: String?
-    public var token: String?
+    package var name: String?
+    package var user: String?
+    package var password: String?
+    package var token: String?
     /// A `.creds` file (user JWT and NKey seed), as `nsc` writes them.
-    public var credentialsFile: String?
-    /// NKey authentication: the user's public key (`U...`), which goes in
+    package var credentialsFile: String?
+    /// NKey authentication: the user's package key (`U...`), which goes in
     /// the CONNECT, and the file holding its seed (`SU...`), which signs the
     /// server's nonce. Both or neither.
-    public var nkeyPublicKey: String?
-    public var nkeySeedFile: String?
-    public var tls: TLS?
+    package var nkeyPublicKey: String?
+    package var nkeySeedFile: String?
+    package var tls: TLS?
     /// Connect, and wait for the server's answer to a flush, within this.
-    public var timeout: Duration = .seconds(2)
+    package var timeout: Duration = .seconds(2)
     /// Between two attempts to reconnect.
-    public var reconnectWait: Duration = .milliseconds(250)
+    package var reconnectWait: Duration = .milliseconds(250)
     /// Attempts per server before giving up; nil never gives up (a daemon's
     /// bridge must come back by itself).
-    public var maxReconnects: Int?
+    var maxReconnects: Int?
     /// Bytes of publishes kept while reconnecting; past it a publish fails
     /// (`NATS_INSUFFICIENT_BUFFER`) instead of growing memory without
     /// bound. nil: libnats's default, 8 MiB.
-    public var reconnectBufferSize: Int?
+    package var reconnectBufferSize: Int?
     /// Also keep trying when the first connection fails: the daemon starts
     /// whether or not NATS is up yet.
-    public var retryFirstConnect = true
+    package var retryFirstConnect = true
     /// Write each publish at once instead of letting libnats's flusher
     /// batch them: without it, every hop of a request waits for the flusher
     /// (about 1 ms), which is what an RPC cannot afford.
-    public var sendImmediately = true
+    var sendImmediately = true
     /// Do not deliver this connection's own publishes back to its own
     /// subscriptions (NATS's `no_echo`).
-    public var noEcho = false
+    package var noEcho = false
 
-    public init(servers: [String]) {
+    package init(servers: [String]) {
         self.servers = servers
     }
 
     /// The checks libnats would only make at connect time, with clearer words.
-    public func validate() throws(NATSError) {
+    package func validate() throws(NATSError) {
         let operation = "NATS options"
         guard !servers.isEmpty else { throw .invalid("no server URL", operation) }
         for url in servers {
@@ -79,7 +79,7 @@ public struct NATSOptions: Sendable, Equatable {
         let methods = [user != nil, token != nil, credentialsFile != nil, nkeySeedFile != nil].filter { $0 }.count
         if methods > 1 { throw .invalid("choose one of user/password, token, credentials file, NKey seed", operation) }
         if (nkeyPublicKey == nil) != (nkeySeedFile == nil) {
-            throw .invalid("an NKey needs its public key and its seed file", operation)
+            throw .invalid("an NKey needs its package key and its seed file", operation)
         }
         if let tls, (tls.certificateFile == nil) != (tls.keyFile == nil) {
             throw .invalid("a TLS certificate needs its key and a key its certificate", operation)
@@ -97,7 +97,7 @@ public struct NATSOptions: Sendable, Equatable {
     /// Server URLs as NATS clients take them (nats.c's `natsOptions_SetURL`):
     /// each value may be a comma-separated list, and the spaces around each
     /// URL do not count. Empty pieces are kept, for ``validate()`` to refuse.
-    public static func splitURLs(_ values: [String]) -> [String] {
+    package static func splitURLs(_ values: [String]) -> [String] {
         values.flatMap { value in
             value.split(separator: ",", omittingEmptySubsequences: false).map { piece in
                 var piece = piece

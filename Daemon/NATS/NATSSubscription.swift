@@ -2,10 +2,10 @@ import CNats
 
 /// A subscription made by ``NATSConnection/subscribe(_:queue:handler:)``.
 /// Unsubscribed by ``unsubscribe()`` or when this object goes.
-public final class NATSSubscription: @unchecked Sendable {
+package final class NATSSubscription: @unchecked Sendable {
     // @unchecked: libnats's subscription is thread-safe; the rest is immutable.
     private let subscription: OpaquePointer
-    public let subject: String
+    package let subject: String
     /// Keeps the connection (and its C object) alive while this exists.
     private let owner: NATSConnection
 
@@ -27,9 +27,9 @@ public final class NATSSubscription: @unchecked Sendable {
     }
 
     /// Stops deliveries (those already under way finish). Idempotent.
-    public func unsubscribe() {
+    package func unsubscribe() {
         _ = libnats.natsSubscription_Unsubscribe(subscription)
     }
 
-    public var isValid: Bool { libnats.natsSubscription_IsValid(subscription) }
+    package var isValid: Bool { libnats.natsSubscription_IsValid(subscription) }
 }

@@ -2,34 +2,34 @@ import MediatorProtocol
 
 /// The JSON carried in NATS messages between bridges (docs/protocol.md,
 /// "Across hosts through NATS"). Pure: bytes in, values out.
-public enum BridgeMessages {
+package enum BridgeMessages {
     /// Headers a call carries: who made it, for information only (nothing
     /// from the network is a local credential).
-    public enum Header {
-        public static let host = "Mediator-Host"
-        public static let callerUID = "Mediator-Caller-Uid"
-        public static let callerPID = "Mediator-Caller-Pid"
-        public static let callerName = "Mediator-Caller-Name"
-        public static let traceparent = "traceparent"
-        public static let tracestate = "tracestate"
+    package enum Header {
+        package static let host = "Mediator-Host"
+        static let callerUID = "Mediator-Caller-Uid"
+        static let callerPID = "Mediator-Caller-Pid"
+        static let callerName = "Mediator-Caller-Name"
+        package static let traceparent = "traceparent"
+        package static let tracestate = "tracestate"
     }
 
     /// A call sent to `<prefix>.call.<target>`.
-    public struct CallRequest: Sendable, Equatable {
-        public var action: String
-        public var params: JSONValue
-        public var timeoutMs: Int64?
-        public var more: Bool
+    package struct CallRequest: Sendable, Equatable {
+        package var action: String
+        package var params: JSONValue
+        package var timeoutMs: Int64?
+        package var more: Bool
         /// How often the caller asks to hear that the call still runs
         /// (``Reply/alive(host:)``); nil: it does not ask (a plain NATS
         /// client, an older bridge).
-        public var keepAliveMs: Int64?
+        var keepAliveMs: Int64?
 
         /// The range of `keepalive_ms` a serving bridge honours: a caller
         /// cannot make it publish more often than every 100 ms.
-        public static let keepAliveRange: ClosedRange<Int64> = 100...60_000
+        static let keepAliveRange: ClosedRange<Int64> = 100...60_000
 
-        public init(action: String, params: JSONValue, timeoutMs: Int64?, more: Bool, keepAliveMs: Int64? = nil) {
+        package init(action: String, params: JSONValue, timeoutMs: Int64?, more: Bool, keepAliveMs: Int64? = nil) {
             self.action = action
             self.params = params
             self.timeoutMs = timeoutMs
@@ -37,7 +37,7 @@ public enum BridgeMessages {
             self.keepAliveMs = keepAliveMs
         }
 
-        public var encoded: [UInt8] {
+        package var encoded: [UInt8] {
             var members: [String: JSONValue] = ["action": .string(action), "params": params]
             if let timeoutMs { members["timeout_ms"] = .int(timeoutMs) }
             if more { members["more"] = .bool(true) }
@@ -47,7 +47,7 @@ public enum BridgeMessages {
 
         /// The request in `payload`, checked as the daemon checks a request's
         /// members; the error is the `bad_request` to answer.
-        public static func decode(_ payload: [UInt8]) -> Result<CallRequest, MediatorError> {
+        package static func decode(_ payload: [UInt8]) -> Result<CallRequest, MediatorError> {
             guard let value = try? JSONParser.parse(payload), case .object(let members) = value else {
                 return .failure(MediatorError(.badRequest, "the bridge request is not a JSON object"))
             }
@@ -72,14 +72,14 @@ public enum BridgeMessages {
 
     /// One answer on a call's reply subject: a result (a partial one when
     /// `continues`), or an error; or, not an answer, a keep-alive.
-    public enum Reply: Sendable, Equatable {
+    package enum Reply: Sendable, Equatable {
         case result(JSONValue, continues: Bool)
         case error(MediatorError)
         /// The call still runs on `host` (sent every `keepalive_ms` to a
         /// caller that asked): neither a partial nor an answer.
         case alive(host: String)
 
-        public var encoded: [UInt8] {
+        package var encoded: [UInt8] {
             switch self {
             case .result(let value, let continues):
                 var members: [String: JSONValue] = ["result": value]
@@ -93,7 +93,7 @@ public enum BridgeMessages {
         }
 
         /// nil when `payload` is neither form.
-        public static func decode(_ payload: [UInt8]) -> Reply? {
+        package static func decode(_ payload: [UInt8]) -> Reply? {
             guard let value = try? JSONParser.parse(payload), case .object(let members) = value else { return nil }
             if let error = members["error"] {
                 return .error(MediatorError(json: error) ?? MediatorError(.internal, "unreadable error from the remote host"))
@@ -105,36 +105,36 @@ public enum BridgeMessages {
     }
 
     /// What a host exports, published on `<prefix>.hosts`.
-    public struct Announcement: Sendable, Equatable {
-        public struct Target: Sendable, Equatable {
-            public var name: String
-            public var description: String?
-            public var actions: [ActionSpec]
+    package struct Announcement: Sendable, Equatable {
+        package struct Target: Sendable, Equatable {
+            package var name: String
+            package var description: String?
+            package var actions: [ActionSpec]
 
-            public init(name: String, description: String?, actions: [ActionSpec]) {
+            package init(name: String, description: String?, actions: [ActionSpec]) {
                 self.name = name
                 self.description = description
                 self.actions = actions
             }
         }
 
-        public var host: String
-        public var targets: [Target]
+        package var host: String
+        package var targets: [Target]
         /// How often the host announces; its targets are dropped after three
         /// intervals without news.
-        public var intervalMs: Int64
+        package var intervalMs: Int64
         /// The host's bridge is stopping: drop its targets now.
-        public var leaving: Bool
+        package var leaving: Bool
         /// A token of the daemon process that announces: two daemons that
         /// announce the same host name differ by it (nil from bridges that
         /// predate it).
-        public var instance: String?
+        package var instance: String?
         /// The host sends keep-alives on the calls that ask for them
         /// (`keepalive_ms`): a caller may then give up on a call to it that
         /// goes silent. False from a bridge that predates them.
-        public var keepsAlive: Bool
+        var keepsAlive: Bool
 
-        public init(
+        package init(
             host: String, targets: [Target], intervalMs: Int64, leaving: Bool = false, instance: String? = nil,
             keepsAlive: Bool = true
         ) {
@@ -146,7 +146,7 @@ public enum BridgeMessages {
             self.keepsAlive = keepsAlive
         }
 
-        public var encoded: [UInt8] {
+        package var encoded: [UInt8] {
             let list: [JSONValue] = targets.map { target in
                 var members: [String: JSONValue] = ["target": .string(target.name), "actions": .array(target.actions.map(\.json))]
                 if let description = target.description { members["description"] = .string(description) }
@@ -161,7 +161,7 @@ public enum BridgeMessages {
 
         /// nil when `payload` is not an announcement; targets with bad names
         /// or specs are left out.
-        public static func decode(_ payload: [UInt8]) -> Announcement? {
+        package static func decode(_ payload: [UInt8]) -> Announcement? {
             guard let value = try? JSONParser.parse(payload), case .object(let members) = value,
                   let host = members["host"]?.stringValue, !host.isEmpty,
                   let interval = members["interval_ms"]?.intValue, interval > 0

@@ -1,28 +1,28 @@
 /// The NATS subjects of one bridge domain (docs/protocol.md, "Across hosts
 /// through NATS"). `prefix` keeps separate Mediator domains apart on one
 /// NATS system.
-public struct BridgeSubjects: Sendable, Equatable {
-    public let prefix: String
+package struct BridgeSubjects: Sendable, Equatable {
+    package let prefix: String
 
-    public init(prefix: String) {
+    package init(prefix: String) {
         self.prefix = prefix
     }
 
     /// Where calls to `target` are sent; the exporting hosts subscribe to
     /// it in the queue group of the same name, so each call reaches one.
-    public func call(_ target: String) -> String { "\(prefix).call.\(target)" }
+    package func call(_ target: String) -> String { "\(prefix).call.\(target)" }
 
     /// Where each host announces the targets it exports.
-    public var hosts: String { "\(prefix).hosts" }
+    package var hosts: String { "\(prefix).hosts" }
 
     /// Where an event named `name` crosses hosts.
-    public func event(_ name: String) -> String { "\(prefix).event.\(name)" }
+    package func event(_ name: String) -> String { "\(prefix).event.\(name)" }
 
     /// Every event subject.
-    public var events: String { "\(prefix).event.>" }
+    package var events: String { "\(prefix).event.>" }
 
     /// The event name in an event subject; nil for another subject.
-    public func eventName(_ subject: String) -> String? {
+    func eventName(_ subject: String) -> String? {
         let head = "\(prefix).event."
         guard subject.hasPrefix(head), subject.count > head.count else { return nil }
         return String(subject.dropFirst(head.count))
@@ -30,11 +30,11 @@ public struct BridgeSubjects: Sendable, Equatable {
 
     /// Where an importer says it gave up on a call (the payload names the
     /// call's reply subject).
-    public var cancel: String { "\(prefix).cancel" }
+    package var cancel: String { "\(prefix).cancel" }
 
     /// Whether `prefix` is usable: tokens of letters, digits, `_` and `-`
     /// separated by dots (no wildcards, no spaces).
-    public static func isValidPrefix(_ prefix: String) -> Bool {
+    static func isValidPrefix(_ prefix: String) -> Bool {
         let tokens = prefix.split(separator: ".", omittingEmptySubsequences: false)
         return !tokens.isEmpty && tokens.allSatisfy { token in
             !token.isEmpty && token.utf8.allSatisfy { byte in

@@ -7,14 +7,14 @@ import Synchronization
 /// docs/scale-out.md): a service that runs a ``BridgeSession`` with the
 /// current settings, and a new one when ``reload(_:)`` (SIGHUP) changes
 /// them. Without settings it waits, so that a reload can turn it on.
-public final class NATSBridge: Service, Sendable {
+package final class NATSBridge: Service, Sendable {
     private let logger: Logger
     /// The settings to run with, and a number that changes with them.
     private let current: Mutex<(settings: NATSBridgeSettings?, generation: Int)>
     /// The session running now, for its figures.
     private let session = Mutex<BridgeSession?>(nil)
 
-    public init(settings: NATSBridgeSettings?, logger: Logger) {
+    package init(settings: NATSBridgeSettings?, logger: Logger) {
         self.logger = logger
         self.current = Mutex((settings, 0))
     }
@@ -22,7 +22,7 @@ public final class NATSBridge: Service, Sendable {
     /// New settings (nil: no bridge). A session with other settings is
     /// stopped and one with the new settings started; the same ones change
     /// nothing.
-    public func reload(_ settings: NATSBridgeSettings?) {
+    package func reload(_ settings: NATSBridgeSettings?) {
         let changed = current.withLock { current -> Bool in
             guard current.settings != settings else { return false }
             current = (settings, current.generation + 1)
@@ -33,11 +33,11 @@ public final class NATSBridge: Service, Sendable {
 
     /// The `"nats"` member of `mediator/stats` (docs/scale-out.md,
     /// "Statistics"); nil while no bridge runs.
-    public var statistics: JSONValue? {
+    package var statistics: JSONValue? {
         session.withLock { $0 }?.statistics
     }
 
-    public func run() async throws {
+    package func run() async throws {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let (settings, generation) = self.current.withLock { $0 }

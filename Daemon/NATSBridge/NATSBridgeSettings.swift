@@ -2,41 +2,41 @@ import MediatorNATS
 import MediatorProtocol
 
 /// What `mediatord --nats-url ...` asks of the bridge (docs/scale-out.md).
-public struct NATSBridgeSettings: Sendable, Equatable {
+package struct NATSBridgeSettings: Sendable, Equatable {
     /// The NATS servers and credentials.
-    public var nats: NATSOptions
+    package var nats: NATSOptions
     /// Local targets served to the other hosts.
-    public var exports: [TargetPattern]
+    package var exports: [TargetPattern]
     /// Remote targets made callable here.
-    public var imports: [TargetPattern]
+    package var imports: [TargetPattern]
     /// Event patterns forwarded between hosts, both ways (`mediator.*`
     /// events never are).
-    public var events: [String] = []
+    package var events: [String] = []
     /// The first token(s) of every subject: one Mediator domain.
-    public var prefix = "mediator"
+    package var prefix = "mediator"
     /// This host's name in announcements and in the calls it forwards
     /// (default ``defaultHost(machine:userUID:socketPath:socketIsDefault:)``).
-    public var host: String
+    package var host: String
     /// The local daemon's socket, which the bridge uses as a client and to
     /// register the imported targets.
-    public var socketPath: String
+    package var socketPath: String
     /// How often this host says what it exports (and checks what it has).
-    public var announceInterval: Duration = .seconds(2)
+    package var announceInterval: Duration = .seconds(2)
     /// How long a call sent to a host that sends keep-alives may go without
     /// a word (keep-alive, partial, answer) before that host is taken for
     /// gone and the call answered `component_unavailable`.
-    public var livenessTimeout: Duration = .seconds(3)
+    package var livenessTimeout: Duration = .seconds(3)
 
     /// The shortest liveness timeout: three keep-alives at the fastest
     /// rate a serving bridge sends them (every 100 ms).
-    public static let minimumLivenessTimeout: Duration = .milliseconds(300)
+    static let minimumLivenessTimeout: Duration = .milliseconds(300)
     /// Remote targets imported at most, in all and from one host: a host
     /// that announces more cannot take the daemon's registrations and
     /// memory (the others are refused, logged once and counted).
-    public var maxImports = 4096
-    public var maxImportsPerHost = 1024
+    package var maxImports = 4096
+    package var maxImportsPerHost = 1024
 
-    public init(nats: NATSOptions, exports: [TargetPattern], imports: [TargetPattern], host: String, socketPath: String) {
+    package init(nats: NATSOptions, exports: [TargetPattern], imports: [TargetPattern], host: String, socketPath: String) {
         self.nats = nats
         self.exports = exports
         self.imports = imports
@@ -50,14 +50,14 @@ public struct NATSBridgeSettings: Sendable, Equatable {
     /// for their own. The machine's name for the system instance on its
     /// default socket; `/user:UID` added for a user instance (`--user`);
     /// `:SOCKET` added for a socket that is not the instance's default.
-    public static func defaultHost(machine: String, userUID: UInt32?, socketPath: String, socketIsDefault: Bool) -> String {
+    package static func defaultHost(machine: String, userUID: UInt32?, socketPath: String, socketIsDefault: Bool) -> String {
         var name = machine
         if let userUID { name += "/user:\(userUID)" }
         if !socketIsDefault { name += ":" + socketPath }
         return name
     }
 
-    public func validate() throws(NATSError) {
+    package func validate() throws(NATSError) {
         try nats.validate()
         guard BridgeSubjects.isValidPrefix(prefix) else {
             throw NATSError.invalid("--nats-prefix \(prefix): tokens of letters, digits, _ and - separated by dots", "NATS bridge")

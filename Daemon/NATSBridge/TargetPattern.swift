@@ -1,17 +1,17 @@
 /// A target name or a pattern of them: `*` stands for any run of characters
 /// (`Notes`, `Note*`, `*.remote`, `*`); nothing else is special.
-public struct TargetPattern: Sendable, Equatable, CustomStringConvertible {
-    public let text: String
+package struct TargetPattern: Sendable, Equatable, CustomStringConvertible {
+    package let text: String
     private let pieces: [Substring]
 
-    public init(_ text: String) {
+    package init(_ text: String) {
         self.text = text
         self.pieces = text.split(separator: "*", omittingEmptySubsequences: false)
     }
 
-    public var description: String { text }
+    package var description: String { text }
 
-    public func matches(_ name: String) -> Bool {
+    package func matches(_ name: String) -> Bool {
         guard pieces.count > 1 else { return name == text }
         var rest = Substring(name)
         guard rest.hasPrefix(pieces[0]) else { return false }
@@ -26,7 +26,7 @@ public struct TargetPattern: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether any of `patterns` matches `name`.
-    public static func any(_ patterns: [TargetPattern], match name: String) -> Bool {
+    package static func any(_ patterns: [TargetPattern], match name: String) -> Bool {
         patterns.contains { $0.matches(name) }
     }
 }

@@ -7,16 +7,16 @@ import Logging
 /// Metadata becomes fields: `target`, `action`, `pid` and `uid` become
 /// `MEDIATOR_TARGET`, `MEDIATOR_ACTION`, `MEDIATOR_PEER_PID` and
 /// `MEDIATOR_PEER_UID`; any other key becomes `MEDIATOR_<KEY>`.
-public struct JournalLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level = .info
+package struct JournalLogHandler: LogHandler {
+    package var metadata: Logger.Metadata = [:]
+    package var logLevel: Logger.Level = .info
     private let label: String
 
-    public init(label: String) {
+    package init(label: String) {
         self.label = label
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
@@ -25,7 +25,7 @@ public struct JournalLogHandler: LogHandler {
         "target": "MEDIATOR_TARGET", "action": "MEDIATOR_ACTION", "pid": "MEDIATOR_PEER_PID", "uid": "MEDIATOR_PEER_UID",
     ]
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var fields = [
             "MESSAGE=\(event.message)", "PRIORITY=\(Self.priority(event.level))", "CODE_FILE=\(event.file)",
             "CODE_LINE=\(event.line)", "CODE_FUNC=\(event.function)", "SYSLOG_IDENTIFIER=mediatord",
@@ -89,7 +89,7 @@ public struct JournalLogHandler: LogHandler {
 
     /// Whether stderr is connected to the journal (`JOURNAL_STREAM` names its
     /// device and inode), as under a systemd service.
-    public static var stderrIsJournal: Bool {
+    package static var stderrIsJournal: Bool {
         guard let value = getenv("JOURNAL_STREAM").map({ String(cString: $0) }) else { return false }
         let parts = value.split(separator: ":")
         guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }

@@ -2,17 +2,17 @@ import CSystemd
 import Glibc
 
 /// The listening socket systemd passed in (`LISTEN_FDS`), if any.
-public enum SocketActivation {
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
+package enum SocketActivation {
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// The name `mediatord.socket` gives its socket (`FileDescriptorName=`).
-    public static let socketName = "mediator"
+    package static let socketName = "mediator"
 
     /// The passed socket to adopt: the one named `mediator`, or the only one.
     /// Nil when the daemon was not socket-activated.
-    public static func passedSocket() throws(Failure) -> Int32? {
+    package static func passedSocket() throws(Failure) -> Int32? {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
         // Called once, with unset_environment: children must not inherit it.
         let count = sd_listen_fds_with_names(1, &names)

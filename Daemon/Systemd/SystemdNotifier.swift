@@ -3,21 +3,21 @@ import Glibc
 
 /// Tells the service manager about the daemon's state through `sd_notify`.
 /// Without `NOTIFY_SOCKET` (not started by systemd) every call does nothing.
-public struct SystemdNotifier: Sendable {
-    public init() {}
+package struct SystemdNotifier: Sendable {
+    package init() {}
 
     /// Whether a service manager listens (`NOTIFY_SOCKET` is set).
-    public var isActive: Bool {
+    package var isActive: Bool {
         (getenv("NOTIFY_SOCKET").map { String(cString: $0) } ?? "").isEmpty == false
     }
 
-    public func ready(status: String) { send("READY=1\nSTATUS=\(oneLine(status))") }
-    public func status(_ status: String) { send("STATUS=\(oneLine(status))") }
-    public func stopping() { send("STOPPING=1\nSTATUS=stopping") }
-    public func watchdog() { send("WATCHDOG=1") }
+    package func ready(status: String) { send("READY=1\nSTATUS=\(oneLine(status))") }
+    package func status(_ status: String) { send("STATUS=\(oneLine(status))") }
+    package func stopping() { send("STOPPING=1\nSTATUS=stopping") }
+    package func watchdog() { send("WATCHDOG=1") }
 
     /// Before a reload: systemd wants the monotonic time with it.
-    public func reloading() {
+    package func reloading() {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let microseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
@@ -26,7 +26,7 @@ public struct SystemdNotifier: Sendable {
 
     /// The watchdog interval systemd asked for, if any (`WATCHDOG_USEC`
     /// for this process).
-    public var watchdogMicroseconds: UInt64? {
+    package var watchdogMicroseconds: UInt64? {
         var microseconds: UInt64 = 0
         guard sd_watchdog_enabled(0, &microseconds) > 0, microseconds > 0 else { return nil }
         return microseconds

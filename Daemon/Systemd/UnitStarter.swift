@@ -17,51 +17,51 @@ import Glibc
 /// `unit` and `verb`). The call never asks for interactive authorization. For
 /// the user's own manager it is `$XDG_RUNTIME_DIR/systemd/private`, else the
 /// session bus (no polkit: a user manages their own units).
-public struct UnitStarter: Sendable {
-    public enum Bus: Sendable {
+package struct UnitStarter: Sendable {
+    package enum Bus: Sendable {
         /// The system manager (system bus, or systemd's private socket as root).
         case system
         /// The calling user's own manager (its private socket, or the session bus).
         case user
     }
 
-    public enum Method: String, Sendable {
+    package enum Method: String, Sendable {
         case start = "StartUnit"
         case stop = "StopUnit"
     }
 
-    public struct Failure: Error, CustomStringConvertible, Sendable {
+    package struct Failure: Error, CustomStringConvertible, Sendable {
         /// The D-Bus error name, e.g. `org.freedesktop.systemd1.NoSuchUnit`,
         /// when systemd (or the bus) answered with an error.
-        public var errorName: String?
-        public var description: String
+        var errorName: String?
+        package var description: String
     }
 
-    public let bus: Bus
-    public let timeout: Duration
+    package let bus: Bus
+    package let timeout: Duration
 
-    public init(bus: Bus = .system, timeout: Duration = .seconds(25)) {
+    package init(bus: Bus = .system, timeout: Duration = .seconds(25)) {
         self.bus = bus
         self.timeout = timeout
     }
 
     /// Asks systemd to start `unit`. Nil when systemd queued the start job (the
     /// unit may still fail to start later), or a human-readable error.
-    public func start(_ unit: String) async -> String? {
+    package func start(_ unit: String) async -> String? {
         if case .failure(let failure) = await call(.start, unit) { return failure.description }
         return nil
     }
 
     /// Asks systemd to stop `unit` (for the idle exit of a component that
     /// systemd runs). Nil when the stop job was queued, or a human-readable error.
-    public func stop(_ unit: String) async -> String? {
+    package func stop(_ unit: String) async -> String? {
         if case .failure(let failure) = await call(.stop, unit) { return failure.description }
         return nil
     }
 
     /// Calls `StartUnit` or `StopUnit` with mode "replace" on a thread of its
     /// own; the queued job's object path, e.g. `/org/freedesktop/systemd1/job/42`.
-    public func call(_ method: Method, _ unit: String) async -> Result<String, Failure> {
+    package func call(_ method: Method, _ unit: String) async -> Result<String, Failure> {
         let bus = self.bus
         let components = timeout.components
         let microseconds = UInt64(max(components.seconds, 0)) * 1_000_000
