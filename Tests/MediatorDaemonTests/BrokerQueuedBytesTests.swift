@@ -1,3 +1,4 @@
+import MediatorConfiguration
 import MediatorProtocol
 import NIOCore
 import Testing

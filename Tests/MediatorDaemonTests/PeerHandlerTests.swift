@@ -1,3 +1,4 @@
+import MediatorConfiguration
 import Logging
 import MediatorProtocol
 import NIOCore

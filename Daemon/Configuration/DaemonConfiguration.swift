@@ -8,7 +8,7 @@ package struct DaemonConfiguration: Sendable, Equatable {
     /// Connections at once; one more gets an `overloaded` line and is closed.
     package var maxConnections = 4096
     /// Calls a connection may have in flight as a caller.
-    var maxCallsInFlightPerConnection = 1024
+    package var maxCallsInFlightPerConnection = 1024
     /// Timeout of a call that has no `timeout_ms`.
     package var defaultTimeoutMs: Int64 = ProtocolConstants.defaultTimeoutMs
     /// Bytes queued toward a peer that does not read; past this the peer is
@@ -20,28 +20,28 @@ package struct DaemonConfiguration: Sendable, Equatable {
     package var shutdownGraceMs: Int64 = 2000
     /// Per-uid quotas, as dbus-broker keeps them, so one user cannot starve
     /// the others; uid 0 is exempt.
-    var maxConnectionsPerUID = 512
-    var maxCallsInFlightPerUID = 8192
-    var maxSubscriptionsPerUID = 4096
-    var maxRegistrationsPerUID = 512
+    package var maxConnectionsPerUID = 512
+    package var maxCallsInFlightPerUID = 8192
+    package var maxSubscriptionsPerUID = 4096
+    package var maxRegistrationsPerUID = 512
     /// Bytes queued toward all of a uid's connections together: past it, calls
     /// to its components are refused and events to it skipped; at twice it,
     /// its connection with the largest backlog is disconnected.
-    var maxQueuedBytesPerUID = 64 << 20
+    package var maxQueuedBytesPerUID = 64 << 20
     /// Bytes a uid's calls keep while pending: their ids, and the params of
     /// calls held while a component starts.
-    var maxPendingBytesPerUID = 64 << 20
+    package var maxPendingBytesPerUID = 64 << 20
     /// Bytes one `register` may declare (its params as sent: the action
     /// specs and description), and all of a uid's registrations together:
     /// what `list` and `describe` answer grows with them.
     package var maxRegistrationBytes = 256 << 10
-    var maxRegisteredBytesPerUID = 4 << 20
+    package var maxRegisteredBytesPerUID = 4 << 20
     /// How long a component has, after `mediator.stop`, before it gets SIGTERM.
     package var componentStopGraceMs: Int64 = 3000
     /// Calls answered at least this late go to the slow-call log of `mediator/stats`.
     package var slowCallThresholdMs: Int64 = 1000
 
-    var slowCallThresholdNanoseconds: Int64 {
+    package var slowCallThresholdNanoseconds: Int64 {
         slowCallThresholdMs > Int64.max / 1_000_000 ? Int64.max : slowCallThresholdMs * 1_000_000
     }
 
