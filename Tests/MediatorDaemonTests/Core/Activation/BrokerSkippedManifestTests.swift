@@ -90,12 +90,12 @@ struct BrokerSkippedManifestTests {
     }
 
     @Test func atMostSoManySkippedFilesAreKeptAndTheRestCounted() {
-        let many = (0..<(Broker.maxSkippedManifests + 3)).map {
+        let many = (0..<(ComponentActivation.maxSkippedManifests + 3)).map {
             SkippedManifest(problem: ManifestProblem(file: "/c/\($0).json", reason: "is not valid JSON"))
         }
         let d = driver(skipped: many)
         let list = d.daemon("list", from: 1)?["result"]
-        #expect(list?["invalid_manifests"]?.arrayValue?.count == Broker.maxSkippedManifests)
+        #expect(list?["invalid_manifests"]?.arrayValue?.count == ComponentActivation.maxSkippedManifests)
         #expect(list?["invalid_manifests_omitted"] == 3)
     }
 }

@@ -65,11 +65,6 @@ package final class Broker {
     /// Components started on demand, their processes and the calls held
     /// for them (ComponentActivation.swift; Broker+Activation.swift carries out its actions).
     var activation = ComponentActivation()
-    /// The manifest files skipped at the last load, at most
-    /// ``maxSkippedManifests``, and how many more there were
-    /// (Broker+SkippedManifests.swift).
-    var skippedManifests: [SkippedManifest] = []
-    var skippedManifestsLeftOut = 0
     /// Who may do what; the default until policy files are loaded.
     var policy = Policy.defaultPolicy(daemonUID: UInt32(getuid()))
     /// Connections that monitor traffic, with what they want to see.

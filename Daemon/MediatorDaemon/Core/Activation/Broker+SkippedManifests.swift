@@ -11,21 +11,15 @@ import MediatorProtocol
 /// duplicate, a second file for the same name, a folder's problem) is
 /// listed by file in `list`'s `invalid_manifests`.
 extension Broker {
-    /// How many skipped manifests are kept between loads: enough for any
-    /// real folder, and a bound on what `list` carries for them; the rest
-    /// are counted (and logged by the loader's caller).
-    static let maxSkippedManifests = 64
-
     /// The state of a target whose manifest was skipped.
     static let invalidState = "invalid"
 
     func keepSkippedManifests(_ skipped: [SkippedManifest]) {
-        skippedManifests = Array(skipped.prefix(Self.maxSkippedManifests))
-        skippedManifestsLeftOut = skipped.count - skippedManifests.count
-        if skippedManifestsLeftOut > 0 {
+        let leftOut = activation.keepSkippedManifests(skipped)
+        if leftOut > 0 {
             logger.warning(
                 "more manifests skipped than list and status report",
-                metadata: ["kept": "\(skippedManifests.count)", "left_out": "\(skippedManifestsLeftOut)"])
+                metadata: ["kept": "\(activation.skippedManifests.count)", "left_out": "\(leftOut)"])
         }
     }
 
@@ -33,13 +27,13 @@ extension Broker {
     /// declaring it, when nothing else serves the name.
     func invalidManifest(of target: String) -> SkippedManifest? {
         guard registry.target(target) == nil, activation.components[target] == nil else { return nil }
-        return skippedManifests.first { $0.target == target }
+        return activation.skippedManifests.first { $0.target == target }
     }
 
     /// The targets that stand for a skipped manifest, by name.
     var invalidTargets: [String: SkippedManifest] {
         var byName: [String: SkippedManifest] = [:]
-        for skipped in skippedManifests {
+        for skipped in activation.skippedManifests {
             guard let target = skipped.target, byName[target] == nil, registry.target(target) == nil,
                 activation.components[target] == nil
             else { continue }
@@ -50,7 +44,7 @@ extension Broker {
 
     /// `list`'s `invalid_manifests`: the skipped files no target entry shows.
     func unattributedSkippedManifests(besides invalidTargets: [String: SkippedManifest]) -> [JSONValue] {
-        skippedManifests.filter { skipped in
+        activation.skippedManifests.filter { skipped in
             guard let target = skipped.target else { return true }
             return invalidTargets[target] != skipped
         }.map { skipped in

@@ -70,7 +70,9 @@ extension Broker {
         if after == nil {
             let unattributed = unattributedSkippedManifests(besides: invalid)
             if !unattributed.isEmpty { result["invalid_manifests"] = .array(unattributed) }
-            if skippedManifestsLeftOut > 0 { result["invalid_manifests_omitted"] = .int(Int64(skippedManifestsLeftOut)) }
+            if activation.skippedManifestsLeftOut > 0 {
+                result["invalid_manifests_omitted"] = .int(Int64(activation.skippedManifestsLeftOut))
+            }
         }
         return .success(.object(result))
     }

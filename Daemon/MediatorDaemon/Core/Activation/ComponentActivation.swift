@@ -83,8 +83,25 @@ struct ComponentActivation {
     /// to register), by caller: they count against the limits and obey the
     /// duplicate-id rule and `cancel` like calls in flight.
     private(set) var heldCalls = HeldCallIndex()
+    /// The manifest files skipped at the last load, at most
+    /// ``maxSkippedManifests``, and how many more there were.
+    private(set) var skippedManifests: [SkippedManifest] = []
+    private(set) var skippedManifestsLeftOut = 0
+
+    /// How many skipped manifests are kept between loads: enough for any
+    /// real folder, and a bound on what `list` carries for them; the rest
+    /// are counted.
+    static let maxSkippedManifests = 64
 
     // MARK: - Manifests
+
+    /// Keeps the files the loader refused, in place of those of the last
+    /// load; says how many were left out.
+    mutating func keepSkippedManifests(_ skipped: [SkippedManifest]) -> Int {
+        skippedManifests = Array(skipped.prefix(Self.maxSkippedManifests))
+        skippedManifestsLeftOut = skipped.count - skippedManifests.count
+        return skippedManifestsLeftOut
+    }
 
     /// Installs the manifests at start, or replaces them on reload: new ones
     /// become activatable, changed ones apply from their next start, removed
