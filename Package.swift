@@ -65,6 +65,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             path: "Daemon/MediatorDaemon",
+            exclude: ["README.md"],
             // The broker's state lives in classes confined to one event loop;
             // release builds skip the run-time exclusivity checks on it
             // (about 7,000 instructions of 65,000 per routed call, measured
