@@ -129,6 +129,8 @@ let package = Package(
                 // Trace context: inject on calls, extract in components (issue 12).
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                // Component is a Service: it runs in a ServiceGroup and drains on graceful shutdown.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Client/MediatorClient"
         ),
@@ -353,7 +355,10 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["MediatorClient", "MediatorInterface", "MediatorProtocol"],
+            dependencies: [
+                "MediatorClient", "MediatorInterface", "MediatorProtocol",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             path: "Tests/IntegrationTests"
         ),
     ]

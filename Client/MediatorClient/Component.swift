@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import Logging
 import MediatorProtocol
+import ServiceLifecycle
 import Tracing
 
 /// A target served by this process: its actions, their handlers, and the
@@ -79,6 +80,20 @@ public struct Component: Sendable {
     /// it gets calls only when no local instance is registered. The daemon
     /// accepts it from its own NATS bridge only.
     @_spi(NATSBridge) public var remoteHost: String?
+
+    // Where and how ``run()`` runs it, as a ServiceLifecycle `Service`.
+
+    /// The daemon's socket; nil for the default (`MEDIATOR_SOCKET`, else the
+    /// system instance's socket).
+    public var socketPath: String?
+    /// The name sent in `hello`, which components see as `caller.name`.
+    public var connectionName: String?
+    /// Called after each registration (the first, and each one after a reconnect).
+    public var onRegistered: (@Sendable () async -> Void)?
+    /// On graceful shutdown, how long the calls in flight may take to
+    /// finish once the target is unregistered; the handlers still running
+    /// after it are cancelled.
+    public var shutdownGracePeriod: Duration = .seconds(10)
 
     /// In the order declared; a later declaration of a name replaces the earlier one.
     private var specs: [ActionSpec] = []
@@ -365,23 +380,23 @@ public struct Component: Sendable {
         var registeredOnce = false
         var backoff = Self.initialBackoff
 
-        while !Task.isCancelled {
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
             let server = ComponentServer(component: self, logger: logger)
             let client: MediatorClient
             do {
                 client = try await MediatorClient.connect(
                     socketPath: socketPath, name: name, maxFrameBytes: ProtocolConstants.defaultMaxFrameBytes,
-                    hooks: server.hooks, tracer: tracer)
+                    hooks: server.hooks, tracer: tracer, logger: logger)
                 server.attach(client)
                 // Not traced: registering is no one's call to follow.
                 _ = try await client.connection.call(
                     ProtocolConstants.daemonTarget, "register", params: registerParams, timeoutMs: nil)
             } catch {
                 server.stop()
-                if Task.isCancelled { break }
+                if Task.isCancelled || Task.isShuttingDownGracefully { break }
                 if !registeredOnce { throw error }
                 logger.info("cannot register again (\(error)); retrying in \(backoff)")
-                try? await Task.sleep(for: backoff)
+                _ = try? await cancelWhenGracefulShutdown { [backoff] in try await Task.sleep(for: backoff) }
                 backoff = min(backoff * 2, Self.maxBackoff)
                 continue
             }
@@ -391,20 +406,101 @@ public struct Component: Sendable {
             backoff = Self.initialBackoff
             if let onRegistered { await onRegistered() }
 
-            await withTaskCancellationHandler {
-                await client.connection.waitUntilClosed()
-            } onCancel: {
-                client.connection.close()
+            let draining = DrainTask()
+            await withGracefulShutdownHandler {
+                await withTaskCancellationHandler {
+                    await client.connection.waitUntilClosed()
+                } onCancel: {
+                    client.connection.close()
+                }
+            } onGracefulShutdown: { [self, logger] in
+                server.leave()
+                draining.start { await self.drain(client, server, logger: logger) }
             }
+            draining.cancel()
             server.stop()
             if Task.isCancelled { break }
+            if draining.started {
+                logger.info("stopped gracefully")
+                break
+            }
             if server.isLeaving {
                 logger.info("the daemon asked this component to stop (mediator.stop)")
                 break
             }
+            if Task.isShuttingDownGracefully { break }
             logger.info("connection to the daemon lost; reconnecting in \(backoff)")
-            try? await Task.sleep(for: backoff)
+            _ = try? await cancelWhenGracefulShutdown { [backoff] in try await Task.sleep(for: backoff) }
             backoff = min(backoff * 2, Self.maxBackoff)
         }
+    }
+}
+
+// MARK: - As a Service
+
+extension Component: Service {
+    /// Runs the component as ``run(socketPath:name:onRegistered:)`` does,
+    /// with ``socketPath``, ``connectionName`` and ``onRegistered``: put it
+    /// in a ServiceLifecycle `ServiceGroup` as it is.
+    ///
+    /// On graceful shutdown (SIGTERM through the group) it first
+    /// unregisters its target, so that the daemon sends new calls to other
+    /// instances of a pool (or holds them for the next start of an
+    /// activatable component); it then lets the calls in flight finish for
+    /// up to ``shutdownGracePeriod``, cancels the handlers still running,
+    /// closes the connection and returns. Cancelling the task stops it at
+    /// once, as before.
+    public func run() async throws {
+        try await run(socketPath: socketPath, name: connectionName, onRegistered: onRegistered)
+    }
+
+    /// Graceful shutdown: unregister, let the calls in flight finish within
+    /// the grace period, then close (which cancels what still runs).
+    func drain(_ client: MediatorClient, _ server: ComponentServer, logger: Logger) async {
+        logger.info("shutting down gracefully: unregistering, then letting the calls in flight finish")
+        do {
+            _ = try await client.connection.call(
+                ProtocolConstants.daemonTarget, "unregister", params: ["target": .string(target)], timeoutMs: nil)
+        } catch {
+            logger.notice("could not unregister before shutting down: \(error)")
+        }
+        let grace = shutdownGracePeriod
+        let finished = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await server.waitUntilIdle()
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: grace)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        if !finished {
+            logger.notice("calls still in flight after the shutdown grace period are cancelled", metadata: ["grace": "\(grace)"])
+        }
+        client.connection.close()
+    }
+}
+
+/// The graceful drain of one connection, started at most once; cancelled
+/// when the connection ends some other way.
+final class DrainTask: Sendable {
+    private let task = NIOLockedValueBox<(task: Task<Void, Never>?, started: Bool)>((nil, false))
+
+    var started: Bool { task.withLockedValue { $0.started } }
+
+    func start(_ body: @escaping @Sendable () async -> Void) {
+        task.withLockedValue { state in
+            guard !state.started else { return }
+            state.started = true
+            state.task = Task(operation: body)
+        }
+    }
+
+    func cancel() {
+        task.withLockedValue { $0.task }?.cancel()
     }
 }

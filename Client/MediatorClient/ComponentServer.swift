@@ -28,8 +28,12 @@ final class ComponentServer: Sendable {
         var calls: [Key: Call] = [:]
         var nextSerial = 0
         var stopped = false
-        /// The daemon sent `mediator.stop`: run() returns instead of reconnecting.
+        /// The daemon sent `mediator.stop`, or the component is shutting
+        /// down gracefully: run() returns instead of reconnecting.
         var leaving = false
+        /// Tasks waiting for no call to be in flight (``waitUntilIdle()``), by number.
+        var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
     }
 
     var isLeaving: Bool { state.withLockedValue { $0.leaving } }
@@ -99,9 +103,13 @@ final class ComponentServer: Sendable {
         }
         let body: @Sendable () async -> Void = { [self] in
             await execute(request, component, client: client, responder: responder)
-            state.withLockedValue { state in
+            let idle = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
                 if state.calls[key]?.serial == serial { state.calls[key] = nil }
+                guard state.calls.isEmpty, !state.idleWaiters.isEmpty else { return [] }
+                defer { state.idleWaiters = [:] }
+                return Array(state.idleWaiters.values)
             }
+            for waiter in idle { waiter.resume() }
         }
         let task: Task<Void, Never>
         switch component.handlerExecutor {
@@ -223,6 +231,33 @@ final class ComponentServer: Sendable {
         }
     }
 
+    /// The component is leaving for good (graceful shutdown): the run loop
+    /// returns once the connection closes instead of reconnecting.
+    func leave() {
+        state.withLockedValue { $0.leaving = true }
+    }
+
+    /// Returns once no call is being handled (at once when none is), when
+    /// the server stops, or when the waiting task is cancelled.
+    func waitUntilIdle() async {
+        let number = state.withLockedValue { locked -> Int in
+            locked.nextWaiter += 1
+            return locked.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLockedValue { locked -> Bool in
+                    if locked.calls.isEmpty || locked.stopped || Task.isCancelled { return true }
+                    locked.idleWaiters[number] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLockedValue { $0.idleWaiters.removeValue(forKey: number) }?.resume()
+        }
+    }
+
     /// `mediator.cancel {id}`: cancels that call's task; nothing is answered.
     private func cancel(_ id: MessageID) {
         let call = state.withLockedValue { locked -> Call? in
@@ -241,18 +276,20 @@ final class ComponentServer: Sendable {
     /// still running (nothing can be answered any more) and lets go of the
     /// client. Idempotent.
     func stop() {
-        let (calls, client) = state.withLockedValue { state in
+        let (calls, client, waiters) = state.withLockedValue { state in
             state.stopped = true
             for key in state.calls.keys { state.calls[key]?.cancelled = true }
             let calls = Array(state.calls.values)
             let client = state.client
             state.client = nil
-            return (calls, client)
+            defer { state.idleWaiters = [:] }
+            return (calls, client, Array(state.idleWaiters.values))
         }
         for call in calls {
             call.responder.suppress()
             call.task?.cancel()
         }
+        for waiter in waiters { waiter.resume() }
         client?.connection.close()
     }
 }

@@ -66,14 +66,18 @@ public final class MediatorClient: Sendable {
     ///   - tracer: makes a `.client` span around each call and injects its
     ///     context (`traceparent`); nil uses `InstrumentationSystem`'s, and
     ///     when nothing is bootstrapped no spans are made (docs/tracing.md).
+    ///   - logger: where the connection logs (connecting, protocol errors,
+    ///     a lost daemon); nil for the library's `mediator.client` logger.
     /// - Throws: `unreachable` when the socket cannot be reached or the
     ///   daemon hangs up during `hello`; the daemon's error when it refuses
     ///   `hello` (`unsupported_protocol`).
     public static func connect(
         socketPath: String? = nil, name: String? = nil,
-        maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes, tracer: (any Tracer)? = nil
+        maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes, tracer: (any Tracer)? = nil, logger: Logger? = nil
     ) async throws(MediatorError) -> MediatorClient {
-        try await connect(socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, hooks: nil, tracer: tracer)
+        try await connect(
+            socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, hooks: nil, tracer: tracer,
+            logger: logger ?? Self.logger)
     }
 
     static let logger = Logger(label: "mediator.client")
@@ -82,9 +86,10 @@ public final class MediatorClient: Sendable {
         ProtocolConstants.socketPath(explicit: explicit, environment: ProcessInfo.processInfo.environment)
     }
 
-    static func connect(socketPath: String?, name: String?, maxFrameBytes: Int, hooks: InboundHooks?, tracer: (any Tracer)?)
-        async throws(MediatorError) -> MediatorClient
-    {
+    static func connect(
+        socketPath: String?, name: String?, maxFrameBytes: Int, hooks: InboundHooks?, tracer: (any Tracer)?,
+        logger: Logger = MediatorClient.logger
+    ) async throws(MediatorError) -> MediatorClient {
         let path = resolvedSocketPath(socketPath)
         let connection = try await Connection.connect(
             socketPath: path, maxFrameBytes: max(1, maxFrameBytes), hooks: hooks, logger: logger)
