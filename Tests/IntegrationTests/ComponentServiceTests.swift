@@ -91,16 +91,7 @@ extension Integration {
             let seen = Observations()
 
             var component = Component(target: "Stubborn")
-            component.action("hang") { _ in
-                seen.bump("hang started")
-                do {
-                    try await Task.sleep(for: .seconds(60))
-                } catch {
-                    seen.bump("hang cancelled")
-                    throw error
-                }
-                return "woke"
-            }
+            component.hangAction(counting: seen)
             component.socketPath = daemon.socketPath
             component.onRegistered = { seen.bump("registered") }
             component.shutdownGracePeriod = .milliseconds(200)

@@ -110,6 +110,23 @@ final class Observations: @unchecked Sendable {
     }
 }
 
+extension Component {
+    /// `hang`: sleeps for a minute unless cancelled, counting "hang started"
+    /// and "hang cancelled" in `seen`.
+    mutating func hangAction(counting seen: Observations) {
+        action("hang") { _ in
+            seen.bump("hang started")
+            do {
+                try await Task.sleep(for: .seconds(60))
+            } catch {
+                seen.bump("hang cancelled")
+                throw error
+            }
+            return "woke"
+        }
+    }
+}
+
 extension Integration {
     /// The Swift library (`MediatorClient`, `Component`) against the real
     /// daemon and components.
@@ -354,16 +371,7 @@ extension Integration {
             component.action("add", params: try Schema(json: ["type": "object", "required": ["a", "b"]])) { context in
                 .int((context.params["a"]?.intValue ?? 0) + (context.params["b"]?.intValue ?? 0))
             }
-            component.action("hang") { _ in
-                seen.bump("hang started")
-                do {
-                    try await Task.sleep(for: .seconds(60))
-                } catch {
-                    seen.bump("hang cancelled")
-                    throw error
-                }
-                return "woke"
-            }
+            component.hangAction(counting: seen)
             component.action("fail") { _ in throw MediatorError(ErrorCode("custom"), "it failed", data: ["k": 1]) }
             let frozen = component
             let service = Task {
