@@ -40,7 +40,7 @@ let package = Package(
         // SwiftNIO cannot (issue 26): recvmsg/sendmsg, line framing with
         // descriptors, an outbound queue. No NIO, no event loop: the caller
         // says when a socket is ready. MediatorProtocol for its LineFramer.
-        .target(name: "MediatorSocket", dependencies: ["MediatorProtocol"], path: "Socket"),
+        .target(name: "MediatorSocket", dependencies: ["MediatorProtocol"], path: "Socket", exclude: ["README.md"]),
         // What the broker counts (issue 12): counters, histograms, the
         // slow-call log and their JSON; pure, no clock, no I/O.
         .target(name: "MediatorStatistics", dependencies: ["MediatorProtocol"], path: "Daemon/MediatorStatistics"),
