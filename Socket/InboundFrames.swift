@@ -18,6 +18,16 @@ public struct InboundFrames: ~Copyable, Sendable {
     /// Bytes asked of one read unless the caller says otherwise.
     public static let defaultReadSize = 64 * 1024
 
+    /// What one ``receive(from:maxBytes:descriptorCapacity:)`` did; the
+    /// descriptors stay queued for ``takeDescriptors(_:for:)``.
+    public enum Received: Sendable, Equatable {
+        case bytes(Int)
+        /// Nothing to read now (EAGAIN): wait until the socket is readable.
+        case wouldBlock
+        /// The peer closed its end; a last line without LF stays unread.
+        case endOfStream
+    }
+
     public let readSize: Int
     private var framer: LineFramer
     /// The pending bytes are `storage[start..<end]`.
@@ -43,6 +53,9 @@ public struct InboundFrames: ~Copyable, Sendable {
     /// Bytes received and not yet cut into lines.
     public var bufferedByteCount: Int { end - start }
 
+    /// The buffer's size, read or not.
+    var bufferCapacity: Int { storage.count }
+
     /// Descriptors received and not yet handed over or closed.
     public var queuedDescriptorCount: Int { batches.reduce(0) { $0 + $1.descriptors.count } }
 
@@ -54,7 +67,7 @@ public struct InboundFrames: ~Copyable, Sendable {
         from socket: UnixStreamSocket,
         maxBytes: Int? = nil,
         descriptorCapacity: Int = UnixStreamSocket.maxDescriptorsPerMessage
-    ) throws(SocketError) -> ReceiveOutcome {
+    ) throws(SocketError) -> Received {
         let room = max(1, maxBytes ?? readSize)
         makeRoom(room)
         let end = end
@@ -63,25 +76,13 @@ public struct InboundFrames: ~Copyable, Sendable {
                 try socket.receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[end..<(end + room)]), descriptorCapacity: descriptorCapacity)
             }
         }
-        let outcome = try result.get()
-        if case .received(let count, let descriptors, let truncated) = outcome {
+        switch try result.get() {
+        case .received(let count, let descriptors, let truncated):
             recordArrival(byteCount: count, descriptors: descriptors, truncated: truncated)
+            return .bytes(count)
+        case .wouldBlock: return .wouldBlock
+        case .endOfStream: return .endOfStream
         }
-        return outcome
-    }
-
-    /// Adds bytes read elsewhere, with the descriptors that came with them.
-    public mutating func append(_ bytes: UnsafeRawBufferPointer, descriptors: [OwnedDescriptor] = [], descriptorsTruncated: Bool = false) {
-        guard bytes.count > 0 else {
-            for descriptor in descriptors { try? descriptor.close() }
-            return
-        }
-        makeRoom(bytes.count)
-        let end = end
-        storage.withUnsafeMutableBytes { raw in
-            UnsafeMutableRawBufferPointer(rebasing: raw[end..<(end + bytes.count)]).copyMemory(from: bytes)
-        }
-        recordArrival(byteCount: bytes.count, descriptors: descriptors, truncated: descriptorsTruncated)
     }
 
     /// The next complete line, a line over the limit, or nil until more
@@ -161,6 +162,9 @@ public struct InboundFrames: ~Copyable, Sendable {
         if start == end {
             start = 0
             end = 0
+            // A long line grew the buffer: give the memory back once it is
+            // read rather than keep it for an idle connection.
+            if storage.count > 2 * readSize { storage = [] }
         }
     }
 

@@ -21,19 +21,18 @@ public final class UnixStreamSocket: Sendable {
         self.descriptor = descriptor
     }
 
-    /// Connects to the socket at `path`. A listener whose backlog is full
-    /// gives `.system(.connect, errno: EAGAIN)` at once (a non-blocking
-    /// Unix connect does not wait); the caller may try again.
+    /// Connects to the socket at `path`. A Unix connect completes at once
+    /// or fails: a listener whose backlog is full gives
+    /// `.system(.connect, errno: EAGAIN)` (a non-blocking socket does not
+    /// wait), and the caller may try again.
     public static func connect(path: String) throws(SocketError) -> UnixStreamSocket {
         let address = try UnixSocketAddress(path: path)
         let socket = try UnixStreamSocket(owning: newSocketDescriptor())
         let raw = try socket.descriptor.borrowedValue()
-        while true {
-            let result = address.withSocketAddress { Glibc.connect(raw, $0, $1) }
-            if result == 0 { return socket }
-            if errno == EINTR { continue }
+        guard address.withSocketAddress({ Glibc.connect(raw, $0, $1) }) == 0 else {
             throw .system(.connect, errno: errno)
         }
+        return socket
     }
 
     /// A connected pair, as `socketpair(2)` makes: for a child process's
@@ -76,8 +75,9 @@ public final class UnixStreamSocket: Sendable {
 
     /// Reads what is there, at most `buffer.count` bytes, and the
     /// descriptors that came with them, close-on-exec. Room is made for
-    /// `descriptorCapacity` descriptors; if more arrived (MSG_CTRUNC), the
-    /// ones that did are closed and the outcome says so. A stream read
+    /// `descriptorCapacity` descriptors; if more arrived, or this process
+    /// is out of descriptors (MSG_CTRUNC both), the ones that did are
+    /// closed and the outcome says so. A stream read
     /// never holds descriptors of two messages: the kernel ends a read
     /// after the bytes that carried descriptors.
     public func receive(
@@ -92,7 +92,7 @@ public final class UnixStreamSocket: Sendable {
         ) { control in
             var vector = iovec(iov_base: base, iov_len: buffer.count)
             var message = msghdr()
-            let count: Int = withUnsafeMutablePointer(to: &vector) { vectorPointer in
+            let (count, code): (Int, Int32) = withUnsafeMutablePointer(to: &vector) { vectorPointer in
                 message.msg_iov = vectorPointer
                 message.msg_iovlen = 1
                 message.msg_control = descriptorCapacity > 0 ? control.baseAddress : nil
@@ -100,12 +100,12 @@ public final class UnixStreamSocket: Sendable {
                 while true {
                     let count = recvmsg(raw, &message, Int32(MSG_CMSG_CLOEXEC))
                     if count < 0 && errno == EINTR { continue }
-                    return count
+                    return (count, count < 0 ? errno : 0)
                 }
             }
             if count < 0 {
-                if errno == EAGAIN || errno == EWOULDBLOCK { return .success(.wouldBlock) }
-                return .failure(.system(.receive, errno: errno))
+                if code == EAGAIN || code == EWOULDBLOCK { return .success(.wouldBlock) }
+                return .failure(.system(.receive, errno: code))
             }
             let arrived = ControlMessage.readRights(
                 from: UnsafeRawBufferPointer(control), length: Int(message.msg_controllen)
@@ -136,7 +136,7 @@ public final class UnixStreamSocket: Sendable {
         for descriptor in descriptors { numbers.append(try descriptor.borrowedValue()) }
         let raw = try descriptor.borrowedValue()
         let controlSize = numbers.isEmpty ? 0 : ControlMessage.space(descriptors: numbers.count)
-        let count: Int = withExtendedLifetime(descriptors) {
+        let (count, code): (Int, Int32) = withExtendedLifetime(descriptors) {
             withUnsafeTemporaryAllocation(byteCount: max(controlSize, 1), alignment: MemoryLayout<cmsghdr>.alignment) { control in
                 var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: base), iov_len: bytes.count)
                 var message = msghdr()
@@ -152,14 +152,14 @@ public final class UnixStreamSocket: Sendable {
                     while true {
                         let count = sendmsg(raw, &message, Int32(MSG_NOSIGNAL))
                         if count < 0 && errno == EINTR { continue }
-                        return count
+                        return (count, count < 0 ? errno : 0)
                     }
                 }
             }
         }
         if count < 0 {
-            if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
-            throw .system(.send, errno: errno)
+            if code == EAGAIN || code == EWOULDBLOCK { return .wouldBlock }
+            throw .system(.send, errno: code)
         }
         return .sent(byteCount: count)
     }

@@ -31,7 +31,7 @@ extension InboundFrames {
     /// every line's declared descriptors as it comes.
     mutating func readAvailable(from socket: UnixStreamSocket, maxBytes: Int, descriptorCapacity: Int = 253) throws -> [ReadLine] {
         var lines: [ReadLine] = []
-        while case .received = try receive(from: socket, maxBytes: maxBytes, descriptorCapacity: descriptorCapacity) {
+        while case .bytes = try receive(from: socket, maxBytes: maxBytes, descriptorCapacity: descriptorCapacity) {
             while let frame = nextFrame() {
                 guard case .line(let line) = frame else {
                     lines.append(.tooLarge)
@@ -132,10 +132,7 @@ extension InboundFrames {
             let (left, right) = try watchedPair(watch)
             try left.sendAll("{\"fds\":1}\n{\"partial", descriptors: [try watch.memfd("queued")])
             var frames = InboundFrames(maxLineBytes: 1024)
-            guard case .received = try frames.receive(from: right) else {
-                Issue.record("nothing received")
-                return
-            }
+            #expect(try frames.receive(from: right) == .bytes(19))
             #expect(frames.queuedDescriptorCount == 1)
             #expect(watch.openCount == 3)
             frames.close()
@@ -158,11 +155,26 @@ extension InboundFrames {
             try left.close()
             var frames = InboundFrames(maxLineBytes: 1024)
             #expect(try frames.readAvailable(from: right, maxBytes: 4096) == [.line("{\"a\":1}")])
-            guard case .endOfStream = try frames.receive(from: right) else {
-                Issue.record("expected the end of the stream")
-                return
-            }
+            #expect(try frames.receive(from: right) == .endOfStream)
             #expect(frames.bufferedByteCount == 5)
+        }
+    }
+
+    @Test func aLongLinesBufferIsGivenBackOnceRead() throws {
+        try expectNoLeaks { watch in
+            let (left, right) = try watchedPair(watch)
+            let long = "{\"long\":\"" + String(repeating: "x", count: 10_000) + "\"}"
+            var frames = InboundFrames(maxLineBytes: 1 << 20, readSize: 1000)
+            try left.sendAll(long)
+            while try frames.receive(from: right) != .wouldBlock {
+                #expect(frames.nextFrame() == nil)
+            }
+            let grown = frames.bufferCapacity
+            #expect(grown > 10_000)
+            try left.sendAll("\n")
+            #expect(try frames.readAvailable(from: right, maxBytes: 1000) == [.line(long)])
+            let capacity = frames.bufferCapacity
+            #expect(capacity <= 1000, "back to one read's worth")
         }
     }
 }
