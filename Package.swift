@@ -36,6 +36,11 @@ let package = Package(
             dependencies: ["MediatorProtocol", .product(name: "NIOCore", package: "swift-nio")],
             path: "Transport"
         ),
+        // Unix stream sockets that pass descriptors (SCM_RIGHTS), which
+        // SwiftNIO cannot (issue 26): recvmsg/sendmsg, line framing with
+        // descriptors, an outbound queue. No NIO, no event loop: the caller
+        // says when a socket is ready. MediatorProtocol for its LineFramer.
+        .target(name: "MediatorSocket", dependencies: ["MediatorProtocol"], path: "Socket", exclude: ["README.md"]),
         // What the broker counts (issue 12): counters, histograms, the
         // slow-call log and their JSON; pure, no clock, no I/O.
         .target(name: "MediatorStatistics", dependencies: ["MediatorProtocol"], path: "Daemon/MediatorStatistics"),
@@ -275,6 +280,7 @@ let package = Package(
         ),
 
         .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
+        .testTarget(name: "MediatorSocketTests", dependencies: ["MediatorSocket"], path: "Tests/MediatorSocketTests"),
         .testTarget(name: "MediatorNATSTests", dependencies: ["MediatorNATS", "MediatorNATSBridge", "MediatorProtocol"], path: "Tests/MediatorNATSTests"),
         .testTarget(
             name: "MediatorStatisticsTests",

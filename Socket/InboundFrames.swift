@@ -1,0 +1,196 @@
+import MediatorProtocol
+
+/// One connection's inbound side: bytes in, complete lines out, and the
+/// descriptors that came with them.
+///
+/// Lines are cut by ``LineFramer`` (the limit is exact; a longer line is
+/// reported once and never buffered whole). Received descriptors wait in a
+/// queue, each batch tagged with the stream bytes of the read that brought
+/// it; the caller parses a line, learns from its `fds` how many it takes,
+/// and asks ``takeDescriptors(_:for:)``, before asking for the next line.
+/// Descriptors that no line can own any more (sent with a line that was too
+/// large, or that declared none) are closed as the stream moves past them,
+/// so one bad message does not shift the descriptors of the ones after it.
+///
+/// Noncopyable: it owns descriptors, and dropping it closes every one
+/// still queued.
+public struct InboundFrames: ~Copyable, Sendable {
+    /// Bytes asked of one read unless the caller says otherwise.
+    public static let defaultReadSize = 64 * 1024
+
+    /// What one ``receive(from:maxBytes:descriptorCapacity:)`` did; the
+    /// descriptors stay queued for ``takeDescriptors(_:for:)``.
+    public enum Received: Sendable, Equatable {
+        case bytes(Int)
+        /// Nothing to read now (EAGAIN): wait until the socket is readable.
+        case wouldBlock
+        /// The peer closed its end; a last line without LF stays unread.
+        case endOfStream
+    }
+
+    public let readSize: Int
+    private var framer: LineFramer
+    /// The pending bytes are `storage[start..<end]`.
+    private var storage: [UInt8] = []
+    private var start = 0
+    private var end = 0
+    /// The stream offset of `storage[start]`.
+    private var startOffset = 0
+    private var batches: [DescriptorBatch] = []
+    /// Descriptors closed because no line could own them (for a log or a counter).
+    public private(set) var discardedDescriptorCount = 0
+
+    /// `maxLineBytes` counts a line without its LF (or CR LF).
+    public init(maxLineBytes: Int, readSize: Int = defaultReadSize) {
+        framer = LineFramer(maxFrameBytes: maxLineBytes)
+        self.readSize = max(1, readSize)
+    }
+
+    deinit {
+        for batch in batches { _ = batch.close() }
+    }
+
+    /// Bytes received and not yet cut into lines.
+    public var bufferedByteCount: Int { end - start }
+
+    /// The buffer's size, read or not.
+    var bufferCapacity: Int { storage.count }
+
+    /// Descriptors received and not yet handed over or closed.
+    public var queuedDescriptorCount: Int { batches.reduce(0) { $0 + $1.descriptors.count } }
+
+    /// Reads once from `socket`, at most `maxBytes` (``readSize`` unless
+    /// given), with room for `descriptorCapacity` descriptors. Then take
+    /// every line with ``nextFrame()`` before reading again, so that the
+    /// buffer stays within one line's limit and a read.
+    public mutating func receive(
+        from socket: UnixStreamSocket,
+        maxBytes: Int? = nil,
+        descriptorCapacity: Int = UnixStreamSocket.maxDescriptorsPerMessage
+    ) throws(SocketError) -> Received {
+        let room = max(1, maxBytes ?? readSize)
+        makeRoom(room)
+        let end = end
+        let result: Result<ReceiveOutcome, SocketError> = storage.withUnsafeMutableBytes { raw in
+            Result { () throws(SocketError) -> ReceiveOutcome in
+                try socket.receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[end..<(end + room)]), descriptorCapacity: descriptorCapacity)
+            }
+        }
+        switch try result.get() {
+        case .received(let count, let descriptors, let truncated):
+            recordArrival(byteCount: count, descriptors: descriptors, truncated: truncated)
+            return .bytes(count)
+        case .wouldBlock: return .wouldBlock
+        case .endOfStream: return .endOfStream
+        }
+    }
+
+    /// The next complete line, a line over the limit, or nil until more
+    /// bytes arrive.
+    public mutating func nextFrame() -> InboundFrame? {
+        let (start, end) = (start, end)
+        let step = storage.withUnsafeBytes { raw in
+            framer.next(UnsafeRawBufferPointer(rebasing: raw[start..<end]))
+        }
+        switch step {
+        case .frame(let lineStart, let length, let consumed):
+            let lineOffset = startOffset + lineStart
+            let bytes = Array(storage[(start + lineStart)..<(start + lineStart + length)])
+            consume(consumed)
+            let nextOffset = startOffset
+            // Batches that end before the line, or lie inside it without
+            // holding its first byte, belong to no line any more.
+            discardBatches { !$0.contains(lineAt: lineOffset) && $0.range.upperBound <= nextOffset }
+            return .line(InboundLine(bytes: bytes, streamOffset: lineOffset, nextOffset: nextOffset))
+        case .tooLarge(let consumed):
+            consume(consumed)
+            let nextOffset = startOffset
+            discardBatches { $0.range.upperBound <= nextOffset }
+            return .tooLarge
+        case .needMore(let consumed):
+            consume(consumed)
+            // The pending bytes hold no LF: only a batch with the pending
+            // line's first byte can still be claimed.
+            let pendingLine = startOffset
+            discardBatches { !$0.contains(lineAt: pendingLine) }
+            return nil
+        }
+    }
+
+    /// Hands over the `count` descriptors `line` declares (its `fds`; zero
+    /// when it has none), or reports that they did not come with it. Call
+    /// before ``nextFrame()`` moves on to the next line.
+    ///
+    /// A line that declares none but came with descriptors is a mismatch
+    /// when the read that brought them ended inside this line; when that
+    /// read reaches into the next line, they may be the next line's and
+    /// stay queued.
+    public mutating func takeDescriptors(_ count: Int, for line: InboundLine) -> DescriptorClaim {
+        guard let index = batches.firstIndex(where: { $0.contains(lineAt: line.streamOffset) }) else {
+            return count == 0 ? .descriptors([]) : .mismatch(declared: count, arrived: 0, truncated: false)
+        }
+        let batch = batches[index]
+        if count == 0 && batch.range.upperBound > line.nextOffset { return .descriptors([]) }
+        batches.remove(at: index)
+        guard !batch.truncated, batch.descriptors.count == count else {
+            return .mismatch(declared: count, arrived: batch.close(), truncated: batch.truncated)
+        }
+        return .descriptors(batch.descriptors)
+    }
+
+    /// Closes every queued descriptor and drops the buffered bytes (the
+    /// connection is closing); dropping the value does the same.
+    public mutating func close() {
+        discardBatches { _ in true }
+        storage = []
+        start = 0
+        end = 0
+    }
+
+    // MARK: Buffer and queue
+
+    private mutating func recordArrival(byteCount: Int, descriptors: [OwnedDescriptor], truncated: Bool) {
+        let arrivalOffset = startOffset + (end - start)
+        end += byteCount
+        guard !descriptors.isEmpty || truncated else { return }
+        batches.append(DescriptorBatch(range: arrivalOffset..<(arrivalOffset + byteCount), descriptors: descriptors, truncated: truncated))
+    }
+
+    private mutating func consume(_ count: Int) {
+        start += count
+        startOffset += count
+        if start == end {
+            start = 0
+            end = 0
+            // A long line grew the buffer: give the memory back once it is
+            // read rather than keep it for an idle connection.
+            if storage.count > 2 * readSize { storage = [] }
+        }
+    }
+
+    /// At least `room` free bytes after `end`: moves the pending bytes to
+    /// the front, then grows.
+    private mutating func makeRoom(_ room: Int) {
+        guard storage.count - end < room else { return }
+        if start > 0 {
+            storage.removeSubrange(0..<start)
+            end -= start
+            start = 0
+        }
+        let missing = room - (storage.count - end)
+        if missing > 0 { storage.append(contentsOf: repeatElement(0, count: missing)) }
+    }
+
+    private mutating func discardBatches(where isStale: (DescriptorBatch) -> Bool) {
+        guard !batches.isEmpty else { return }
+        var kept: [DescriptorBatch] = []
+        for batch in batches {
+            if isStale(batch) {
+                discardedDescriptorCount += batch.close()
+            } else {
+                kept.append(batch)
+            }
+        }
+        batches = kept
+    }
+}

@@ -1,0 +1,49 @@
+/// What ``InboundFrames/nextFrame()`` cut from the stream.
+public enum InboundFrame: Sendable {
+    case line(InboundLine)
+    /// A line over the limit began; it is discarded up to its LF, and the
+    /// descriptors that came with it are closed.
+    case tooLarge
+}
+
+/// One complete line, without its LF (or CR LF).
+public struct InboundLine: Sendable {
+    public let bytes: [UInt8]
+    /// Where the line begins in the connection's byte stream: the
+    /// descriptors sent with it arrived with the read that held this byte.
+    public let streamOffset: Int
+    /// Where the next line may begin (just past the LF).
+    let nextOffset: Int
+}
+
+/// The descriptors ``InboundFrames/takeDescriptors(_:for:)`` hands over for
+/// a line, or why it cannot.
+public enum DescriptorClaim: Sendable {
+    /// Exactly the descriptors declared, in the order they were sent; the
+    /// caller owns them now.
+    case descriptors([OwnedDescriptor])
+    /// The line declared `declared` descriptors but `arrived` came with it
+    /// (zero when `truncated`: more came than the read had room for, see
+    /// ``ReceiveOutcome/received(byteCount:descriptors:descriptorsTruncated:)``).
+    /// The ones that arrived are closed.
+    case mismatch(declared: Int, arrived: Int, truncated: Bool)
+}
+
+/// The descriptors one read brought, and which bytes of the stream that
+/// read held. The kernel hands a message's descriptors to the read that
+/// takes its first byte, and ends that read after the sender's bytes that
+/// carried them; so a read brings at most one message's descriptors, and
+/// that message begins inside `range`.
+struct DescriptorBatch {
+    var range: Range<Int>
+    var descriptors: [OwnedDescriptor]
+    var truncated: Bool
+
+    func contains(lineAt offset: Int) -> Bool { range.contains(offset) }
+
+    /// Closes the descriptors now; returns how many there were.
+    func close() -> Int {
+        for descriptor in descriptors { try? descriptor.close() }
+        return descriptors.count
+    }
+}

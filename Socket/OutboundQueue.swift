@@ -1,0 +1,131 @@
+/// What ``OutboundQueue/write(to:)`` left.
+public enum WriteOutcome: Sendable, Equatable {
+    /// Everything queued was written.
+    case drained
+    /// The socket took no more: write again when it is writable.
+    case wouldBlock
+}
+
+/// The lines waiting to be written to one socket, with their descriptors.
+///
+/// Lines without descriptors are copied into one buffer and leave with one
+/// sendmsg; a line with descriptors starts a new sendmsg, so they ride on
+/// its first byte, as the protocol requires (lines without descriptors
+/// queued after it join that sendmsg). A sendmsg that wrote part of its
+/// bytes has sent its descriptors: the rest goes without them. Each
+/// descriptor is closed once written, or when the queue is closed or
+/// dropped. ``queuedByteCount`` is what backpressure looks at.
+public struct OutboundQueue: ~Copyable, Sendable {
+    /// A buffer of at least this many bytes takes no more lines: the next
+    /// one starts a new sendmsg, so that one copy does not grow without end.
+    public static let defaultCoalescingLimit = 64 * 1024
+
+    /// One sendmsg's worth: bytes (lines with their LF), the descriptors
+    /// that ride on the first byte, and how much was written.
+    struct Chunk {
+        var bytes: [UInt8]
+        var descriptors: [OwnedDescriptor]
+        var written = 0
+    }
+
+    public let coalescingLimit: Int
+    /// The queue is `chunks[head...]`; written chunks before `head` are
+    /// dropped in batches.
+    private var chunks: [Chunk] = []
+    private var head = 0
+    public private(set) var queuedByteCount = 0
+    public private(set) var queuedDescriptorCount = 0
+
+    public init(coalescingLimit: Int = defaultCoalescingLimit) {
+        self.coalescingLimit = coalescingLimit
+    }
+
+    deinit {
+        for chunk in chunks[head...] { chunk.closeDescriptors() }
+    }
+
+    public var isEmpty: Bool { queuedByteCount == 0 }
+
+    /// How many sendmsg calls the queue needs at least (one per chunk).
+    var chunkCount: Int { chunks.count - head }
+
+    /// Queues `line` (without its LF: the queue ends it) and the
+    /// descriptors it declares; the queue owns them from now on. More
+    /// descriptors than one message carries is refused, and they stay the
+    /// caller's.
+    public mutating func enqueue(line: [UInt8], descriptors: [OwnedDescriptor] = []) throws(SocketError) {
+        guard descriptors.count <= UnixStreamSocket.maxDescriptorsPerMessage else {
+            throw .tooManyDescriptors(count: descriptors.count, maximum: UnixStreamSocket.maxDescriptorsPerMessage)
+        }
+        let count = line.count + 1
+        queuedByteCount += count
+        queuedDescriptorCount += descriptors.count
+        if descriptors.isEmpty, head < chunks.count, chunks[chunks.count - 1].bytes.count < coalescingLimit {
+            chunks[chunks.count - 1].bytes.append(contentsOf: line)
+            chunks[chunks.count - 1].bytes.append(0x0A)
+            return
+        }
+        var bytes = line
+        bytes.append(0x0A)
+        chunks.append(Chunk(bytes: bytes, descriptors: descriptors))
+    }
+
+    /// Writes until the queue is empty or the socket takes no more. On an
+    /// error (EPIPE when the peer is gone) the queue is as it was before
+    /// the failed call; close the connection and the queue.
+    public mutating func write(to socket: UnixStreamSocket) throws(SocketError) -> WriteOutcome {
+        while head < chunks.count {
+            let written = chunks[head].written
+            let descriptors = written == 0 ? chunks[head].descriptors : []
+            let result: Result<SendOutcome, SocketError> = chunks[head].bytes.withUnsafeBytes { raw in
+                Result { () throws(SocketError) -> SendOutcome in
+                    try socket.send(UnsafeRawBufferPointer(rebasing: raw[written...]), descriptors: descriptors)
+                }
+            }
+            guard case .sent(let count) = try result.get() else { return .wouldBlock }
+            if !descriptors.isEmpty {
+                // They went with the first byte; the kernel holds its own references.
+                chunks[head].closeDescriptors()
+                chunks[head].descriptors = []
+                queuedDescriptorCount -= descriptors.count
+            }
+            chunks[head].written += count
+            queuedByteCount -= count
+            if chunks[head].written == chunks[head].bytes.count {
+                chunks[head].bytes = []
+                head += 1
+                dropWrittenChunks()
+            }
+        }
+        chunks.removeAll(keepingCapacity: true)
+        head = 0
+        return .drained
+    }
+
+    /// Under steady backpressure the queue may never drain: drop the
+    /// written chunks once they are half of the array.
+    private mutating func dropWrittenChunks() {
+        guard head >= Self.writtenChunksKept, head * 2 >= chunks.count else { return }
+        chunks.removeFirst(head)
+        head = 0
+    }
+
+    /// Written chunks kept at the front before they are dropped in one go.
+    static let writtenChunksKept = 64
+
+    /// Drops every queued line and closes its descriptors (the connection
+    /// is closing); dropping the queue does the same.
+    public mutating func close() {
+        for chunk in chunks[head...] { chunk.closeDescriptors() }
+        chunks = []
+        head = 0
+        queuedByteCount = 0
+        queuedDescriptorCount = 0
+    }
+}
+
+extension OutboundQueue.Chunk {
+    func closeDescriptors() {
+        for descriptor in descriptors { try? descriptor.close() }
+    }
+}
