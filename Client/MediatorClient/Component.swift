@@ -374,7 +374,7 @@ public struct Component: Sendable {
     ///   retried.
     public func run(
         socketPath: String? = nil, name: String? = nil, onRegistered: (@Sendable () async -> Void)? = nil
-    ) async throws {
+    ) async throws(MediatorError) {
         var logger = self.logger
         logger[metadataKey: "target"] = "\(target)"
         var registeredOnce = false
@@ -383,7 +383,7 @@ public struct Component: Sendable {
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             let server = ComponentServer(component: self, logger: logger)
             let client: MediatorClient
-            do {
+            do throws(MediatorError) {
                 client = try await MediatorClient.connect(
                     socketPath: socketPath, name: name, maxFrameBytes: ProtocolConstants.defaultMaxFrameBytes,
                     hooks: server.hooks, tracer: tracer, logger: logger)
@@ -450,7 +450,7 @@ extension Component: Service {
     /// up to ``shutdownGracePeriod``, cancels the handlers still running,
     /// closes the connection and returns. Cancelling the task stops it at
     /// once, as before.
-    public func run() async throws {
+    public func run() async throws(MediatorError) {
         try await run(socketPath: socketPath, name: connectionName, onRegistered: onRegistered)
     }
 

@@ -203,6 +203,7 @@ final class ComponentServer: Sendable {
     private func mediatorError(_ error: any Error, _ context: CallContext) -> MediatorError {
         switch error {
         case let error as MediatorError: return error
+        case let error as any MediatorErrorConvertible: return error.mediatorError
         case is CancellationError: return MediatorError(.cancelled, "the handler was cancelled")
         default:
             let type = String(describing: Swift.type(of: error))

@@ -213,17 +213,17 @@ public final class MediatorClient: Sendable {
     /// The timeout applies to each response in turn, as in the daemon.
     public func stream(
         _ target: String, _ action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
-    ) -> AsyncThrowingStream<JSONValue, any Error> {
+    ) -> MediatorStream<JSONValue> {
         let timeoutMs = timeout.map(Connection.milliseconds)
         switch tracing.mode {
         case .off:
-            return connection.stream(target, action, params: params, timeoutMs: timeoutMs, keepAlive: self)
+            return MediatorStream(connection.stream(target, action, params: params, timeoutMs: timeoutMs, keepAlive: self))
         case .instrument(let instrument):
-            return connection.stream(
+            return MediatorStream(connection.stream(
                 target, action, params: params, timeoutMs: timeoutMs, keepAlive: self,
-                trace: CallTracing.injected(instrument))
+                trace: CallTracing.injected(instrument)))
         case .tracer(let tracer):
-            return tracedStream(tracer, target, action, params: params, timeoutMs: timeoutMs)
+            return MediatorStream(tracedStream(tracer, target, action, params: params, timeoutMs: timeoutMs))
         }
     }
 

@@ -41,8 +41,8 @@ extension MediatorClient {
     /// not decode ends the stream with ``ErrorCode/invalidResult``.
     public func stream<Params: Encodable & Sendable, Result: Decodable & Sendable>(
         _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
-    ) -> AsyncThrowingStream<Result, any Error> {
-        AsyncThrowingStream { continuation in
+    ) -> MediatorStream<Result> {
+        MediatorStream(AsyncThrowingStream { continuation in
             let task = Task {
                 do {
                     let json = try JSONBridge.params(params)
@@ -55,7 +55,7 @@ extension MediatorClient {
                 }
             }
             continuation.onTermination = { _ in task.cancel() }
-        }
+        })
     }
 }
 
@@ -166,8 +166,8 @@ extension MediatorClient {
     /// (``JSONValueConvertible``); as the `Codable` form otherwise.
     public func stream<Params: JSONValueConvertible, Result: JSONValueConvertible>(
         _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
-    ) -> AsyncThrowingStream<Result, any Error> {
-        AsyncThrowingStream { continuation in
+    ) -> MediatorStream<Result> {
+        MediatorStream(AsyncThrowingStream { continuation in
             let task = Task {
                 do {
                     let json = try JSONBridge.objectParams(JSONConversion.validatedParams(params).jsonValue)
@@ -180,7 +180,7 @@ extension MediatorClient {
                 }
             }
             continuation.onTermination = { _ in task.cancel() }
-        }
+        })
     }
 }
 

@@ -149,7 +149,7 @@ struct ModelBuilder {
         "Optional", "Never", "Void", "Error", "Codable", "Decodable", "Encodable", "Sendable", "Equatable",
         "Decoder", "Encoder", "CodingKey", "CodingKeys", "Duration", "JSONValue", "JSONParser", "MediatorClient",
         "MediatorError", "MediatorProtocol", "Component", "ActionSpec", "CallContext", "Foundation",
-        "AsyncThrowingStream", "Task", "INTERFACE", "None", "True", "False", "Indirect",
+        "AsyncThrowingStream", "MediatorStream", "Task", "INTERFACE", "None", "True", "False", "Indirect",
     ]
 
     // MARK: - $defs

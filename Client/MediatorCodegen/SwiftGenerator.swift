@@ -142,7 +142,7 @@ struct SwiftWriter {
                     out.line("/// Streams: yields each partial result, then the final one. Ending the iteration early")
                     out.line("/// (or cancelling the iterating task) cancels the call.")
                     out.line(
-                        "public func \(method)(\(params), timeout: Duration? = nil) -> AsyncThrowingStream<\(action.resultType), any Error> {")
+                        "public func \(method)(\(params), timeout: Duration? = nil) -> MediatorStream<\(action.resultType)> {")
                     out.indented { out in
                         out.line(
                             "client.stream(target, \(action_), params, as: \(action.resultType).self, timeout: timeout)")

@@ -110,6 +110,17 @@ final class Observations: @unchecked Sendable {
     }
 }
 
+/// A handler's own error that chooses its wire code.
+enum OwnError: Error, MediatorErrorConvertible {
+    case noSuchKey(String)
+
+    var mediatorError: MediatorError {
+        switch self {
+        case .noSuchKey(let key): MediatorError(ErrorCode("no_such_key"), "no key \(key)", data: ["key": .string(key)])
+        }
+    }
+}
+
 extension Component {
     /// `hang`: sleeps for a minute unless cancelled, counting "hang started"
     /// and "hang cancelled" in `seen`.
@@ -290,6 +301,19 @@ extension Integration {
                 }
             }
             #expect(invalid == "invalid_params")
+
+            // The stream's failure type is MediatorError: its code without a cast.
+            let code = try await within("a typed stream error") { () async -> ErrorCode? in
+                guard let client = try? await MediatorClient.connect(socketPath: path) else { return nil }
+                defer { Task { await client.close() } }
+                do throws(MediatorError) {
+                    for try await _ in client.stream("Weather", "countdown", params: ["from": "x"]) {}
+                    return nil
+                } catch {
+                    return error.code
+                }
+            }
+            #expect(code == .invalidParams)
         }
 
         @Test("subscribe gets what publish sends")
@@ -373,6 +397,7 @@ extension Integration {
             }
             component.hangAction(counting: seen)
             component.action("fail") { _ in throw MediatorError(ErrorCode("custom"), "it failed", data: ["k": 1]) }
+            component.action("own") { _ in throw OwnError.noSuchKey("k1") }
             let frozen = component
             let service = Task {
                 try await frozen.run(socketPath: path, name: "in-test", onRegistered: { seen.bump("registered") })
@@ -388,6 +413,12 @@ extension Integration {
                 Issue.record("fail succeeded")
             } catch let error as MediatorError {
                 #expect(error == MediatorError(ErrorCode("custom"), "it failed", data: ["k": 1]))
+            }
+            do {
+                _ = try await within("own") { try await client.call("InTest", "own") }
+                Issue.record("own succeeded")
+            } catch let error as MediatorError {
+                #expect(error == OwnError.noSuchKey("k1").mediatorError, "a handler's own error chose its code and data")
             }
             #expect(await errorCode { _ = try await client.call("InTest", "hang", timeout: .milliseconds(200)) } == "timeout")
             try await waitUntilAsync("the handler to be cancelled") { seen.count("hang cancelled") == 1 }

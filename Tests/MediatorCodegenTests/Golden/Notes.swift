@@ -261,7 +261,7 @@ public struct NotesClient: Sendable {
 
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
-    public func watch(_ params: WatchParams = [:], timeout: Duration? = nil) -> AsyncThrowingStream<WatchResult, any Error> {
+    public func watch(_ params: WatchParams = [:], timeout: Duration? = nil) -> MediatorStream<WatchResult> {
         client.stream(target, "watch", params, as: WatchResult.self, timeout: timeout)
     }
 

@@ -206,13 +206,13 @@ public struct StreamsTestClient: Sendable {
     /// Counts to n, one partial per number
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
-    public func count(_ params: CountParams, timeout: Duration? = nil) -> AsyncThrowingStream<CountResult, any Error> {
+    public func count(_ params: CountParams, timeout: Duration? = nil) -> MediatorStream<CountResult> {
         client.stream(target, "count", params, as: CountResult.self, timeout: timeout)
     }
 
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
-    public func follow(_ params: FollowParams, timeout: Duration? = nil) -> AsyncThrowingStream<FollowResult, any Error> {
+    public func follow(_ params: FollowParams, timeout: Duration? = nil) -> MediatorStream<FollowResult> {
         client.stream(target, "follow", params, as: FollowResult.self, timeout: timeout)
     }
 
