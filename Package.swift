@@ -84,6 +84,14 @@ let package = Package(
             dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
             path: "Daemon/Systemd"
         ),
+        // sd-event with Swift closures as handlers: the loop that owns the
+        // daemon's sockets, which carry descriptors (issue 26); SwiftNIO
+        // cannot pass them.
+        .target(
+            name: "MediatorEventLoop",
+            dependencies: ["CSystemd"],
+            path: "Daemon/EventLoop"
+        ),
         // `mediatord --metrics-listen`: the Prometheus text format over
         // HTTP/1, built from the broker's statistics; a layer of its own, so
         // the broker core knows nothing of HTTP.
@@ -273,6 +281,7 @@ let package = Package(
         ),
 
         .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
+        .testTarget(name: "MediatorEventLoopTests", dependencies: ["MediatorEventLoop"], path: "Tests/MediatorEventLoopTests"),
         .testTarget(name: "MediatorNATSTests", dependencies: ["MediatorNATS", "MediatorNATSBridge", "MediatorProtocol"], path: "Tests/MediatorNATSTests"),
         .testTarget(
             name: "MediatorStatisticsTests",
