@@ -220,6 +220,11 @@ let package = Package(
             // The typed column's params and result, generated as a user's are.
             plugins: [.plugin(name: "MediatorGenerator")]
         ),
+        // One I/O round trip through sd-event against plain epoll and poll
+        // loops (issue 26, Daemon/EventLoop/README.md): the measurement, and
+        // the tool that prints it.
+        .target(name: "EventLoopPingPong", dependencies: ["MediatorEventLoop", "CSystemd"], path: "Benchmarks/EventLoopPingPong"),
+        .executableTarget(name: "eventloop-bench", dependencies: ["EventLoopPingPong"], path: "Benchmarks/eventloop-bench"),
         // The chaos run of issue 5: kills components at random under load and
         // checks every call got exactly one answer. Run by run-tests.
         .executableTarget(
@@ -281,7 +286,10 @@ let package = Package(
         ),
 
         .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
-        .testTarget(name: "MediatorEventLoopTests", dependencies: ["MediatorEventLoop"], path: "Tests/MediatorEventLoopTests"),
+        .testTarget(
+            name: "MediatorEventLoopTests", dependencies: ["MediatorEventLoop", "EventLoopPingPong"],
+            path: "Tests/MediatorEventLoopTests"
+        ),
         .testTarget(name: "MediatorNATSTests", dependencies: ["MediatorNATS", "MediatorNATSBridge", "MediatorProtocol"], path: "Tests/MediatorNATSTests"),
         .testTarget(
             name: "MediatorStatisticsTests",
