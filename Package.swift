@@ -90,7 +90,8 @@ let package = Package(
         .target(
             name: "MediatorEventLoop",
             dependencies: ["CSystemd"],
-            path: "Daemon/EventLoop"
+            path: "Daemon/EventLoop",
+            exclude: ["README.md"]
         ),
         // `mediatord --metrics-listen`: the Prometheus text format over
         // HTTP/1, built from the broker's statistics; a layer of its own, so
