@@ -5,7 +5,7 @@ import Synchronization
 /// An sd-event loop (libsystemd's, the loop of systemd's own daemons), with
 /// Swift closures as handlers: I/O readiness (`addIO`), monotonic timers
 /// (`addTimer`, `addRepeatingTimer`), deferred calls (`addDefer`, `addPost`),
-/// signals (`addSignal`).
+/// signals (`addSignal`), child processes (`addChild`).
 ///
 /// sd-event is not thread-safe. The loop and its sources are confined to the
 /// thread that runs it (`run`, `runOnce`, or the thread of `start`); before
