@@ -69,19 +69,21 @@ package final class SDEventLoop: @unchecked Sendable {
     /// code. A loop runs once: EBUSY if it runs or ran on another thread.
     @discardableResult
     package func run() throws(SDEventError) -> Int32 {
-        try claim(expecting: 0)
+        try claimForThisThread()
         return try loopUntilExit()
     }
 
     /// Runs at most one iteration: waits up to TIMEOUT (nil: without limit)
     /// for an event, dispatches what is ready. Returns whether anything was
-    /// dispatched. For a caller that drives the loop from its own thread.
+    /// dispatched. For a caller that drives the loop from its own thread;
+    /// after the iteration that exits, the loop is closed as after `run`.
     @discardableResult
     package func runOnce(timeout: Duration?) throws(SDEventError) -> Bool {
-        let me = pthread_self()
-        if owner.load(ordering: .acquiring) != me { try claim(expecting: 0) }
+        try claimForThisThread()
         let microseconds = timeout.map { $0.microsecondsOrZero } ?? UInt64.max
-        return try check("sd_event_run", sd_event_run(event, microseconds)) > 0
+        let dispatched = sd_event_run(event, microseconds)
+        if sd_event_get_state(event) == Int32(SD_EVENT_FINISHED) { closeAndRunQueuedWork() }
+        return try check("sd_event_run", dispatched) > 0
     }
 
     /// Makes the loop end after the current iteration with CODE (>= 0), on
@@ -125,6 +127,11 @@ package final class SDEventLoop: @unchecked Sendable {
 
     func assertConfined() {
         precondition(isConfinedHere, "an SDEventLoop's sources are used on the loop's thread only")
+    }
+
+    /// The calling thread runs the loop: it did already, or it is the first.
+    private func claimForThisThread() throws(SDEventError) {
+        if owner.load(ordering: .acquiring) != pthread_self() { try claim(expecting: 0) }
     }
 
     private func claim(expecting current: UInt, as thread: UInt = pthread_self()) throws(SDEventError) {

@@ -102,3 +102,28 @@ private final class LoopBoundBox: @unchecked Sendable {
     let source: IOSource
     init(_ source: IOSource) { self.source = source }
 }
+
+/// The loop driven by its caller, one iteration at a time.
+@Suite("sd-event: a loop driven by runOnce", .timeLimit(.minutes(1)))
+struct DrivenLoopTests {
+    @Test func exitingClosesTheLoopAndRunsWhatWasQueued() throws {
+        let loop = try SDEventLoop()
+        let ran = Shared(0)
+        try loop.execute { ran.value.withLock { $0 += 1 } }
+        #expect(try loop.run(until: { ran.value.withLock { $0 } == 1 }))
+        try loop.exit(code: 0)
+        try loop.execute { ran.value.withLock { $0 += 1 } }
+        // The exiting iteration: what was queued still runs, then no more.
+        try loop.runOnce(timeout: .zero)
+        #expect(ran.value.withLock { $0 } == 2)
+        #expect(throws: SDEventError.loopClosed) { try loop.execute {} }
+    }
+
+    @Test func runAfterRunOnceOnTheSameThreadIsAllowed() throws {
+        let loop = try SDEventLoop()
+        try loop.runOnce(timeout: .zero)
+        let exit = try loop.addDefer { _ in try? loop.exit(code: 4) }
+        #expect(try loop.run() == 4)
+        _ = exit
+    }
+}
