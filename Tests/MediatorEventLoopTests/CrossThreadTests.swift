@@ -75,17 +75,17 @@ struct CrossThreadTests {
         let thread = try loop.start()
         let pair = try SocketPair()
         let echoFD = pair.a
-        // The echo source lives on the loop's thread, in a box only it touches.
+        // The echo source lives on the loop's thread; the test only carries it.
         let echo = try await loop.submit {
-            LoopBoundBox(try loop.addIO(fd: echoFD, events: .readable) { source, _ in
+            SDEventLoopBound(try loop.addIO(fd: echoFD, events: .readable) { source, _ in
                 SocketPair.write(source.fd, SocketPair.read(source.fd))
-            })
+            }, loop: loop)
         }
         var peer = pollfd(fd: pair.b, events: Int16(POLLIN), revents: 0)
         SocketPair.write(pair.b, Array("hello".utf8))
         #expect(poll(&peer, 1, 10_000) == 1)
         #expect(SocketPair.read(pair.b) == Array("hello".utf8))
-        try await loop.submit { echo.source.cancel() }
+        try await loop.submit { echo.value.cancel() }
         #expect(loop.census.live == 0)
         try thread.stop()
     }
@@ -95,12 +95,6 @@ struct CrossThreadTests {
 private final class Shared<Value: Sendable>: Sendable {
     let value: Mutex<Value>
     init(_ value: Value) { self.value = Mutex(value) }
-}
-
-/// Carries a source to and from the loop's thread, which alone uses it.
-private final class LoopBoundBox: @unchecked Sendable {
-    let source: IOSource
-    init(_ source: IOSource) { self.source = source }
 }
 
 /// The loop driven by its caller, one iteration at a time.
