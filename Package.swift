@@ -89,6 +89,15 @@ let package = Package(
             dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
             path: "Daemon/Systemd"
         ),
+        // sd-event with Swift closures as handlers: the loop that owns the
+        // daemon's sockets, which carry descriptors (issue 26); SwiftNIO
+        // cannot pass them.
+        .target(
+            name: "MediatorEventLoop",
+            dependencies: ["CSystemd"],
+            path: "Daemon/EventLoop",
+            exclude: ["README.md"]
+        ),
         // `mediatord --metrics-listen`: the Prometheus text format over
         // HTTP/1, built from the broker's statistics; a layer of its own, so
         // the broker core knows nothing of HTTP.
@@ -219,6 +228,11 @@ let package = Package(
             // The typed column's params and result, generated as a user's are.
             plugins: [.plugin(name: "MediatorGenerator")]
         ),
+        // One I/O round trip through sd-event against plain epoll and poll
+        // loops (issue 26, Daemon/EventLoop/README.md): the measurement, and
+        // the tool that prints it.
+        .target(name: "EventLoopPingPong", dependencies: ["MediatorEventLoop", "CSystemd"], path: "Benchmarks/EventLoopPingPong"),
+        .executableTarget(name: "eventloop-bench", dependencies: ["EventLoopPingPong"], path: "Benchmarks/eventloop-bench"),
         // The chaos run of issue 5: kills components at random under load and
         // checks every call got exactly one answer. Run by run-tests.
         .executableTarget(
@@ -281,6 +295,10 @@ let package = Package(
 
         .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
         .testTarget(name: "MediatorSocketTests", dependencies: ["MediatorSocket"], path: "Tests/MediatorSocketTests"),
+        .testTarget(
+            name: "MediatorEventLoopTests", dependencies: ["MediatorEventLoop", "EventLoopPingPong"],
+            path: "Tests/MediatorEventLoopTests"
+        ),
         .testTarget(name: "MediatorNATSTests", dependencies: ["MediatorNATS", "MediatorNATSBridge", "MediatorProtocol"], path: "Tests/MediatorNATSTests"),
         .testTarget(
             name: "MediatorStatisticsTests",

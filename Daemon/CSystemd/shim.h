@@ -1,9 +1,13 @@
 // The parts of libsystemd that mediatord uses: sd-daemon (socket
-// activation, readiness, watchdog), sd-journal (structured logging) and
-// sd-bus (starting and stopping component units through systemd's D-Bus API).
+// activation, readiness, watchdog), sd-journal (structured logging),
+// sd-bus (starting and stopping component units through systemd's D-Bus API)
+// and sd-event (the loop that owns the sockets which carry descriptors; its
+// cross-thread wake-up is an eventfd).
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+#include <sys/eventfd.h>
 #include <sys/uio.h>
 #include <stdlib.h>
 #include <string.h>
