@@ -40,7 +40,7 @@ public enum FileDescriptorReferences {
         return found.indexes
     }
 
-    /// ``indexes(in:fds:root:maxDepth:)-(UnsafeRawBufferPointer,_,_,_)`` for a decoded value.
+    /// The same for a decoded value: a library's `params` or `result`.
     public static func indexes(
         in value: JSONValue, fds: Int, root: String, maxDepth: Int = JSONParser.defaultMaxDepth
     ) throws(MediatorError) -> [Int] {
