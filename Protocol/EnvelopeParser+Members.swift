@@ -71,7 +71,6 @@ extension EnvelopeParser {
             let high = count > 8 ? WordScan.word(bytes, at: offset + 8) & mask(count - 8) : 0
             switch (low, high) {
             case (0x6469, 0): self = .id
-            case (0x73_6466, 0): self = .fds
             case (0x6572_6f6d, 0): self = .more
             case (0x6174_6164, 0): self = .data
             case (0x72_6f72_7265, 0): self = .error
@@ -86,6 +85,8 @@ extension EnvelopeParser {
             case (0x6174_7365_6361_7274, 0x6574): self = .tracestate
             case (0x7261_7065_6361_7274, 0x74_6e65): self = .traceparent
             case (0x635f_6574_6f6d_6572, 0x72_656c_6c61): self = .remoteCaller
+            // Last: the members every call has are matched before it.
+            case (0x73_6466, 0): self = .fds
             default: return nil
             }
         }

@@ -2,17 +2,17 @@
 /// `result` (contract section 8): each stands for the I-th descriptor sent
 /// with the message.
 ///
-/// A message without `fds` is never searched: `{"$fd": …}` in it is ordinary
-/// data. A descriptor that no value references is allowed (its receiver
+/// Only a message with `fds` is to be searched: in one without, as in
+/// `error` and events, `{"$fd": …}` is ordinary data. A descriptor that no value references is allowed (its receiver
 /// closes it), and an index may be referenced more than once (the same
 /// descriptor). A value is refused when `{"$fd": I}` has another member,
 /// when I is not an integer, or when I is not below the message's `fds`.
 ///
 /// Both forms cost one pass over the value: the JSON text (the daemon's,
 /// which holds `params` as bytes of the frame and decodes nothing else) and
-/// a decoded ``JSONValue`` (a library's). Member names are matched on their
-/// bytes; only a short name written with escapes, or the path of the one
-/// value refused, is decoded.
+/// a decoded ``JSONValue`` (a library's). In the text, member names are
+/// matched on their bytes; only a short name written with escapes, or the
+/// path of the one value refused, is decoded.
 public enum FileDescriptorReferences {
     /// The member that makes an object a reference.
     public static let member = "$fd"
