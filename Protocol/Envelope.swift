@@ -19,6 +19,16 @@ public struct Envelope: Sendable, Equatable {
     public var paramsRange: Range<Int>?
     public var timeoutMs: Int64?
     public var more: Bool = false
+    /// Request or response: `fds`, how many descriptors came with the
+    /// message (contract section 8); 0 when it has none. At most
+    /// ``ProtocolConstants/maxFdsPerMessageLimit``, so kept in one byte
+    /// (next to `more`, where the layout had room): every call builds and
+    /// copies an envelope.
+    public var fds: Int {
+        get { Int(fdCount) }
+        set { fdCount = UInt8(clamping: newValue) }
+    }
+    private var fdCount: UInt8 = 0
     public var callerRange: Range<Int>?
     /// `remote_caller` (a request from mediatord's own NATS bridge).
     public var remoteCallerRange: Range<Int>?

@@ -8,6 +8,8 @@ extension EnvelopeParser {
         /// Our extension (docs/protocol.md): who called on another host,
         /// honoured only from mediatord's own NATS bridge.
         case remoteCaller
+        /// How many descriptors came with the message (contract section 8).
+        case fds
 
         var name: String {
             switch self {
@@ -26,6 +28,7 @@ extension EnvelopeParser {
             case .traceparent: return "traceparent"
             case .tracestate: return "tracestate"
             case .remoteCaller: return "remote_caller"
+            case .fds: return "fds"
             }
         }
 
@@ -39,6 +42,7 @@ extension EnvelopeParser {
             }
             switch name.count {
             case 2 where equals("id"): self = .id
+            case 3 where equals("fds"): self = .fds
             case 4 where equals("more"): self = .more
             case 4 where equals("data"): self = .data
             case 5 where equals("error"): self = .error
@@ -81,6 +85,8 @@ extension EnvelopeParser {
             case (0x6174_7365_6361_7274, 0x6574): self = .tracestate
             case (0x7261_7065_6361_7274, 0x74_6e65): self = .traceparent
             case (0x635f_6574_6f6d_6572, 0x72_656c_6c61): self = .remoteCaller
+            // Last: the members every call has are matched before it.
+            case (0x73_6466, 0): self = .fds
             default: return nil
             }
         }
@@ -95,7 +101,7 @@ extension EnvelopeParser {
     /// Where each known member's value is in the frame; the last of a repeated name.
     struct Ranges {
         var id, target, action, params, timeoutMs, more, caller, result, error, continues, event, data: Range<Int>?
-        var traceparent, tracestate, remoteCaller: Range<Int>?
+        var traceparent, tracestate, remoteCaller, fds: Range<Int>?
 
         subscript(member: Member) -> Range<Int>? {
             get {
@@ -115,6 +121,7 @@ extension EnvelopeParser {
                 case .traceparent: return traceparent
                 case .tracestate: return tracestate
                 case .remoteCaller: return remoteCaller
+                case .fds: return fds
                 }
             }
             set {
@@ -134,6 +141,7 @@ extension EnvelopeParser {
                 case .traceparent: traceparent = newValue
                 case .tracestate: tracestate = newValue
                 case .remoteCaller: remoteCaller = newValue
+                case .fds: fds = newValue
                 }
             }
         }

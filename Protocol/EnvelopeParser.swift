@@ -5,7 +5,7 @@
 /// reads the frame once and builds almost nothing: member names are matched
 /// as bytes, the members it knows are kept as byte ranges (the last of a
 /// repeated name wins), and only the small ones the broker needs as values
-/// (id, target, action, timeout_ms, more, continues, event) are read, from
+/// (id, target, action, timeout_ms, more, continues, event, fds) are read, from
 /// their bytes when they are plain, through ``JSONParser`` otherwise.
 public enum EnvelopeParser {
     public static func parse(_ frame: UnsafeRawBufferPointer, maxDepth: Int = JSONParser.defaultMaxDepth) -> Result<Envelope, EnvelopeError> {
@@ -217,6 +217,21 @@ public enum EnvelopeParser {
         }
     }
 
+    /// Reads `fds` into `envelope`; the failure's message when it is not
+    /// an integer from 1 to ``ProtocolConstants/maxFdsPerMessageLimit``.
+    /// The receiver's own `max_fds`, and whether the count matches the
+    /// descriptors that arrived, are the receiver's to check.
+    static func descriptorCount(_ frame: UnsafeRawBufferPointer, _ range: Range<Int>, into envelope: inout Envelope) -> String? {
+        guard let count = integer(frame, range), count > 0 else {
+            return "\"fds\" must be a positive integer, the number of descriptors sent with the message"
+        }
+        guard count <= ProtocolConstants.maxFdsPerMessageLimit else {
+            return "\"fds\" must be at most \(ProtocolConstants.maxFdsPerMessageLimit), the most descriptors one message can carry"
+        }
+        envelope.fds = Int(count)
+        return nil
+    }
+
     /// Keeps the trace members' ranges when `traceparent` is well formed, and
     /// `tracestate` only with it (W3C: no `tracestate` without a parent).
     /// `traceparent` is checked on its bytes, `tracestate` after unescaping
@@ -286,6 +301,7 @@ public enum EnvelopeParser {
                 guard let flag = bool(frame, range) else { return fail("\"more\" must be a boolean") }
                 envelope.more = flag
             }
+            if let range = ranges.fds, let message = descriptorCount(frame, range, into: &envelope) { return fail(message) }
             envelope.callerRange = ranges.caller
             envelope.remoteCallerRange = ranges.remoteCaller
             // Trace context is optional and never fails a request: a malformed one is dropped.
@@ -299,6 +315,7 @@ public enum EnvelopeParser {
                 return fail("\"event\" must be a valid event name")
             }
             envelope.event = name
+            guard ranges.fds == nil else { return fail("an event carries no descriptors: \"fds\" is not allowed in one") }
             envelope.dataRange = ranges.data
             return nil
         }
@@ -324,6 +341,7 @@ public enum EnvelopeParser {
                 guard let flag = bool(frame, range) else { return fail("\"continues\" must be a boolean") }
                 envelope.continues = flag
             }
+            if let range = ranges.fds, let message = descriptorCount(frame, range, into: &envelope) { return fail(message) }
             return nil
         }
 

@@ -22,6 +22,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let componentUnavailable = ErrorCode("component_unavailable")
     public static let activationFailed = ErrorCode("activation_failed")
     public static let overloaded = ErrorCode("overloaded")
+    /// Descriptors for a peer that did not say `"fds": true` in `hello` (contract section 8).
+    public static let fdsNotSupported = ErrorCode("fds_not_supported")
     public static let `internal` = ErrorCode("internal")
     /// An extension (docs/protocol.md): a result that does not match the
     /// action's declared `result` schema, from the daemon; the client library

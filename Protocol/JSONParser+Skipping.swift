@@ -15,13 +15,22 @@ extension JSONParser {
         }
     }
 
-    mutating func skipContainer(depth: Int) throws(JSONParseError) {
+    /// Moves into the object or array at the current byte, at `depth`:
+    /// whether it is an object and the byte that closes it, or nil for an
+    /// empty one, already moved past.
+    @inline(__always)
+    mutating func enterContainer(depth: Int) throws(JSONParseError) -> (isObject: Bool, close: UInt8)? {
         guard depth <= maxDepth else { throw error("nesting deeper than \(maxDepth)") }
         let isObject = current == UInt8(ascii: "{")
         let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
         position += 1
         skipWhitespace()
-        if !atEnd, current == close { position += 1; return }
+        if !atEnd, current == close { position += 1; return nil }
+        return (isObject, close)
+    }
+
+    mutating func skipContainer(depth: Int) throws(JSONParseError) {
+        guard let (isObject, close) = try enterContainer(depth: depth) else { return }
         while true {
             skipWhitespace()
             if isObject {

@@ -9,6 +9,14 @@ public enum ProtocolConstants {
     /// The default call timeout when a request has no `timeout_ms`.
     public static let defaultTimeoutMs: Int64 = 30_000
     public static let systemSocketPath = "/run/mediator/mediator.sock"
+    /// The most descriptors one message can carry (contract section 8):
+    /// the kernel's limit on one SCM_RIGHTS message (SCM_MAX_FD). A
+    /// message's `fds` above it is refused whatever the receiver's `max_fds`.
+    public static let maxFdsPerMessageLimit = 253
+    /// The least `max_fds` a daemon may answer `hello` with when a peer
+    /// says `"fds": true` (contract section 8), so that a peer can count on
+    /// that many without asking.
+    public static let minimumMaxFds = 16
 
     /// The system instance's socket path per the contract: `--socket` wins,
     /// then `MEDIATOR_SOCKET`, then /run/mediator/mediator.sock.

@@ -129,10 +129,7 @@ extension Schema {
             case tooCostly
         }
 
-        enum Step {
-            case member(String)
-            case index(Int)
-        }
+        typealias Step = Schema.PathStep
 
         let reason: Reason
         /// From the member that failed up to the value checked.
@@ -148,13 +145,7 @@ extension Schema {
 
         /// `params.tags[2]: expected one of ["a","b"]`, for a value checked as `root`.
         func message(root: String) -> String {
-            var text = root
-            for step in reversedPath.reversed() {
-                switch step {
-                case .member(let name): text += memberPath(name)
-                case .index(let index): text += "[\(index)]"
-                }
-            }
+            let text = Schema.path(root, reversedPath)
             switch reason {
             case .wrongType(let expected, let kind):
                 return text + ": expected \(expected.joined(separator: " or ")), got \(kind.name)"

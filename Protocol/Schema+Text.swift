@@ -2,6 +2,25 @@
 /// its error messages (`params.tags[2]: expected one of ["a","b"]`), and the
 /// JSON type kinds it checks against.
 extension Schema {
+    /// One step down into a value: a member of an object, an item of an array.
+    enum PathStep: Sendable {
+        case member(String)
+        case index(Int)
+    }
+
+    /// `params.tags[2]`: where a value sits below `root`, from steps
+    /// collected on the way back up (the innermost first).
+    static func path(_ root: String, _ reversedSteps: [PathStep]) -> String {
+        var text = root
+        for step in reversedSteps.reversed() {
+            switch step {
+            case .member(let name): text += memberPath(name)
+            case .index(let index): text += "[\(index)]"
+            }
+        }
+        return text
+    }
+
     /// `.name` for names that read well after a dot, else `["…"]`.
     static func memberPath(_ name: String) -> String {
         let bytes = name.utf8

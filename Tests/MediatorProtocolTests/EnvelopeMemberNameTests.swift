@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test(arguments: [
-        "idx", "Id", "target_", "timeout", "remote_callers", "a b", "", "x",
+        "idx", "Id", "fd", "fdss", "Fds", "target_", "timeout", "remote_callers", "a b", "", "x",
         String(repeating: "a", count: 16), String(repeating: "a", count: 17), String(repeating: "b", count: 300),
         "tärget", "id\u{7F}",
     ])

@@ -221,7 +221,8 @@ private func slice(_ frame: [UInt8], _ range: Range<Int>?) -> String? {
         (.actionNotFound, "action_not_found"), (.invalidParams, "invalid_params"),
         (.alreadyRegistered, "already_registered"), (.forbidden, "forbidden"), (.timeout, "timeout"),
         (.cancelled, "cancelled"), (.componentUnavailable, "component_unavailable"),
-        (.activationFailed, "activation_failed"), (.overloaded, "overloaded"), (.internal, "internal"),
+        (.activationFailed, "activation_failed"), (.overloaded, "overloaded"),
+        (.fdsNotSupported, "fds_not_supported"), (.internal, "internal"),
     ])
     func errorCodesMatchTheContract(code: ErrorCode, raw: String) {
         #expect(code.rawValue == raw)

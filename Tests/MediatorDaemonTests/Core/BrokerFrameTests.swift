@@ -37,6 +37,11 @@ struct BrokerFrameTests {
         (#"{"id":3,"target":"T","action":"a","timeout_ms":0}"#, "3"),
         (#"{"id":3,"target":"T","action":"a","timeout_ms":"5"}"#, "3"),
         (#"{"id":3,"target":"T","action":"a","more":"yes"}"#, "3"),
+        // Contract section 8: `fds` is a positive integer (at most 253), never on an event.
+        (#"{"id":3,"target":"T","action":"a","fds":0}"#, "3"),
+        (#"{"id":3,"target":"T","action":"a","fds":254}"#, "3"),
+        (#"{"id":7,"result":1,"fds":"1"}"#, "7"),
+        (#"{"event":"e.x","fds":1}"#, "null"),
         (#"{"id":null,"target":"T","action":"a"}"#, "null"),
         (#"{"id":[1],"target":"T","action":"a"}"#, "null"),
         (#"{"id":1.5,"target":"T","action":"a"}"#, "null"),
