@@ -25,6 +25,8 @@ package final class Broker {
         var registeredBytes: [String: Int] = [:]
         var patterns: Set<String> = []
         var consecutiveBadFrames = 0
+        /// Said `"fds": true` in `hello` (contract section 8).
+        var askedForDescriptors = false
     }
 
     /// Replaced on reload (SIGHUP); read on every use, never cached.

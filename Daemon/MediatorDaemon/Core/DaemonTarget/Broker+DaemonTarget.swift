@@ -102,6 +102,13 @@ extension Broker {
                 .unsupportedProtocol, "protocol \(version) is not spoken here; mediatord speaks \(ProtocolConstants.version)",
                 data: ["protocols": [.int(ProtocolConstants.version)]]))
         }
+        // `"fds": true` is read (and a non-boolean refused) but not granted:
+        // no `max_fds` in the answer, so the peer knows to send none.
+        do throws(MediatorError) {
+            peers[connection]?.askedForDescriptors = try HelloFileDescriptors.accepts(params: params)
+        } catch {
+            return .failure(error)
+        }
         if let name = params["name"] {
             guard let text = name.stringValue, text.utf8.count <= 256 else {
                 return .failure(MediatorError(.badRequest, "\"name\" must be a string of at most 256 bytes"))

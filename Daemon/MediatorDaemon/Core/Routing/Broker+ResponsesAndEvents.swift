@@ -20,6 +20,13 @@ extension Broker {
         }
         let body = slice(frame, bodyRange)
         let isError = envelope.errorRange != nil
+        // Descriptors with an answer: no caller of this daemon can take them
+        // (it grants none; see refuseDescriptors), so the caller is told
+        // instead of getting an answer without them.
+        if envelope.fds > 0 {
+            refuseAnswerWithDescriptors(daemonID, from: connection, now: now)
+            return
+        }
         // A `continues` the caller did not ask for is passed on as the final answer.
         let continues = envelope.continues && !isError && call.more
         // A result or error no client could decode is refused at once,
@@ -133,6 +140,25 @@ extension Broker {
                 "target": "\(call.target)", "action": "\(call.action)",
                 "pid": "\(credentials(of: connection)?.pid ?? 0)", "problem": "\(problem)",
             ])
+        if !monitors.isEmpty {
+            monitorRecord(
+                "response", from: connection, to: call.caller, target: call.target, event: nil,
+                elapsed: now - call.startedAt, message: answer, now: now)
+        }
+    }
+
+    /// A component answered with descriptors: the caller gets
+    /// `fds_not_supported` in its place (contract section 8), the call ends
+    /// (a partial's stream too: the component is told to stop).
+    func refuseAnswerWithDescriptors(_ daemonID: Int64, from connection: ConnectionID, now: NIODeadline) {
+        guard let call = finish(daemonID, now: now) else { return }
+        recordAnswer(call, code: ErrorCode.fdsNotSupported.rawValue, now: now)
+        let error = MediatorError(
+            .fdsNotSupported, "the component answered with file descriptors, which this mediatord does not pass",
+            data: ["target": .string(call.target), "action": .string(call.action)])
+        let answer = writer.error(callerID: call.callerIDBytes, error, delivered: .yes)
+        send(call.caller, answer)
+        if call.more { sendCancelEvent(call) }
         if !monitors.isEmpty {
             monitorRecord(
                 "response", from: connection, to: call.caller, target: call.target, event: nil,

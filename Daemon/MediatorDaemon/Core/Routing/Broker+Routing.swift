@@ -14,6 +14,10 @@ extension Broker {
             send(connection, writer.error(callerID: nil, MediatorError(.badRequest, "id \(id) is already in flight on this connection"), delivered: .no))
             return
         }
+        if envelope.fds > 0 {
+            refuseDescriptors(envelope, idBytes: idBytes, from: connection, now: now)
+            return
+        }
         let params = envelope.paramsRange.map { slice(frame, $0) }
         let trace = envelope.traceparentRange == nil ? nil : forwardedTrace(envelope, frame)
         if envelope.target == ProtocolConstants.daemonTarget {
@@ -34,6 +38,22 @@ extension Broker {
                 target: envelope.target, action: envelope.action, params: params, id: envelope.id, idBytes: idBytes,
                 timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false, trace: trace, remote: remote),
             from: connection, now: now)
+    }
+
+    /// A request that declares descriptors (contract section 8). This
+    /// daemon reads its sockets with SwiftNIO, which cannot take
+    /// descriptors (the kernel discarded them), and answers no `max_fds`
+    /// in `hello`: a peer that said `"fds": true` is told `fds_not_supported`,
+    /// any other `bad_request`. Refused out loud, never forwarded without them.
+    func refuseDescriptors(_ envelope: Envelope, idBytes: ByteBuffer?, from connection: ConnectionID, now: NIODeadline) {
+        let error = peers[connection]?.askedForDescriptors == true
+            ? MediatorError(.fdsNotSupported, "this mediatord does not pass file descriptors (its hello answered no max_fds)")
+            : MediatorError(.badRequest, "a request with \"fds\" needs \"fds\": true in hello and a max_fds in its answer")
+        refuse(
+            RouteRequest(
+                target: envelope.target, action: envelope.action, params: nil, id: envelope.id, idBytes: idBytes,
+                timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false, trace: nil, remote: nil),
+            from: connection, error, now: now)
     }
 
     struct RouteRequest {
