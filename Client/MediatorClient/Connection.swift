@@ -65,6 +65,8 @@ final class Connection: Sendable {
         var sweeper: RepeatedTask?
         var closedByClient = false
         var closed = false
+        /// Why the connection ended when its client did not close it.
+        var lossReason: MediatorError?
     }
 
     private let outbox = NIOLockedValueBox(Outbox())
@@ -158,6 +160,9 @@ final class Connection: Sendable {
 
     var isClosed: Bool { lifecycle.withLockedValue { $0.closed } }
 
+    /// Why the connection ended, once it did, when its client did not close it.
+    var lossReason: MediatorError? { lifecycle.withLockedValue { $0.lossReason } }
+
     /// The connection is gone: fails everything that waits on it. Idempotent.
     /// Returns once NIO holds less than its high watermark (64 KiB) of
     /// writes the socket has not taken, or the connection closed. A stream's
@@ -205,7 +210,9 @@ final class Connection: Sendable {
             box.buffer = ByteBuffer()
         }
         for waiter in pending.close(error) { waiter.fail(error) }
-        subscriptions.close()
+        lifecycle.withLockedValue { $0.lossReason = byClient ? nil : error }
+        // A lost daemon ends each subscription with the reason; a close by the client ends them quietly.
+        subscriptions.close(byClient ? nil : error)
         logger.debug("connection closed", metadata: ["socket": "\(socketPath)"])
         hooks?.closed()
     }

@@ -341,18 +341,21 @@ public final class MediatorClient: Sendable {
     /// connection and match one of `patterns` (exact name, `prefix.*`, `*`).
     ///
     /// Several subscriptions may overlap: each gets every matching event.
-    /// The stream buffers without limit, so consume it. It ends when the
-    /// connection closes or ``unsubscribe(_:)`` removes its last pattern;
-    /// dropping it tells the daemon to stop sending the patterns that no
+    /// The stream buffers without limit, so consume it. It ends normally
+    /// when ``unsubscribe(_:)`` removes its last pattern or the client is
+    /// closed, and throws `disconnected` (saying why) when the connection to
+    /// the daemon is lost: a lost daemon never looks like a normal end.
+    /// Dropping it tells the daemon to stop sending the patterns that no
     /// other subscription of this client still uses.
     ///
     /// `mediator.cancel` events are control messages for components and are
     /// never delivered here.
-    public func subscribe(_ patterns: [String]) async throws(MediatorError) -> AsyncStream<MediatorEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: MediatorEvent.self)
+    public func events(_ patterns: [String]) async throws(MediatorError) -> MediatorStream<MediatorEvent> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: MediatorEvent.self)
         guard let token = connection.subscriptions.add(patterns, continuation) else {
-            continuation.finish()
-            throw .disconnected("the connection closed")
+            let error = connection.lossReason ?? .disconnected("the connection closed")
+            continuation.finish(throwing: error)
+            throw error
         }
         do {
             _ = try await call(
@@ -368,7 +371,23 @@ public final class MediatorClient: Sendable {
             try? connection.sendOneway(
                 ProtocolConstants.daemonTarget, "unsubscribe", params: ["events": .array(orphans.map(JSONValue.string))])
         }
-        return stream
+        return MediatorStream(stream)
+    }
+
+    /// ``events(_:)`` as a stream that cannot say why it ended: a lost
+    /// connection ends it as quietly as an unsubscribe.
+    @available(*, deprecated, renamed: "events(_:)", message: "events(_:) ends with the reason when the daemon is lost")
+    public func subscribe(_ patterns: [String]) async throws(MediatorError) -> AsyncStream<MediatorEvent> {
+        let events = try await events(patterns)
+        return AsyncStream { continuation in
+            let relay = Task {
+                do {
+                    for try await event in events { continuation.yield(event) }
+                } catch {}
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in relay.cancel() }
+        }
     }
 
     /// `mediator/unsubscribe`; then removes `patterns` from this client's
@@ -380,6 +399,15 @@ public final class MediatorClient: Sendable {
     }
 
     // MARK: - Closing
+
+    /// Returns once the connection has ended: nil when this client closed
+    /// it, else why it was lost (`disconnected`, saying how), as the calls
+    /// in flight and the subscriptions were told.
+    @discardableResult
+    public func waitUntilClosed() async -> MediatorError? {
+        await connection.waitUntilClosed()
+        return connection.lossReason
+    }
 
     /// Closes the connection (after sending what is queued) and waits until
     /// every call in flight has failed with `disconnected`. Idempotent.

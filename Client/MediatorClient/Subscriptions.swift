@@ -2,7 +2,7 @@ import NIOConcurrencyHelpers
 import MediatorProtocol
 
 /// The local subscribers of one connection, each with its patterns and the
-/// continuation of the stream that ``MediatorClient/subscribe(_:)`` returned.
+/// continuation of the stream that ``MediatorClient/events(_:)`` returned.
 ///
 /// The daemon sends a connection each event once, whatever number of its
 /// patterns match (contract section 6); this table then gives the event to
@@ -10,7 +10,7 @@ import MediatorProtocol
 final class Subscriptions: Sendable {
     private struct Subscriber: Sendable {
         var patterns: [String]
-        var continuation: AsyncStream<MediatorEvent>.Continuation
+        var continuation: AsyncThrowingStream<MediatorEvent, any Error>.Continuation
     }
 
     private struct State: Sendable {
@@ -22,7 +22,7 @@ final class Subscriptions: Sendable {
     private let state = NIOLockedValueBox(State())
 
     /// Adds a subscriber; nil once the connection closed.
-    func add(_ patterns: [String], _ continuation: AsyncStream<MediatorEvent>.Continuation) -> Int? {
+    func add(_ patterns: [String], _ continuation: AsyncThrowingStream<MediatorEvent, any Error>.Continuation) -> Int? {
         state.withLockedValue { state in
             if state.closed { return nil }
             let token = state.nextToken
@@ -50,9 +50,9 @@ final class Subscriptions: Sendable {
     /// `unsubscribe`; a subscriber left without patterns has its stream
     /// finished.
     func removePatterns(_ patterns: [String]) {
-        let finished: [AsyncStream<MediatorEvent>.Continuation] = state.withLockedValue { state in
+        let finished: [AsyncThrowingStream<MediatorEvent, any Error>.Continuation] = state.withLockedValue { state in
             let dropped = Set(patterns)
-            var finished: [AsyncStream<MediatorEvent>.Continuation] = []
+            var finished: [AsyncThrowingStream<MediatorEvent, any Error>.Continuation] = []
             for (token, var subscriber) in state.subscribers {
                 subscriber.patterns.removeAll { dropped.contains($0) }
                 if subscriber.patterns.isEmpty {
@@ -70,7 +70,7 @@ final class Subscriptions: Sendable {
     /// Gives an event to every matching subscriber. Called on the event loop
     /// only, so events keep their order.
     func deliver(_ event: MediatorEvent) {
-        let targets: [AsyncStream<MediatorEvent>.Continuation] = state.withLockedValue { state in
+        let targets: [AsyncThrowingStream<MediatorEvent, any Error>.Continuation] = state.withLockedValue { state in
             state.subscribers.values.compactMap { subscriber in
                 EventPattern.matchesAny(subscriber.patterns, event.name) ? subscriber.continuation : nil
             }
@@ -78,14 +78,15 @@ final class Subscriptions: Sendable {
         for continuation in targets { continuation.yield(event) }
     }
 
-    /// The connection closed: finishes every stream. Idempotent.
-    func close() {
-        let all: [AsyncStream<MediatorEvent>.Continuation] = state.withLockedValue { state in
+    /// The connection closed: finishes every stream, with `error` when the
+    /// connection was lost rather than closed by its client. Idempotent.
+    func close(_ error: MediatorError? = nil) {
+        let all: [AsyncThrowingStream<MediatorEvent, any Error>.Continuation] = state.withLockedValue { state in
             state.closed = true
             let all = state.subscribers.values.map(\.continuation)
             state.subscribers = [:]
             return all
         }
-        for continuation in all { continuation.finish() }
+        for continuation in all { continuation.finish(throwing: error) }
     }
 }

@@ -34,7 +34,7 @@ struct Listen: AsyncParsableCommand {
 
     func run() async throws {
         let patterns = patterns.isEmpty ? ["*"] : patterns
-        try await followEvents(options, start: { try await $0.subscribe(patterns) }, line: { event in
+        try await followEvents(options, start: { try await $0.events(patterns) }, line: { event in
             var line: [String: JSONValue] = ["event": .string(event.name)]
             if let data = event.data { line["data"] = data }
             return .object(line)

@@ -14,7 +14,7 @@ import MediatorProtocol
 /// with `disconnected` if the daemon ends the stream.
 func followEvents(
     _ options: GlobalOptions,
-    start: @escaping @Sendable (MediatorClient) async throws -> AsyncStream<MediatorEvent>,
+    start: @escaping @Sendable (MediatorClient) async throws -> MediatorStream<MediatorEvent>,
     line: (MediatorEvent) -> JSONValue,
     text: ((MediatorEvent) -> String)? = nil
 ) async throws {
@@ -26,18 +26,23 @@ func followEvents(
     } catch {
         throw output.fail(error)
     }
-    let events: AsyncStream<MediatorEvent>
+    let events: MediatorStream<MediatorEvent>
     do {
         events = try await Deadline.run(seconds: options.timeoutSeconds) { try await start(client) }
     } catch let error as MediatorError {
         throw output.fail(error)
     }
-    for await event in events {
-        if let text {
-            Output.write(STDOUT_FILENO, text(event) + "\n")
-        } else {
-            output.line(line(event))
+    do throws(MediatorError) {
+        for try await event in events {
+            if let text {
+                Output.write(STDOUT_FILENO, text(event) + "\n")
+            } else {
+                output.line(line(event))
+            }
         }
+    } catch {
+        // The connection was lost: the library says how.
+        throw output.fail(error)
     }
     if Task.isCancelled { return }
     throw output.fail(MediatorError(.disconnected, "the daemon closed the connection"))

@@ -52,7 +52,7 @@ struct Monitor: AsyncParsableCommand {
     func run() async throws {
         let targets = targets, events = events
         try await followEvents(options, start: { client in
-            let stream = try await client.subscribe(["mediator.monitor"])
+            let stream = try await client.events(["mediator.monitor"])
             var params: [String: JSONValue] = [:]
             if !targets.isEmpty { params["targets"] = .array(targets.map { .string($0) }) }
             if !events.isEmpty { params["events"] = .array(events.map { .string($0) }) }

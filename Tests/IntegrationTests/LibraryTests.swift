@@ -324,13 +324,13 @@ extension Integration {
             let path = daemon.socketPath
             let listener = try await within("connect") { try await MediatorClient.connect(socketPath: path) }
             let publisher = try await within("connect") { try await MediatorClient.connect(socketPath: path) }
-            let events = try await within("subscribe") { try await listener.subscribe(["user.*"]) }
+            let events = try await within("subscribe") { try await listener.events(["user.*"]) }
             #expect(try await within("publish") { try await publisher.publish("user.login", data: ["name": "ann"]) } == 1)
             #expect(try await within("publish") { try await publisher.publish("other") } == 0)
             #expect(try await within("publish") { try await publisher.publish("user.logout") } == 1)
             let received = try await within("two events") {
                 var iterator = events.makeAsyncIterator()
-                return [await iterator.next(), await iterator.next()]
+                return [try await iterator.next(), try await iterator.next()]
             }
             #expect(received == [MediatorEvent(name: "user.login", data: ["name": "ann"]), MediatorEvent(name: "user.logout")])
             await listener.close()
@@ -476,14 +476,14 @@ extension Integration {
             #expect(firstTwo == [1, 2])
             try await waitUntilAsync("the handler to be cancelled") { seen.count("ticks cancelled") == 1 }
 
-            let events = try await within("subscribe") { try await client.subscribe(["news.*"]) }
+            let events = try await within("subscribe") { try await client.events(["news.*"]) }
             let publisher = try await within("connect") { try await MediatorClient.connect(socketPath: path) }
             #expect(try await within("publish") { try await publisher.publish("news.one") } == 1)
             try await within("unsubscribe") { try await client.unsubscribe(["news.*"]) }
             #expect(try await within("publish") { try await publisher.publish("news.two") } == 0)
             let received = try await within("the subscription to end") {
                 var names: [String] = []
-                for await event in events { names.append(event.name) }
+                for try await event in events { names.append(event.name) }
                 return names
             }
             #expect(received == ["news.one"])

@@ -326,8 +326,8 @@ struct ClientTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
-        let users = try await withTimeout { try await client.subscribe(["user.*"]) }
-        let everything = try await withTimeout { try await client.subscribe(["*"]) }
+        let users = try await withTimeout { try await client.events(["user.*"]) }
+        let everything = try await withTimeout { try await client.events(["*"]) }
         let subscribe = try await fake.received.first("subscribe") { $0.action == "subscribe" }
         #expect(subscribe.message["params"] == ["events": ["user.*"]])
 
@@ -341,7 +341,7 @@ struct ClientTests {
 
         let userEvents = try await withTimeout {
             var events: [MediatorEvent] = []
-            for await event in users {
+            for try await event in users {
                 events.append(event)
                 if event.name == "user.end" { break }
             }
@@ -352,7 +352,7 @@ struct ClientTests {
 
         let allEvents = try await withTimeout {
             var names: [String] = []
-            for await event in everything {
+            for try await event in everything {
                 names.append(event.name)
                 if event.name == "user.end" { break }
             }
@@ -361,30 +361,51 @@ struct ClientTests {
         #expect(allEvents == ["user.login", "other.thing", "user.a.b", "user", "user.end"])
 
         // Unsubscribing the only pattern of a subscription ends its stream.
-        let third = try await withTimeout { try await client.subscribe(["x.y"]) }
+        let third = try await withTimeout { try await client.events(["x.y"]) }
         try await withTimeout { try await client.unsubscribe(["x.y"]) }
         let ended = try await withTimeout {
             var count = 0
-            for await _ in third { count += 1 }
+            for try await _ in third { count += 1 }
             return count
         }
         #expect(ended == 0)
         await client.close()
     }
 
-    @Test func subscriptionsEndWhenTheConnectionCloses() async throws {
+    @Test func aLostDaemonEndsSubscriptionsWithTheReason() async throws {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
-        let events = try await withTimeout { try await client.subscribe(["*"]) }
+        let events = try await withTimeout { try await client.events(["*"]) }
         let subscribe = try await fake.received.first("subscribe") { $0.action == "subscribe" }
         await subscribe.peer.close()
+        let ending = try await withTimeout { () async -> MediatorError? in
+            do throws(MediatorError) {
+                for try await _ in events {}
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(ending?.code == .disconnected, "a lost daemon is not a normal end")
+        #expect(ending?.message.contains(fake.path) == true, "\(String(describing: ending))")
+        let reason = try await withTimeout { await client.waitUntilClosed() }
+        #expect(reason == ending)
+    }
+
+    @Test func closingTheClientEndsSubscriptionsQuietly() async throws {
+        let fake = try await FakeDaemon.start()
+        defer { Task { await fake.shutdown() } }
+        let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
+        let events = try await withTimeout { try await client.events(["*"]) }
+        await client.close()
         let count = try await withTimeout {
             var count = 0
-            for await _ in events { count += 1 }
+            for try await _ in events { count += 1 }
             return count
         }
         #expect(count == 0)
+        #expect(await client.waitUntilClosed() == nil, "closed by its client: no reason")
     }
 
     struct Point: Codable, Sendable, Equatable {
