@@ -9,6 +9,7 @@ The asyncio flavour of the same names is in `mediator.aio`.
 """
 from .client import Client, Event, Stream, Subscription, connect
 from .errors import DISCONNECTED, FAILED, NOT_IMPLEMENTED, UNREACHABLE, CallDelivery, MediatorError
+from .fds import FD, ReceivedFD, memfd_from_bytes, read_memfd
 from .paths import SYSTEM_SOCKET, socket_path
 from .service import CallContext, Service
 from . import tracing
@@ -17,7 +18,7 @@ from .tracing import TraceContext
 __version__ = "0.1.0"
 
 __all__ = [
-    "CallContext", "CallDelivery", "Client", "DISCONNECTED", "Event", "FAILED", "MediatorError", "NOT_IMPLEMENTED",
-    "SYSTEM_SOCKET", "Service", "Stream", "Subscription", "TraceContext", "UNREACHABLE", "connect", "socket_path", "tracing",
+    "CallContext", "CallDelivery", "Client", "DISCONNECTED", "Event", "FAILED", "FD", "ReceivedFD", "MediatorError", "NOT_IMPLEMENTED",
+    "SYSTEM_SOCKET", "Service", "Stream", "Subscription", "TraceContext", "UNREACHABLE", "connect", "memfd_from_bytes", "read_memfd", "socket_path", "tracing",
     "__version__",
 ]
