@@ -365,3 +365,115 @@ class SyncTests(LeakCheckedTest):
         self.assertTrue(wait_until(lambda: answers, 5))
         self.assertEqual((answers[0]["id"], answers[0]["error"]["code"]), (3, "bad_request"))
         self.assertIn("not asked for", answers[0]["error"]["message"])
+
+
+class AioTests(LeakCheckedTest):
+    def run_async(self, body, *args):
+        async def bounded():
+            await asyncio.wait_for(body(*args), 20)
+        asyncio.run(bounded())
+
+    async def connect(self, peer, fds=True):
+        return await aio.connect(peer.socket, timeout=5, fds=fds)
+
+    def test_call_and_stream_send_and_receive_descriptors(self):
+        peer = self.peer(echo_pipes)
+
+        async def body():
+            async with await self.connect(peer) as client:
+                r, w = os.pipe()
+                result = await client.call("T", "a", {"w": mediator.FD(w)})
+                os.close(w)
+                self.assertEqual(read_all(r), b"a:0")
+                os.close(r)
+                with result["blob"] as blob:
+                    self.assertEqual(bytes(mediator.read_memfd(blob)), b"blob of a")
+                values = [value async for value in client.stream("T", "s")]
+                for handle in (values[0]["part"], values[1]["blob"]):
+                    with handle:
+                        self.assertEqual(bytes(mediator.read_memfd(handle)), b"blob of s")
+        self.run_async(body)
+        self.assertEqual(peer.hellos[0]["params"]["fds"], True)
+        message = next(m for m, _ in peer.received if m.get("action") == "a")
+        self.assertEqual((message["fds"], message["params"]), (1, {"w": {"$fd": 0}}))
+
+    def test_refusals_and_mismatches(self):
+        def short(message, fds, conn):
+            extra = os.open("/dev/null", os.O_RDONLY)
+            conn.send({"id": message["id"], "result": {"$fd": 0}, "fds": 2}, fds=[extra])
+            os.close(extra)
+        peer = self.peer(short, max_fds=1)
+
+        async def body():
+            async with await self.connect(peer) as client, await self.connect(peer, fds=False) as without:
+                for caller, params, code in ((client, {"f": [mediator.FD(0), mediator.FD(1)]}, "bad_request"),
+                                             (without, {"f": mediator.FD(0)}, "fds_not_supported"),
+                                             (client, {}, "bad_request")):  # the last: declares 2, gets 1
+                    with self.assertRaises(mediator.MediatorError) as caught:
+                        await caller.call("T", "short", params)
+                    self.assertEqual(caught.exception.code, code)
+                await client.ping()
+        self.run_async(body)
+        self.assertEqual([m.get("action") for m, _ in peer.received].count("short"), 1)
+
+    def test_large_message_is_written_in_pieces_with_its_descriptors_first(self):
+        peer = self.peer(echo_pipes, max_frame=8 << 20)
+
+        async def body():
+            async with await self.connect(peer) as client:
+                pipes = [os.pipe() for _ in range(3)]
+                # Several big frames queued at once: each write takes part of one.
+                results = await asyncio.gather(*(
+                    client.call("T", "big%d" % i, {"pad": "x" * (2 << 20), "w": mediator.FD(w)})
+                    for i, (_, w) in enumerate(pipes)))
+                for i, (r, w) in enumerate(pipes):
+                    os.close(w)
+                    self.assertEqual(read_all(r), b"big%d:0" % i)
+                    os.close(r)
+                for result in results:
+                    result["blob"].close()
+        self.run_async(body)
+
+    def test_service_handlers_receive_and_return_descriptors(self):
+        requests = []
+        peer = self.peer(lambda message, fds, conn: requests.append((message, fds)))
+        service = aio.Service("Files")
+
+        @service.action("async")
+        async def write_async(params, ctx):
+            with params["out"] as out:
+                os.write(out.fileno(), b"async")
+            return {"memo": mediator.FD(mediator.memfd_from_bytes(b"from async"), close=True)}
+
+        @service.action("plain")
+        def write_plain(params, ctx):  # runs in an executor thread
+            with params["out"] as out:
+                os.write(out.fileno(), b"plain")
+            ctx.send_partial(mediator.FD(mediator.memfd_from_bytes(b"partial"), close=True))
+            return {"memo": mediator.FD(mediator.memfd_from_bytes(b"from plain"), close=True)}
+
+        async def body():
+            registered = asyncio.Event()
+            task = asyncio.get_running_loop().create_task(
+                service.run(peer.socket, fds=True, reconnect=False, on_registered=registered.set))
+            await asyncio.wait_for(registered.wait(), 5)
+            for number, action in enumerate(("async", "plain")):
+                r, w = os.pipe()
+                peer.connections[0].send({"id": number, "target": "Files", "action": action, "more": True,
+                                          "params": {"out": {"$fd": 0}}, "fds": 1}, fds=[w])
+                os.close(w)
+                # The handler runs on this loop: read without blocking it.
+                got = await asyncio.get_running_loop().run_in_executor(None, read_all, r)
+                self.assertEqual(got, action.encode())
+                os.close(r)
+            while len(requests) < 3:
+                await asyncio.sleep(0.01)
+            service.stop()
+            await task
+        self.run_async(body)
+        contents = []
+        for message, fds in requests:
+            self.assertEqual((message["fds"], len(fds)), (1, 1))
+            contents.append((message["id"], bytes(mediator.read_memfd(fds[0]))))
+            os.close(fds[0])
+        self.assertEqual(sorted(contents), [(0, b"from async"), (1, b"from plain"), (1, b"partial")])
