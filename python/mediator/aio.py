@@ -25,10 +25,10 @@ import socket as _socket
 import threading
 from typing import Any, AsyncIterator, Callable, Deque, Dict, List, Optional, Tuple
 
-from .client import (DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Event, Hooks, hello_params, pattern_matches, read_hello,
-                     request_message)
+from .client import (DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Event, Hooks, admitted, hello_params, pattern_matches,
+                     read_hello, request_message)
 from .errors import DISCONNECTED, UNREACHABLE, MediatorError, error_from_exception
-from .fds import Incoming, MessageReader, Outgoing, close_all, prepare_frame, receive, refusal, send_first
+from .fds import Incoming, MessageReader, Outgoing, close_all, prepare_frame, receive, send_first
 from .framing import MAX_FRAME, FrameDecoder, kind, local_deadline
 from .paths import socket_path
 from .service import REGISTER_TIMEOUT, STOP_TIMEOUT, CallContext, Responder, ServiceBase, request_key
@@ -228,25 +228,18 @@ class _Link:
                 for handle in incoming.handles:
                     handle.close()
                 continue
-            self._dispatch(incoming)
+            try:
+                self._dispatch(incoming)
+            except BaseException:
+                # As the reading task did: a failure here ends the connection.
+                self.close(MediatorError(DISCONNECTED, "the connection closed"))
+                raise
 
     def _dispatch(self, incoming: Incoming) -> None:
-        message = incoming.message
+        message = admitted(self, incoming)
+        if message is None:
+            return
         what = kind(message)
-        if incoming.problem is not None:
-            # As a malformed frame; but a call or a request it answers or
-            # makes learns why rather than waiting for its timeout.
-            self._reader.decoder.dropped += 1
-            error = refusal(incoming.problem)
-            if what == "request" and self.hooks is not None and message.get("id") is not None:
-                try:
-                    self.send({"id": message["id"], "error": error.to_wire()})
-                except MediatorError:
-                    pass
-                return
-            if what != "response":
-                return
-            message = {"id": message.get("id"), "error": error.to_wire()}
         if what == "response":
             call_id = message.get("id")
             responses = None
@@ -589,6 +582,7 @@ class _Session:
         except Exception as e:
             ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action)))
         finally:
+            ctx.close_received()
             self.tasks.discard(asyncio.current_task())
             key = request_key(ctx.id)
             if ctx.id is not None and self.calls.get(key, (None,))[0] is ctx:

@@ -69,6 +69,28 @@ def read_hello(hello: Any, link: Any) -> Optional[int]:
     return connection if isinstance(connection, int) else None
 
 
+def admitted(link: Any, incoming: Incoming) -> Optional[dict]:
+    """What a link dispatches of `incoming`: the message; or, when its
+    descriptors were refused (closed already), nothing, as for a malformed
+    frame, except that a call it answers gets `bad_request` in its place
+    and a request it makes is answered `bad_request` here, rather than
+    either waiting for its timeout."""
+    message = incoming.message
+    if incoming.problem is None:
+        return message
+    link._reader.decoder.dropped += 1
+    error = refusal(incoming.problem)
+    what = kind(message)
+    if what == "response":
+        return {"id": message.get("id"), "error": error.to_wire()}
+    if what == "request" and link.hooks is not None and message.get("id") is not None:
+        try:
+            link.send({"id": message["id"], "error": error.to_wire()})
+        except MediatorError:
+            pass
+    return None
+
+
 class Hooks(NamedTuple):
     """What a service does with the requests and control events it receives
     (called on the reader thread; must not block)."""
@@ -198,22 +220,10 @@ class _Link:
             self.sock.close()
 
     def _dispatch(self, incoming: Incoming) -> None:
-        message = incoming.message
+        message = admitted(self, incoming)
+        if message is None:
+            return
         what = kind(message)
-        if incoming.problem is not None:
-            # As a malformed frame; but a call or a request it answers or
-            # makes learns why rather than waiting for its timeout.
-            self._reader.decoder.dropped += 1
-            error = refusal(incoming.problem)
-            if what == "request" and self.hooks is not None and message.get("id") is not None:
-                try:
-                    self.send({"id": message["id"], "error": error.to_wire()})
-                except MediatorError:
-                    pass
-                return
-            if what != "response":
-                return
-            message = {"id": message.get("id"), "error": error.to_wire()}
         if what == "response":
             call_id = message.get("id")
             responses = None

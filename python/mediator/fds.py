@@ -212,6 +212,33 @@ def prepare_frame(message: dict, max_frame: Optional[int], max_fds: Optional[int
                 _close_source(marker.source)
 
 
+def _walk(value: Any):
+    """Every FD and ReceivedFD inside `value` (dicts, lists, tuples)."""
+    if isinstance(value, (FD, ReceivedFD)):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _walk(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _walk(item)
+
+
+def discard(value: Any) -> None:
+    """For a result that will not be sent: closes the sources of its
+    `FD(..., close=True)` markers, which were handed to the package."""
+    for marker in _walk(value):
+        if isinstance(marker, FD) and marker.close:
+            _close_source(marker.source)
+
+
+def close_received(value: Any) -> None:
+    """Closes every ReceivedFD inside `value` that is still open."""
+    for handle in _walk(value):
+        if isinstance(handle, ReceivedFD):
+            handle.close()
+
+
 def check_json(message: dict) -> None:
     """Raises TypeError or ValueError unless `message` is JSON once its
     FD markers are replaced (what `prepare_frame` will send)."""

@@ -5,7 +5,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from .client import DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Client, Hooks
 from .errors import DISCONNECTED, FAILED, MediatorError, error_from_exception
-from .fds import check_json
+from .fds import check_json, close_received, discard
 from .tracing import TraceContext, use
 
 #: How long `run()` lets calls in flight finish after `mediator.stop` or `stop()`.
@@ -35,19 +35,20 @@ class Responder:
                 self._state = "suppressed"
 
     def partial(self, value: Any) -> None:
-        if not self.more or self.id is None:
-            return
         with self._lock:
-            if self._state != "open":
-                return
+            dropped = not self.more or self.id is None or self._state != "open"
+        if dropped:
+            discard(value)
+            return
         self._deliver({"id": self.id, "result": value, "continues": True}, final=False)
 
     def finish(self, result: Any = None, error: Optional[MediatorError] = None) -> None:
         with self._lock:
-            if self._state != "open":
-                return
-            self._state = "finished"
-        if self.id is None:
+            dropped = self._state != "open" or self.id is None
+            if self._state == "open":
+                self._state = "finished"
+        if dropped:
+            discard(result)
             return
         if error is not None:
             self._deliver({"id": self.id, "error": error.to_wire()}, final=True)
@@ -60,9 +61,10 @@ class Responder:
         # gets an error instead, and the call is over.
         try:
             check_json(message)
-            self._send(message)
+            self._send(message)  # which closes the FD(..., close=True) sources, sent or not
             return
         except (TypeError, ValueError) as e:
+            discard(message.get("result"))
             error = MediatorError(FAILED, "the result is not JSON: %s" % e)
         except MediatorError as e:
             if e.code not in UNSENDABLE:
@@ -107,6 +109,13 @@ class CallContext:
         #: Set when the daemon cancels the call (its answer is then not sent).
         self.cancelled = threading.Event()
         self._responder = responder
+        self._received = params  # as it came, for closing its descriptors when the handler is done
+
+    def close_received(self) -> None:
+        """Closes the descriptors that came in the params (ReceivedFD) and
+        that the handler neither closed nor detached: called when the
+        handler is done, so that a service does not leak them."""
+        close_received(self._received)
 
     def send_partial(self, value: Any) -> None:
         """A non-final result; sent only when the request had `more` and an id."""
@@ -221,6 +230,7 @@ class _Session:
         except BaseException as e:  # a handler's failure must not kill the service
             ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action)))
         finally:
+            ctx.close_received()
             with self.lock:
                 self.running -= 1
                 if ctx.id is not None and self.calls.get(request_key(ctx.id)) is ctx:

@@ -477,3 +477,55 @@ class AioTests(LeakCheckedTest):
             contents.append((message["id"], bytes(mediator.read_memfd(fds[0]))))
             os.close(fds[0])
         self.assertEqual(sorted(contents), [(0, b"from async"), (1, b"from plain"), (1, b"partial")])
+
+
+class ServiceOwnershipTests(LeakCheckedTest):
+    def test_unsent_results_close_what_they_were_handed(self):
+        for request_id, more, suppress in ((None, False, False), (5, True, True)):
+            sent = []
+            responder = mediator.service.Responder(request_id, more, sent.append)
+            if suppress:
+                responder.suppress()  # the call was cancelled
+            responder.partial(mediator.FD(mediator.memfd_from_bytes(b"p"), close=True))
+            responder.finish(result={"f": mediator.FD(mediator.memfd_from_bytes(b"f"), close=True)})
+            self.assertEqual(sent, [])
+        sent = []
+        responder = mediator.service.Responder(6, False, sent.append)
+        responder.finish(result=[mediator.FD(mediator.memfd_from_bytes(b"f"), close=True), object()])
+        self.assertEqual(sent[0]["error"]["code"], "failed")
+
+    def test_descriptors_a_handler_leaves_open_are_closed_when_it_returns(self):
+        answers = []
+        peer = self.peer(lambda message, fds, conn: answers.append(message))
+        service = mediator.Service("Keeps")
+        kept = []
+
+        @service.action("ignore")
+        def ignore(params, ctx):
+            return "ignored"  # params["f"] is left open
+
+        @service.action("keep")
+        def keep(params, ctx):
+            kept.append(params["f"].detach())
+            return "kept"
+        thread = threading.Thread(target=service.run, kwargs={"socket": peer.socket, "fds": True,
+                                                             "reconnect": False}, daemon=True)
+        thread.start()
+        self.addCleanup(thread.join, 10)
+        self.addCleanup(service.stop)
+        self.assertTrue(wait_until(lambda: peer.connections and any(
+            m.get("action") == "register" for m, _ in peer.received), 5))
+        for number, action in enumerate(("ignore", "keep", "missing")):
+            r, w = os.pipe()
+            peer.connections[0].send({"id": number, "target": "Keeps", "action": action,
+                                      "params": {"f": {"$fd": 0}}, "fds": 1}, fds=[w])
+            os.close(w)
+            self.assertTrue(wait_until(lambda: len(answers) > number, 5))
+            if action == "keep":
+                select.select([r], [], [], 0.2)  # the handler's copy stays open: no EOF
+                self.assertEqual(select.select([r], [], [], 0)[0], [])
+                os.close(kept.pop())
+            self.assertEqual(read_all(r), b"")
+            os.close(r)
+        self.assertEqual([a.get("result", a.get("error", {}).get("code")) for a in answers],
+                         ["ignored", "kept", "action_not_found"])
