@@ -92,6 +92,13 @@ class UnitTests(LeakCheckedTest):
         finally:
             fdmod.close_all(frame.fds)
 
+    def test_a_received_descriptor_is_sent_as_it_is(self):
+        with mediator.ReceivedFD(os.open("/dev/null", os.O_RDONLY)) as handle:
+            frame = fdmod.prepare_frame({"id": 1, "result": [handle]}, None, 4, True)
+            fdmod.close_all(frame.fds)
+            self.assertEqual(frame.data, b'{"id":1,"result":[{"$fd":0}],"fds":1}\n')
+            self.assertFalse(handle.closed)
+
     def test_refusals_before_writing(self):
         r, w = os.pipe()
         self.addCleanup(os.close, r)
