@@ -25,8 +25,8 @@ import socket as _socket
 import threading
 from typing import Any, AsyncIterator, Callable, Deque, Dict, List, Optional, Tuple
 
-from .client import (DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Event, Hooks, admitted, hello_params, pattern_matches,
-                     read_hello, request_message)
+from .client import (DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Event, Hooks, admitted, drop_unread, hello_params,
+                     pattern_matches, read_hello, request_message)
 from .errors import DISCONNECTED, UNREACHABLE, MediatorError, error_from_exception
 from .fds import Incoming, MessageReader, Outgoing, close_all, prepare_frame, receive, send_first
 from .framing import MAX_FRAME, FrameDecoder, kind, local_deadline
@@ -447,6 +447,7 @@ class Client:
         finally:
             if not done:
                 link.cancel(call_id)
+                drop_unread(responses)
 
     async def send(self, target: str, action: str, params: Any = None, trace: Optional[TraceContext] = None) -> None:
         trace = outgoing(trace)

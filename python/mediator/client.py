@@ -1,5 +1,6 @@
 """The synchronous client: a socket, a reader thread, and calls matched to
 their responses by id. Every method may be called from any thread."""
+import asyncio
 import queue
 import socket as _socket
 import threading
@@ -7,7 +8,8 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional
 
 from .errors import DISCONNECTED, UNREACHABLE, MediatorError
-from .fds import KERNEL_MAX_FDS, Incoming, MessageReader, close_all, prepare_frame, receive, refusal, send_frame
+from .fds import (KERNEL_MAX_FDS, Incoming, MessageReader, close_all, close_received, prepare_frame, receive, refusal,
+                  send_frame)
 from .framing import MAX_FRAME, FrameDecoder, kind, local_deadline, timeout_ms
 from .paths import socket_path
 from .tracing import TraceContext, outgoing
@@ -67,6 +69,18 @@ def read_hello(hello: Any, link: Any) -> Optional[int]:
         link.max_fds = min(max_fds, KERNEL_MAX_FDS)  # the kernel takes no more with one sendmsg
     connection = hello.get("connection")
     return connection if isinstance(connection, int) else None
+
+
+def drop_unread(responses: Any) -> None:
+    """Closes the descriptors of the responses a caller gave up before
+    reading (a queue.Queue or an asyncio.Queue): nobody else could."""
+    while True:
+        try:
+            kind_, value = responses.get_nowait()
+        except (queue.Empty, asyncio.QueueEmpty):
+            return
+        if kind_ != "error":
+            close_received(value)
 
 
 def admitted(link: Any, incoming: Incoming) -> Optional[dict]:
@@ -345,6 +359,7 @@ class Stream:
         if not self._done:
             self._done = True
             self._link.cancel(self._id)
+            drop_unread(self._responses)
 
     def __enter__(self) -> "Stream":
         return self

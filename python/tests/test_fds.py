@@ -11,7 +11,7 @@ import threading
 import unittest
 import warnings
 
-from support import FdPeer, open_fds, wait_until
+from support import DaemonTestCase, FdPeer, open_fds, wait_until
 
 import mediator
 from mediator import aio, fds as fdmod
@@ -72,6 +72,17 @@ def echo_pipes(message, fds, conn):
                       fds=[memfd])
         conn.send({"id": message["id"], "result": {"got": len(fds), "blob": {"$fd": 0}}, "fds": 1}, fds=[memfd])
     finally:
+        os.close(memfd)
+
+
+def three_memfds(message, fds, conn):
+    """Two partial results and the final one, each a memfd."""
+    for last in (False, False, True):
+        memfd = mediator.memfd_from_bytes(b"x")
+        reply = {"id": message["id"], "result": {"$fd": 0}, "fds": 1}
+        if not last:
+            reply["continues"] = True
+        conn.send(reply, fds=[memfd])
         os.close(memfd)
 
 
@@ -268,6 +279,15 @@ class SyncTests(LeakCheckedTest):
             with handle:
                 self.assertEqual(bytes(mediator.read_memfd(handle)), b"blob of s")
 
+    def test_a_stream_closed_early_closes_what_it_did_not_read(self):
+        client = self.client(self.peer(three_memfds))
+        stream = client.stream("T", "s")
+        next(stream).close()
+        self.assertTrue(wait_until(lambda: stream._responses.qsize() == 2, 5))
+        unread = open_fds()
+        stream.close()
+        self.assertEqual(open_fds(), unread - 2)  # at once, not when the stream is collected
+
     def test_too_many_or_unsupported_raise_before_writing(self):
         peer = self.peer(echo_pipes, max_fds=2)
         client = self.client(peer)
@@ -404,6 +424,27 @@ class AioTests(LeakCheckedTest):
         message = next(m for m, _ in peer.received if m.get("action") == "a")
         self.assertEqual((message["fds"], message["params"]), (1, {"w": {"$fd": 0}}))
 
+    def test_a_stream_closed_early_closes_what_it_did_not_read(self):
+        peer = self.peer(three_memfds)
+
+        async def body():
+            async with await self.connect(peer) as client:
+                stream = client.stream("T", "s")
+                async for first in stream:
+                    first.close()
+                    break
+                # The other two arrive while nobody reads; closing the stream closes them.
+                read = open_fds()
+                for _ in range(500):  # bounded: 5 s
+                    if open_fds() >= read + 2:
+                        break
+                    await asyncio.sleep(0.01)
+                unread = open_fds()
+                self.assertEqual(unread, read + 2)
+                await stream.aclose()
+                self.assertEqual(open_fds(), unread - 2)
+        self.run_async(body)
+
     def test_refusals_and_mismatches(self):
         def short(message, fds, conn):
             extra = os.open("/dev/null", os.O_RDONLY)
@@ -536,3 +577,23 @@ class ServiceOwnershipTests(LeakCheckedTest):
             os.close(r)
         self.assertEqual([a.get("result", a.get("error", {}).get("code")) for a in answers],
                          ["ignored", "kept", "action_not_found"])
+
+
+class TodaysDaemonTests(DaemonTestCase):
+    """mediatord does not implement section 8 yet: `fds: true` in hello is
+    an unknown member it ignores, and its result has no `max_fds`."""
+
+    def test_fds_true_is_harmless_and_sending_raises_before_writing(self):
+        client = self.connect(fds=True)
+        client.ping()
+        with self.assertRaises(mediator.MediatorError) as caught:
+            client.call("Anything", "a", {"f": mediator.FD(0)})
+        self.assertEqual((caught.exception.code, caught.exception.delivered),
+                         ("fds_not_supported", mediator.CallDelivery.NO))
+        client.ping()
+
+    def test_a_service_with_fds_serves_plain_calls(self):
+        service = mediator.Service("FdReady")
+        service.action("echo")(lambda params, ctx: params)
+        self.serve(service, fds=True)
+        self.assertEqual(self.connect().call("FdReady", "echo", {"x": 1}), {"x": 1})
