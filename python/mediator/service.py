@@ -65,7 +65,8 @@ class Responder:
             return
         except (TypeError, ValueError) as e:
             discard(message.get("result"))
-            error = MediatorError(FAILED, "the result is not JSON: %s" % e)
+            # Not JSON, or an FD marker whose descriptor is not open.
+            error = MediatorError(FAILED, "the result cannot be sent: %s" % e)
         except MediatorError as e:
             if e.code not in UNSENDABLE:
                 return  # the connection is gone: nobody to answer

@@ -543,6 +543,18 @@ class ServiceOwnershipTests(LeakCheckedTest):
         responder = mediator.service.Responder(6, False, sent.append)
         responder.finish(result=[mediator.FD(mediator.memfd_from_bytes(b"f"), close=True), object()])
         self.assertEqual(sent[0]["error"]["code"], "failed")
+        # A marker whose descriptor is not open: the link refuses it before writing.
+        closed = os.dup(0)
+        os.close(closed)
+        sent = []
+
+        def link_send(message):
+            frame = fdmod.prepare_frame(message, None, 4, True)
+            fdmod.close_all(frame.fds)
+            sent.append(message)
+        mediator.service.Responder(7, False, link_send).finish(result={"f": mediator.FD(closed)})
+        self.assertEqual(sent[0]["error"]["code"], "failed")
+        self.assertIn("not an open descriptor", sent[0]["error"]["message"])
 
     def test_descriptors_a_handler_leaves_open_are_closed_when_it_returns(self):
         answers = []
