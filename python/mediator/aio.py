@@ -17,15 +17,19 @@ Service handlers may be `async def` (cancelled as a task on
 `ctx.cancelled`). `ctx.client` is the asyncio client.
 """
 import asyncio
+import collections
 import contextvars
 import functools
 import inspect
+import socket as _socket
 import threading
-from typing import Any, AsyncIterator, Callable, Dict, List, Optional
+from typing import Any, AsyncIterator, Callable, Deque, Dict, List, Optional, Tuple
 
-from .client import DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Event, Hooks, pattern_matches, request_message
+from .client import (DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Event, Hooks, admitted, drop_unread, hello_params,
+                     pattern_matches, read_hello, request_message)
 from .errors import DISCONNECTED, UNREACHABLE, MediatorError, error_from_exception
-from .framing import MAX_FRAME, FrameDecoder, check_size, encode, kind, local_deadline
+from .fds import Incoming, MessageReader, Outgoing, close_all, prepare_frame, receive, send_first
+from .framing import MAX_FRAME, FrameDecoder, kind, local_deadline
 from .paths import socket_path
 from .service import REGISTER_TIMEOUT, STOP_TIMEOUT, CallContext, Responder, ServiceBase, request_key
 from .tracing import TraceContext, outgoing, use
@@ -33,44 +37,121 @@ from .tracing import TraceContext, outgoing, use
 __all__ = ["CallContext", "Client", "Event", "MediatorError", "Service", "Subscription", "connect"]
 
 
-class _Link:
-    """One connection: the writer, the calls in flight by id, the reader task."""
+#: Above this many bytes waiting to be written, `drain()` waits until the
+#: socket took all but LOW_WATER of them (asyncio's own stream defaults).
+HIGH_WATER = 64 * 1024
+LOW_WATER = HIGH_WATER // 4
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 on_event: Callable[[Event], None], on_closed: Callable[["_Link"], None], max_frame: int):
-        self.reader, self.writer = reader, writer
+
+class _Link:
+    """One connection: the writer, the calls in flight by id, the reader.
+
+    It drives its non-blocking socket itself (add_reader/add_writer) rather
+    than through asyncio streams, which cannot pass descriptors: each read
+    is a recvmsg, and a frame's descriptors go with its first byte."""
+
+    def __init__(self, sock: _socket.socket, on_event: Callable[[Event], None],
+                 on_closed: Callable[["_Link"], None], max_frame: int, fds: bool = False):
+        self.sock = sock
         self.peer_max_frame: Optional[int] = None
+        #: Whether this connection said `fds: true`, and the daemon's `max_fds` (None: it takes none).
+        self.fds = fds
+        self.max_fds: Optional[int] = None
         self.hooks: Optional[Hooks] = None
         self.closed: Optional[MediatorError] = None
         self._on_event, self._on_closed = on_event, on_closed
-        self._decoder = FrameDecoder(max_frame)
+        self._reader = MessageReader(FrameDecoder(max_frame), accept=fds)
         self._pending: Dict[int, asyncio.Queue] = {}
         self._next_id = 1
         self._loop = asyncio.get_running_loop()
         self._thread = threading.get_ident()
-        self._task = self._loop.create_task(self._read())
+        self._fileno = sock.fileno()
+        self._outbox: Deque[List[Any]] = collections.deque()  # [the frame's unsent bytes, its descriptors]
+        self._buffered = 0
+        self._writing = False  # waiting for the socket to be writable
+        self._unsent = False   # closed with bytes not written
+        self._waiters: List[Tuple[int, asyncio.Future]] = []  # (at most this many bytes buffered, future)
+        self._loop.add_reader(self._fileno, self._on_readable)
 
     def send(self, message: dict) -> None:
-        """Queues a frame; safe from other threads (sync handlers)."""
-        frame = encode(message)
-        check_size(frame, self.peer_max_frame)
+        """Queues a frame (with the descriptors its FD markers name); safe
+        from other threads (sync handlers)."""
+        frame = prepare_frame(message, self.peer_max_frame, self.max_fds, self.fds)
         if self.closed is not None:
+            close_all(frame.fds)
             raise self.closed
         if threading.get_ident() == self._thread:
-            self.writer.write(frame)
-        else:
+            self._write(frame)
+            return
+        try:
             self._loop.call_soon_threadsafe(self._write, frame)
+        except RuntimeError:  # the loop is closed
+            close_all(frame.fds)
+            raise MediatorError(DISCONNECTED, "the event loop is closed") from None
 
-    def _write(self, frame: bytes) -> None:
-        if self.closed is None:
-            self.writer.write(frame)
+    def _write(self, frame: Outgoing) -> None:
+        if self.closed is not None:
+            close_all(frame.fds)
+            return
+        self._outbox.append([memoryview(frame.data), frame.fds])
+        self._buffered += len(frame.data)
+        if not self._writing:
+            self._flush()
+
+    def _flush(self) -> None:
+        try:
+            while self._outbox:
+                entry = self._outbox[0]
+                sent = send_first(self.sock, Outgoing(entry[0], entry[1]))
+                if entry[1]:
+                    close_all(entry[1])  # they went with the first byte; the peer has its own copies
+                    entry[1] = []
+                self._buffered -= sent
+                if sent < len(entry[0]):
+                    entry[0] = entry[0][sent:]
+                else:
+                    self._outbox.popleft()
+        except (BlockingIOError, InterruptedError):
+            if not self._writing:
+                self._loop.add_writer(self._fileno, self._flush)
+                self._writing = True
+        except OSError as e:
+            self.close(MediatorError(DISCONNECTED, "cannot send: %s" % e))
+            return
+        else:
+            if self._writing:
+                self._loop.remove_writer(self._fileno)
+                self._writing = False
+        self._wake_waiters()
+
+    def _wake_waiters(self) -> None:
+        waiting, self._waiters = self._waiters, []
+        for limit, future in waiting:
+            if self.closed is not None or self._buffered <= limit:
+                if not future.done():
+                    future.set_result(None)
+            else:
+                self._waiters.append((limit, future))
+
+    async def _buffered_at_most(self, limit: int) -> None:
+        if self.closed is None and self._buffered > limit:
+            future = self._loop.create_future()
+            self._waiters.append((limit, future))
+            await future
 
     async def drain(self) -> None:
+        """Waits while much is still to be written (flow control)."""
+        if self._buffered > HIGH_WATER:
+            await self._buffered_at_most(LOW_WATER)
+        if self.closed is not None and self._unsent:
+            raise self.closed
+
+    async def flushed(self, timeout: float) -> None:
+        """Waits (bounded) until everything queued is written."""
         try:
-            await self.writer.drain()
-        except (ConnectionError, OSError):
-            self.close(MediatorError(DISCONNECTED, "the connection closed"))
-            raise self.closed from None
+            await asyncio.wait_for(self._buffered_at_most(0), timeout)
+        except asyncio.TimeoutError:
+            pass
 
     def start_call(self, target: str, action: str, params: Any, timeout: Optional[float], more: bool = False,
                    trace: Optional[TraceContext] = None):
@@ -111,41 +192,66 @@ class _Link:
         if self.closed is not None:
             return
         self.closed = error
+        self._unsent = bool(self._outbox)
         pending, self._pending = list(self._pending.values()), {}
         for responses in pending:
             responses.put_nowait(("error", error))
-        self.writer.close()
-        if asyncio.current_task() is not self._task:
-            self._task.cancel()
+        self._loop.remove_reader(self._fileno)
+        if self._writing:
+            self._loop.remove_writer(self._fileno)
+            self._writing = False
+        for _, fds in self._outbox:
+            close_all(fds)
+        self._outbox.clear()
+        self._buffered = 0
+        self._wake_waiters()
+        self._reader.close()
+        self.sock.close()
         if self.hooks is not None:
             self.hooks.closed()
         self._on_closed(self)
 
-    async def _read(self) -> None:
+    def _on_readable(self) -> None:
         try:
-            while True:
-                data = await self.reader.read(65536)
-                if not data:
-                    break
-                for message in self._decoder.feed(data):
-                    self._dispatch(message)
-        except (ConnectionError, OSError):
-            pass
-        finally:
+            received = receive(self.sock, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
             self.close(MediatorError(DISCONNECTED, "the connection closed"))
+            return
+        if not received.data:
+            close_all(received.fds)
+            self.close(MediatorError(DISCONNECTED, "the connection closed"))
+            return
+        for incoming in self._reader.feed(received):
+            if self.closed is not None:  # a handler closed it: nobody takes the rest
+                for handle in incoming.handles:
+                    handle.close()
+                continue
+            try:
+                self._dispatch(incoming)
+            except BaseException:
+                # As the reading task did: a failure here ends the connection.
+                self.close(MediatorError(DISCONNECTED, "the connection closed"))
+                raise
 
-    def _dispatch(self, message: dict) -> None:
+    def _dispatch(self, incoming: Incoming) -> None:
+        message = admitted(self, incoming)
+        if message is None:
+            return
         what = kind(message)
         if what == "response":
             call_id = message.get("id")
-            if not isinstance(call_id, int) or isinstance(call_id, bool):
-                return
-            continues = message.get("continues") is True
-            responses = self._pending.get(call_id)
+            responses = None
+            if isinstance(call_id, int) and not isinstance(call_id, bool):  # else "id": null or not ours
+                continues = message.get("continues") is True and "error" not in message
+                responses = self._pending.get(call_id)
+                if responses is not None and not continues:
+                    del self._pending[call_id]
             if responses is None:
+                for handle in incoming.handles:  # late, cancelled, or unknown
+                    handle.close()
                 return
-            if not continues:
-                del self._pending[call_id]
             if "error" in message:
                 responses.put_nowait(("error", MediatorError.from_wire(message["error"])))
             else:
@@ -153,6 +259,9 @@ class _Link:
         elif what == "request":
             if self.hooks is not None:
                 self.hooks.request(message)
+            else:
+                for handle in incoming.handles:
+                    handle.close()
         elif what == "event":
             name, data = message.get("event"), message.get("data")
             if not isinstance(name, str):
@@ -221,9 +330,11 @@ class Client:
 
     def __init__(self, socket: Optional[str] = None, name: Optional[str] = None,
                  timeout: Optional[float] = None, reconnect: bool = False, user: bool = False,
-                 max_frame: int = MAX_FRAME, _hooks: Optional[Hooks] = None):
+                 max_frame: int = MAX_FRAME, fds: bool = False, _hooks: Optional[Hooks] = None):
         self.socket_path = socket_path(socket, user=user)
         self.name, self.timeout, self.reconnect, self.max_frame = name, timeout, reconnect, max_frame
+        #: Whether `hello` says `fds: true` (see `mediator.FD`).
+        self.fds = fds
         self.connection_id: Optional[int] = None
         self._hooks = _hooks
         self._link: Optional[_Link] = None
@@ -233,17 +344,20 @@ class Client:
         self._retry_task: Optional[asyncio.Task] = None
 
     async def _open(self) -> _Link:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        sock.setblocking(False)
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_unix_connection(self.socket_path),
-                self.timeout or 10.0)
+            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, self.socket_path),
+                                   self.timeout or 10.0)
         except (OSError, asyncio.TimeoutError) as e:
+            sock.close()
             raise MediatorError(UNREACHABLE, "cannot connect to %s: %s" % (self.socket_path, e or "timed out")) from None
-        link = _Link(reader, writer, self._deliver_event, self._link_closed, self.max_frame)
+        except BaseException:
+            sock.close()
+            raise
+        link = _Link(sock, self._deliver_event, self._link_closed, self.max_frame, self.fds)
         link.hooks = self._hooks
-        params: Dict[str, Any] = {"protocol": 1}
-        if self.name is not None:
-            params["name"] = self.name
+        params = hello_params(self.name, self.fds)
         try:
             hello = await self._call_on(link, DAEMON, "hello", params, self.timeout or 10.0)
         except MediatorError as e:
@@ -252,11 +366,7 @@ class Client:
                 raise MediatorError(UNREACHABLE, "cannot connect to %s: the daemon closed the connection"
                                     % self.socket_path) from None
             raise
-        if isinstance(hello, dict):
-            if isinstance(hello.get("max_frame"), int):
-                link.peer_max_frame = hello["max_frame"]
-            if isinstance(hello.get("connection"), int):
-                self.connection_id = hello["connection"]
+        self.connection_id = read_hello(hello, link)
         return link
 
     async def _current(self) -> _Link:
@@ -337,6 +447,7 @@ class Client:
         finally:
             if not done:
                 link.cancel(call_id)
+                drop_unread(responses)
 
     async def send(self, target: str, action: str, params: Any = None, trace: Optional[TraceContext] = None) -> None:
         trace = outgoing(trace)
@@ -403,11 +514,8 @@ class Client:
             subscription._end()
         link = self._link
         if link is not None:
+            await link.flushed(2.0)  # what was sent goes out first, as a stream writer's close does
             link.close(MediatorError(DISCONNECTED, "the client is closed"))
-            try:
-                await asyncio.wait_for(link.writer.wait_closed(), 2.0)
-            except (OSError, asyncio.TimeoutError):
-                pass
 
     @property
     def is_connected(self) -> bool:
@@ -422,9 +530,10 @@ class Client:
 
 
 async def connect(socket: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None,
-                  reconnect: bool = False, user: bool = False) -> Client:
-    """Connects and says `hello`; raises MediatorError `unreachable` without a daemon."""
-    client = Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user)
+                  reconnect: bool = False, user: bool = False, fds: bool = False) -> Client:
+    """Connects and says `hello` (with `fds: true` with `fds=True`); raises
+    MediatorError `unreachable` without a daemon."""
+    client = Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user, fds=fds)
     await client._current()
     return client
 
@@ -474,6 +583,7 @@ class _Session:
         except Exception as e:
             ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action)))
         finally:
+            ctx.close_received()
             self.tasks.discard(asyncio.current_task())
             key = request_key(ctx.id)
             if ctx.id is not None and self.calls.get(key, (None,))[0] is ctx:
@@ -540,8 +650,8 @@ class Service(ServiceBase):
             pass
 
     async def run(self, socket: Optional[str] = None, name: Optional[str] = None, reconnect: bool = True,
-                  user: bool = False, on_registered: Optional[Callable[[], Any]] = None) -> None:
-        """As `mediator.Service.run`; `on_registered` may be a coroutine function."""
+                  user: bool = False, on_registered: Optional[Callable[[], Any]] = None, fds: bool = False) -> None:
+        """As `mediator.Service.run` (`fds` included); `on_registered` may be a coroutine function."""
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._wake = asyncio.Event()
@@ -552,7 +662,7 @@ class Service(ServiceBase):
             while not self._stopping:
                 session = _Session(self)
                 self._session = session
-                client = Client(socket=socket, name=name, user=user, _hooks=session.hooks)
+                client = Client(socket=socket, name=name, user=user, fds=fds, _hooks=session.hooks)
                 session.client = client
                 try:
                     await client._current()

@@ -1,5 +1,6 @@
 """The synchronous client: a socket, a reader thread, and calls matched to
 their responses by id. Every method may be called from any thread."""
+import asyncio
 import queue
 import socket as _socket
 import threading
@@ -7,7 +8,9 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional
 
 from .errors import DISCONNECTED, UNREACHABLE, MediatorError
-from .framing import MAX_FRAME, FrameDecoder, check_size, encode, kind, local_deadline, timeout_ms
+from .fds import (KERNEL_MAX_FDS, Incoming, MessageReader, close_all, close_received, prepare_frame, receive, refusal,
+                  send_frame)
+from .framing import MAX_FRAME, FrameDecoder, kind, local_deadline, timeout_ms
 from .paths import socket_path
 from .tracing import TraceContext, outgoing
 
@@ -46,6 +49,62 @@ def request_message(target: str, action: str, params: Any, id: Optional[int] = N
     return message
 
 
+def hello_params(name: Optional[str], fds: bool) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"protocol": 1}
+    if name is not None:
+        params["name"] = name
+    if fds:
+        params["fds"] = True
+    return params
+
+
+def read_hello(hello: Any, link: Any) -> Optional[int]:
+    """Sets the link's limits from the `hello` result; returns the connection's number."""
+    if not isinstance(hello, dict):
+        return None
+    if isinstance(hello.get("max_frame"), int):
+        link.peer_max_frame = hello["max_frame"]
+    max_fds = hello.get("max_fds")
+    if link.fds and isinstance(max_fds, int) and not isinstance(max_fds, bool) and max_fds >= 1:
+        link.max_fds = min(max_fds, KERNEL_MAX_FDS)  # the kernel takes no more with one sendmsg
+    connection = hello.get("connection")
+    return connection if isinstance(connection, int) else None
+
+
+def drop_unread(responses: Any) -> None:
+    """Closes the descriptors of the responses a caller gave up before
+    reading (a queue.Queue or an asyncio.Queue): nobody else could."""
+    while True:
+        try:
+            kind_, value = responses.get_nowait()
+        except (queue.Empty, asyncio.QueueEmpty):
+            return
+        if kind_ != "error":
+            close_received(value)
+
+
+def admitted(link: Any, incoming: Incoming) -> Optional[dict]:
+    """What a link dispatches of `incoming`: the message; or, when its
+    descriptors were refused (closed already), nothing, as for a malformed
+    frame, except that a call it answers gets `bad_request` in its place
+    and a request it makes is answered `bad_request` here, rather than
+    either waiting for its timeout."""
+    message = incoming.message
+    if incoming.problem is None:
+        return message
+    link._reader.decoder.dropped += 1
+    error = refusal(incoming.problem)
+    what = kind(message)
+    if what == "response":
+        return {"id": message.get("id"), "error": error.to_wire()}
+    if what == "request" and link.hooks is not None and message.get("id") is not None:
+        try:
+            link.send({"id": message["id"], "error": error.to_wire()})
+        except MediatorError:
+            pass
+    return None
+
+
 class Hooks(NamedTuple):
     """What a service does with the requests and control events it receives
     (called on the reader thread; must not block)."""
@@ -59,13 +118,16 @@ class _Link:
     """One connection: the writer, the table of calls in flight, the reader thread."""
 
     def __init__(self, sock: _socket.socket, on_event: Callable[[Event], None],
-                 on_closed: Callable[["_Link"], None], max_frame: int):
+                 on_closed: Callable[["_Link"], None], max_frame: int, fds: bool = False):
         self.sock = sock
         self.peer_max_frame: Optional[int] = None
+        #: Whether this connection said `fds: true`, and the daemon's `max_fds` (None: it takes none).
+        self.fds = fds
+        self.max_fds: Optional[int] = None
         self.hooks: Optional[Hooks] = None
         self._on_event = on_event
         self._on_closed = on_closed
-        self._decoder = FrameDecoder(max_frame)
+        self._reader = MessageReader(FrameDecoder(max_frame), accept=fds)
         self._write_lock = threading.Lock()
         self._lock = threading.Lock()
         self._pending: Dict[int, "queue.Queue"] = {}
@@ -77,17 +139,20 @@ class _Link:
         self._thread.start()
 
     def send(self, message: dict) -> None:
-        frame = encode(message)
-        check_size(frame, self.peer_max_frame)
-        with self._write_lock:
-            if self.closed is not None:
-                raise self.closed
-            try:
-                self.sock.sendall(frame)
-            except OSError as e:
-                error = MediatorError(DISCONNECTED, "cannot send: %s" % e)
-                self.close(error)
-                raise error from None
+        """Writes `message`, with the descriptors its FD markers name (fds.py)."""
+        frame = prepare_frame(message, self.peer_max_frame, self.max_fds, self.fds)
+        try:
+            with self._write_lock:
+                if self.closed is not None:
+                    raise self.closed
+                try:
+                    send_frame(self.sock, frame)
+                except OSError as e:
+                    error = MediatorError(DISCONNECTED, "cannot send: %s" % e)
+                    self.close(error)
+                    raise error from None
+        finally:
+            close_all(frame.fds)  # the peer has its own copies now
 
     def start_call(self, target: str, action: str, params: Any, timeout: Optional[float],
                    more: bool = False, trace: Optional[TraceContext] = None):
@@ -155,30 +220,37 @@ class _Link:
         try:
             while True:
                 try:
-                    data = self.sock.recv(65536)
+                    received = receive(self.sock, 65536)
                 except OSError:
-                    data = b""
-                if not data:
                     break
-                for message in self._decoder.feed(data):
-                    self._dispatch(message)
+                if not received.data:
+                    close_all(received.fds)
+                    break
+                for incoming in self._reader.feed(received):
+                    self._dispatch(incoming)
         finally:
+            self._reader.close()
             self.close(MediatorError(DISCONNECTED, "the connection closed"))
             self.sock.close()
 
-    def _dispatch(self, message: dict) -> None:
+    def _dispatch(self, incoming: Incoming) -> None:
+        message = admitted(self, incoming)
+        if message is None:
+            return
         what = kind(message)
         if what == "response":
             call_id = message.get("id")
-            if not isinstance(call_id, int) or isinstance(call_id, bool):
-                return  # "id": null (our bad frame) or not ours
-            continues = message.get("continues") is True
-            with self._lock:
-                responses = self._pending.get(call_id)
-                if responses is not None and not continues:
-                    del self._pending[call_id]
+            responses = None
+            if isinstance(call_id, int) and not isinstance(call_id, bool):  # else "id": null or not ours
+                continues = message.get("continues") is True and "error" not in message
+                with self._lock:
+                    responses = self._pending.get(call_id)
+                    if responses is not None and not continues:
+                        del self._pending[call_id]
             if responses is None:
-                return  # late, cancelled, or unknown
+                for handle in incoming.handles:  # late, cancelled, or unknown
+                    handle.close()
+                return
             if "error" in message:
                 responses.put(("error", MediatorError.from_wire(message["error"])))
             else:
@@ -186,6 +258,9 @@ class _Link:
         elif what == "request":
             if self.hooks is not None:
                 self.hooks.request(message)
+            else:
+                for handle in incoming.handles:
+                    handle.close()
         elif what == "event":
             name, data = message.get("event"), message.get("data")
             if not isinstance(name, str):
@@ -284,6 +359,7 @@ class Stream:
         if not self._done:
             self._done = True
             self._link.cancel(self._id)
+            drop_unread(self._responses)
 
     def __enter__(self) -> "Stream":
         return self
@@ -309,9 +385,11 @@ class Client:
 
     def __init__(self, socket: Optional[str] = None, name: Optional[str] = None,
                  timeout: Optional[float] = None, reconnect: bool = False, user: bool = False,
-                 max_frame: int = MAX_FRAME, _hooks: Optional[Hooks] = None):
+                 max_frame: int = MAX_FRAME, fds: bool = False, _hooks: Optional[Hooks] = None):
         self.socket_path = socket_path(socket, user=user)
         self.name = name
+        #: Whether `hello` says `fds: true`: descriptors may be sent and received (fds.py).
+        self.fds = fds
         self.timeout = timeout
         self.reconnect = reconnect
         self.max_frame = max_frame
@@ -337,12 +415,10 @@ class Client:
         except OSError as e:
             sock.close()
             raise MediatorError(UNREACHABLE, "cannot connect to %s: %s" % (self.socket_path, e)) from None
-        link = _Link(sock, self._deliver_event, self._link_closed, self.max_frame)
+        link = _Link(sock, self._deliver_event, self._link_closed, self.max_frame, self.fds)
         link.hooks = self._hooks
         link.start()
-        params: Dict[str, Any] = {"protocol": 1}
-        if self.name is not None:
-            params["name"] = self.name
+        params = hello_params(self.name, self.fds)
         try:
             hello = self._call_on(link, DAEMON, "hello", params, self.timeout or 10.0)
         except MediatorError as e:
@@ -351,11 +427,7 @@ class Client:
                 raise MediatorError(UNREACHABLE, "cannot connect to %s: the daemon closed the connection"
                                     % self.socket_path) from None
             raise
-        if isinstance(hello, dict):
-            if isinstance(hello.get("max_frame"), int):
-                link.peer_max_frame = hello["max_frame"]
-            if isinstance(hello.get("connection"), int):
-                self.connection_id = hello["connection"]
+        self.connection_id = read_hello(hello, link)
         return link
 
     def _current(self) -> _Link:
@@ -537,7 +609,8 @@ class Client:
 
 
 def connect(socket: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None,
-            reconnect: bool = False, user: bool = False) -> Client:
-    """Connects to mediatord and says `hello` (with `name` when given).
-    Raises MediatorError `unreachable` when no daemon answers at the socket."""
-    return Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user)
+            reconnect: bool = False, user: bool = False, fds: bool = False) -> Client:
+    """Connects to mediatord and says `hello` (with `name` when given, and
+    `fds: true` with `fds=True`: see `mediator.FD`). Raises MediatorError
+    `unreachable` when no daemon answers at the socket."""
+    return Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user, fds=fds)

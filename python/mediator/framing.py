@@ -1,7 +1,7 @@
 """JSON Lines framing: one compact JSON object per line (PROTOCOL.md section 1)."""
 import json
 import math
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from .errors import MediatorError
 
@@ -66,9 +66,21 @@ class FrameDecoder:
         self.dropped = 0
         self._buffer = bytearray()
         self._discarding = False
+        self._base = 0  # offset in the stream of the buffer's first byte
+
+    @property
+    def next_line_start(self) -> int:
+        """The offset in the stream where the next line not yet split off
+        begins: no later message can begin before it."""
+        return self._base
 
     def feed(self, data: bytes) -> List[dict]:
-        messages = []
+        return [message for _, message in self.feed_at(data)]
+
+    def feed_at(self, data: bytes) -> List[Tuple[int, dict]]:
+        """As `feed`, each message with the offset in the stream of its
+        line's first byte (to match descriptors to it, see fds.py)."""
+        messages: List[Tuple[int, dict]] = []
         self._buffer += data
         while True:
             end = self._buffer.find(b"\n")
@@ -78,10 +90,13 @@ class FrameDecoder:
                     if not self._discarding:
                         self.dropped += 1
                     self._discarding = True
+                    self._base += len(self._buffer)
                     del self._buffer[:]
                 return messages
             line = bytes(self._buffer[:end])
+            start = self._base
             del self._buffer[:end + 1]
+            self._base += end + 1
             if self._discarding:
                 self._discarding = False
                 continue
@@ -93,7 +108,7 @@ class FrameDecoder:
                 if line.strip():
                     self.dropped += 1
                 continue
-            messages.append(message)
+            messages.append((start, message))
 
 
 def parse_line(line: bytes) -> Optional[dict]:

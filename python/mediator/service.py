@@ -4,14 +4,17 @@ import threading
 from typing import Any, Callable, Dict, List, Optional
 
 from .client import DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Client, Hooks
-from .errors import DISCONNECTED, MediatorError, error_from_exception
-from .framing import encode
+from .errors import DISCONNECTED, FAILED, MediatorError, error_from_exception
+from .fds import check_json, close_received, discard
 from .tracing import TraceContext, use
 
 #: How long `run()` lets calls in flight finish after `mediator.stop` or `stop()`.
 STOP_TIMEOUT = 2.5
 #: How long `run()` waits for the daemon to answer `register`.
 REGISTER_TIMEOUT = 10.0
+#: What the link raises, before writing anything, for a result it cannot
+#: send (fds.prepare_frame): answered to the caller as the call's error.
+UNSENDABLE = ("frame_too_large", "fds_not_supported", "bad_request")
 
 
 class Responder:
@@ -32,19 +35,20 @@ class Responder:
                 self._state = "suppressed"
 
     def partial(self, value: Any) -> None:
-        if not self.more or self.id is None:
-            return
         with self._lock:
-            if self._state != "open":
-                return
+            dropped = not self.more or self.id is None or self._state != "open"
+        if dropped:
+            discard(value)
+            return
         self._deliver({"id": self.id, "result": value, "continues": True}, final=False)
 
     def finish(self, result: Any = None, error: Optional[MediatorError] = None) -> None:
         with self._lock:
-            if self._state != "open":
-                return
-            self._state = "finished"
-        if self.id is None:
+            dropped = self._state != "open" or self.id is None
+            if self._state == "open":
+                self._state = "finished"
+        if dropped:
+            discard(result)
             return
         if error is not None:
             self._deliver({"id": self.id, "error": error.to_wire()}, final=True)
@@ -52,24 +56,27 @@ class Responder:
             self._deliver({"id": self.id, "result": result}, final=True)
 
     def _deliver(self, message: dict, final: bool) -> None:
+        # The link encodes the whole frame before writing any of it, so a
+        # result it cannot send never reaches the wire half-made: the caller
+        # gets an error instead, and the call is over.
         try:
-            encode(message)  # a result that is not JSON must not reach the wire half-made
+            check_json(message)
+            self._send(message)  # which closes the FD(..., close=True) sources, sent or not
+            return
         except (TypeError, ValueError) as e:
-            message = {"id": self.id, "error": {"code": "failed",
-                                                "message": "the result is not JSON: %s" % e}}
-            if not final:
-                with self._lock:
-                    self._state = "finished"
-        try:
-            self._send(message)
+            discard(message.get("result"))
+            # Not JSON, or an FD marker whose descriptor is not open.
+            error = MediatorError(FAILED, "the result cannot be sent: %s" % e)
         except MediatorError as e:
-            if e.code == "frame_too_large":
-                with self._lock:
-                    self._state = "finished"
-                try:
-                    self._send({"id": self.id, "error": e.to_wire()})
-                except MediatorError:
-                    pass
+            if e.code not in UNSENDABLE:
+                return  # the connection is gone: nobody to answer
+            error = e
+        with self._lock:
+            self._state = "finished"
+        try:
+            self._send({"id": self.id, "error": error.to_wire()})
+        except MediatorError:
+            pass
 
 
 class CallContext:
@@ -103,6 +110,13 @@ class CallContext:
         #: Set when the daemon cancels the call (its answer is then not sent).
         self.cancelled = threading.Event()
         self._responder = responder
+        self._received = params  # as it came, for closing its descriptors when the handler is done
+
+    def close_received(self) -> None:
+        """Closes the descriptors that came in the params (ReceivedFD) and
+        that the handler neither closed nor detached: called when the
+        handler is done, so that a service does not leak them."""
+        close_received(self._received)
 
     def send_partial(self, value: Any) -> None:
         """A non-final result; sent only when the request had `more` and an id."""
@@ -217,6 +231,7 @@ class _Session:
         except BaseException as e:  # a handler's failure must not kill the service
             ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action)))
         finally:
+            ctx.close_received()
             with self.lock:
                 self.running -= 1
                 if ctx.id is not None and self.calls.get(request_key(ctx.id)) is ctx:
@@ -279,14 +294,17 @@ class Service(ServiceBase):
             session.ended.set()
 
     def run(self, socket: Optional[str] = None, name: Optional[str] = None, reconnect: bool = True,
-            user: bool = False, on_registered: Optional[Callable[[], None]] = None) -> None:
+            user: bool = False, on_registered: Optional[Callable[[], None]] = None, fds: bool = False) -> None:
         """Connects, registers, and serves until `mediator.stop` or `stop()`.
 
         The first connection or registration failing raises MediatorError
         (`unreachable`, `already_registered`...). Later, a lost connection is
         opened again with backoff (0.1 s doubling to 5 s) and the target
         registered again; without `reconnect`, it raises `disconnected`.
-        `on_registered` is called after each registration.
+        `on_registered` is called after each registration. With `fds=True`
+        the connection says `fds: true` in `hello`: handlers may receive
+        descriptors in params (`mediator.ReceivedFD`) and return `mediator.FD`
+        markers in results and partials.
         """
         self._stopping.clear()
         registered_once = False
@@ -296,7 +314,7 @@ class Service(ServiceBase):
             self._session = session
             client = None
             try:
-                client = Client(socket=socket, name=name, user=user, _hooks=session.hooks)
+                client = Client(socket=socket, name=name, user=user, fds=fds, _hooks=session.hooks)
                 session.client = client
                 with use(None):  # as hello and cancel: the library's own calls carry no trace
                     client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)

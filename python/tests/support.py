@@ -188,3 +188,122 @@ class FakeDaemon:
         self.listener.close()
         self.drop_connections()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def open_fds():
+    """How many descriptors this process has open (to find leaks)."""
+    return len(os.listdir("/proc/self/fd"))
+
+
+class FdPeer:
+    """A fake daemon that speaks PROTOCOL.md section 8 with the standard
+    library's own `socket.recv_fds`/`send_fds` (not the package's code):
+    descriptors that arrive go to a FIFO, and each message declaring
+    `fds: N` takes the next N. It answers `hello` (with `max_fds`),
+    `register` and `ping`, and hands every other message to
+    `on_message(message, fds, conn)`; `conn.send(message, fds=(), raw=None)`
+    answers. `max_fds=None` leaves it out of the hello result."""
+
+    def __init__(self, on_message=None, max_fds=16, max_frame=1 << 20):
+        self.dir = tempfile.mkdtemp(prefix="medpy-fd-")
+        self.socket = os.path.join(self.dir, "fd.sock")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.socket)
+        self.listener.listen(4)
+        self.on_message = on_message
+        self.max_fds, self.max_frame = max_fds, max_frame
+        self.received = []  # (message, number of descriptors)
+        self.hellos = []
+        self.connections = []
+        self.threads = []
+        thread = threading.Thread(target=self._accept, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            peer = _FdConnection(conn)
+            self.connections.append(peer)
+            thread = threading.Thread(target=self._serve, args=(peer,), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def _serve(self, peer):
+        for message, fds in peer.messages():
+            self.received.append((message, len(fds)))
+            if message.get("target") == "mediator" and message.get("action") in ("hello", "register", "ping"):
+                result = {"max_frame": self.max_frame, "connection": 1}
+                if message["action"] == "hello":
+                    self.hellos.append(message)
+                    if self.max_fds is not None:
+                        result["max_fds"] = self.max_fds
+                peer.send({"id": message["id"], "result": result})
+            elif self.on_message is not None:
+                self.on_message(message, fds, peer)
+            else:
+                for fd in fds:
+                    os.close(fd)
+
+    def close(self):
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes accept(), which close() alone does not
+        except OSError:
+            pass
+        self.listener.close()
+        for peer in self.connections:
+            peer.shutdown()
+        for thread in self.threads:
+            thread.join(5)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class _FdConnection:
+    def __init__(self, conn):
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.fifo = []
+
+    def messages(self):
+        buffer = b""
+        try:
+            while True:
+                try:
+                    data, fds, _, _ = socket.recv_fds(self.conn, 1 << 16, 253)
+                except OSError:
+                    return
+                self.fifo.extend(fds)
+                if not data:
+                    return
+                buffer += data
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if not line.strip():
+                        continue
+                    message = json.loads(line)
+                    count = message.get("fds", 0)
+                    taken, self.fifo = self.fifo[:count], self.fifo[count:]
+                    yield message, taken
+        finally:
+            for fd in self.fifo:
+                os.close(fd)
+            self.fifo = []
+            self.conn.close()
+
+    def send(self, message=None, fds=(), raw=None):
+        data = raw if raw is not None else json.dumps(message).encode() + b"\n"
+        with self.lock:
+            if fds:
+                sent = socket.send_fds(self.conn, [data], list(fds))
+                data = data[sent:]
+            if data:
+                self.conn.sendall(data)
+
+    def shutdown(self):
+        try:
+            self.conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
