@@ -8,7 +8,7 @@ extension ErrorCode {
     /// call was in flight, or before it could be sent.
     public static let disconnected = ErrorCode("disconnected")
     /// What a ``Component`` answers when a handler throws an error that is
-    /// not a ``MediatorError``: the message is `TypeName: description`, the
+    /// not a `MediatorError`: the message is `TypeName: description`, the
     /// data `{"type": "TypeName"}`.
     public static let failed = ErrorCode("failed")
     /// A component's answer for an action it declares but does not implement

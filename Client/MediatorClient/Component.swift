@@ -15,9 +15,9 @@ import Tracing
 /// try await component.run()
 /// ```
 ///
-/// Errors: a handler that throws a ``MediatorError`` is answered with that
+/// Errors: a handler that throws a `MediatorError` is answered with that
 /// error's code, message and data, unchanged. Any other error is answered
-/// with the code ``ErrorCode/failed`` (`"failed"`), the message
+/// with the code `ErrorCode/failed` (`"failed"`), the message
 /// `TypeName: description` and the data `{"type": "TypeName"}`, and logged
 /// (`handler failed`, at `error`): `internal` is kept for bugs of the daemon
 /// (contract section 7), and a handler's failure is not one. A
@@ -72,7 +72,7 @@ public struct Component: Sendable {
     /// Where handlers run.
     public var handlerExecutor: HandlerExecutor
     /// Where the component logs (with `target` added): reconnections, and a
-    /// handler's error that is not a ``MediatorError``. The library's
+    /// handler's error that is not a `MediatorError`. The library's
     /// `mediator.client` logger unless set.
     public var logger = MediatorClient.logger
     /// Registers this component as a stand-in for the target served on

@@ -1,6 +1,6 @@
 import MediatorProtocol
 
-/// A `Codable` type that also converts itself to and from a ``JSONValue``
+/// A `Codable` type that also converts itself to and from a `JSONValue`
 /// directly: what the types of generated interfaces adopt
 /// (`mediatorctl generate`), so that their typed calls skip Foundation's
 /// JSON coders.
@@ -82,7 +82,7 @@ public struct JSONConversionError: Error, Sendable, Equatable, CustomStringConve
 /// rules as their `Codable` forms.
 public enum JSONConversion {
     /// Writes the commas between an object's members for generated
-    /// `encodeJSON(into:)`s, which write the members in ``JSONValue``'s
+    /// `encodeJSON(into:)`s, which write the members in `JSONValue`'s
     /// order (by name) and skip absent optional ones.
     public struct ObjectMembers {
         @usableFromInline var isFirst = true

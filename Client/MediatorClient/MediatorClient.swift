@@ -116,10 +116,15 @@ public final class MediatorClient: Sendable {
 
     /// Calls `action` of `target` and waits for its response.
     ///
-    /// - Parameter timeout: sent as `timeout_ms` (rounded up to whole
-    ///   milliseconds); nil lets the daemon apply its default (30 s). The
-    ///   daemon answers `timeout` itself; the client gives up on its own only
-    ///   one second after that, in case the daemon stopped answering.
+    /// - Parameters:
+    ///   - target: the target's name (`Notes`), or `mediator` for the daemon's own actions.
+    ///   - action: the action's name (`add`).
+    ///   - params: the request's `params`, a JSON object; checked by the
+    ///     daemon against the action's params schema when it declares one.
+    ///   - timeout: sent as `timeout_ms` (rounded up to whole
+    ///     milliseconds); nil lets the daemon apply its default (30 s). The
+    ///     daemon answers `timeout` itself; the client gives up on its own only
+    ///     one second after that, in case the daemon stopped answering.
     /// - Throws: the error response; `cancelled` when the calling task is
     ///   cancelled (the daemon is told with `mediator/cancel`);
     ///   `disconnected` when the connection closes first.
@@ -207,7 +212,7 @@ public final class MediatorClient: Sendable {
 
     /// Calls with `"more": true`: yields each `continues` result, then the
     /// final result, and ends. An error response ends it by throwing that
-    /// ``MediatorError``. Ending the iteration early (or cancelling the
+    /// `MediatorError`. Ending the iteration early (or cancelling the
     /// iterating task) sends `mediator/cancel`.
     ///
     /// The timeout applies to each response in turn, as in the daemon.
