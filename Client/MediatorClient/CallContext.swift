@@ -4,6 +4,8 @@ import Synchronization
 
 /// What a ``Component`` handler knows about the call it serves.
 public struct CallContext: Sendable {
+    /// The target called: the component's own, or the name it serves under
+    /// (`Component(serving:target:)`).
     public var target: String
     /// The action called. For a `notFound` handler, the action the caller
     /// asked for (not `notFound`).

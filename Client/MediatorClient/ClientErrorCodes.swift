@@ -1,5 +1,7 @@
 import MediatorProtocol
 
+/// The codes the Swift library adds to the contract's (contract section 7
+/// lists the daemon's own).
 extension ErrorCode {
     /// Client side only, never on the wire: the daemon's socket could not be
     /// reached (no file, refused, permission, path too long...).

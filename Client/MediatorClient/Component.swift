@@ -23,7 +23,12 @@ import Tracing
 /// (contract section 7), and a handler's failure is not one. A
 /// `CancellationError` the handler throws on its own becomes `cancelled`.
 public struct Component: Sendable {
+    /// How the target is registered (`mode` of `mediator/register`).
     public enum Mode: String, Sendable {
+        /// `exclusive` (the default): one instance of the target at a time, a
+        /// second registration refused with `already_registered`. `pool`:
+        /// several instances with equal action specs, each call going to the
+        /// one with the fewest calls in flight.
         case exclusive, pool
     }
 
@@ -61,8 +66,12 @@ public struct Component: Sendable {
     }
     typealias NotFoundHandler = @Sendable (String, JSONValue, CallContext) async throws -> JSONValue
 
+    /// The target's name, registered as given (contract section 3's name
+    /// rules; the daemon refuses others with `bad_request`).
     public let target: String
+    /// The target's description, shown by `mediatorctl list` and `describe`.
     public let description: String?
+    /// Exclusive (the default) or one instance of a pool.
     public let mode: Mode
     /// Runs each handler in a `.server` span, the child of the caller's
     /// span when the request carries `traceparent`, and traces the
@@ -100,6 +109,15 @@ public struct Component: Sendable {
     private var handlers: [String: ActionHandler] = [:]
     private var notFoundHandler: NotFoundHandler?
 
+    /// A component with no actions yet: declare them with the `action`
+    /// methods, then ``run()``.
+    ///
+    /// - Parameters:
+    ///   - target: the target's name.
+    ///   - description: the target's description; nil for none.
+    ///   - mode: ``Mode/exclusive`` unless several processes serve the target.
+    ///   - tracer: see ``tracer``; nil uses `InstrumentationSystem`'s.
+    ///   - handlerExecutor: where the handlers run; see ``HandlerExecutor``.
     public init(
         target: String, description: String? = nil, mode: Mode = .exclusive, tracer: (any Tracer)? = nil,
         handlerExecutor: HandlerExecutor = .connection
