@@ -17,7 +17,7 @@ import Tracing
 ///
 /// Errors: a handler that throws a `MediatorError` is answered with that
 /// error's code, message and data, unchanged. Any other error is answered
-/// with the code `ErrorCode/failed` (`"failed"`), the message
+/// with the code ``MediatorProtocol/ErrorCode/failed`` (`"failed"`), the message
 /// `TypeName: description` and the data `{"type": "TypeName"}`, and logged
 /// (`handler failed`, at `error`): `internal` is kept for bugs of the daemon
 /// (contract section 7), and a handler's failure is not one. A
@@ -135,6 +135,19 @@ public struct Component: Sendable {
     /// Declares an action. `params`, when given, is checked by the daemon
     /// before the call reaches the handler; `url: false` keeps the action out
     /// of `mediator/open`.
+    ///
+    /// - Parameters:
+    ///   - name: the action's name (contract section 3's name rules); a
+    ///     second declaration of a name replaces the first.
+    ///   - description: for people: `mediatorctl describe` and generated code.
+    ///   - params: the schema of its params; the daemon answers a call that
+    ///     does not match with `invalid_params`.
+    ///   - result: the schema of its results; the daemon answers a result
+    ///     that does not match with `invalid_result`.
+    ///   - url: `false` keeps it out of `mediator/open`; nil or `true` lets
+    ///     a URL reach it.
+    ///   - handler: answers one call with its result. A `MediatorError` it
+    ///     throws is answered as it is; any other error as `failed`.
     public mutating func action(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (CallContext) async throws -> JSONValue
