@@ -25,6 +25,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // `swift package generate-documentation` (scripts/check-docs): the DocC
+        // catalogs of MediatorClient and MediatorProtocol. A plugin only; no
+        // target depends on it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
         // Wire types, framing, names, URLs, schemas: no dependencies, no I/O.

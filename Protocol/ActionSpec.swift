@@ -5,7 +5,10 @@
 /// which is what a pool needs when it checks that its instances declare equal
 /// specs. ``json`` always gives the object form, for `describe`.
 public struct ActionSpec: Sendable, Hashable {
+    /// The action's name (contract section 3: `[A-Za-z_][A-Za-z0-9_.-]*`,
+    /// at most 128 bytes).
     public var name: String
+    /// For people: shown by `mediatorctl describe` and in generated code.
     public var description: String?
     /// When present, the daemon checks each call's `params` against it.
     public var params: Schema?
@@ -23,6 +26,8 @@ public struct ActionSpec: Sendable, Hashable {
     /// Not `true` together with ``more`` (``init(json:)`` refuses that).
     public var oneway: Bool?
 
+    /// A spec as given; nil members are left out of ``json``. Nothing is
+    /// checked here: the daemon checks a spec in `register`.
     public init(
         name: String,
         description: String? = nil,

@@ -20,7 +20,10 @@
 ///
 /// Everything else, other non-ASCII text included, passes unchanged.
 public enum ControlEscaping {
+    /// How an escaped character is written: as a Swift string literal's
+    /// `\u{85}`, for a terminal, or as a JSON `\u0085` escape (see above).
     public enum Notation: Sendable {
+        /// `swiftLiteral`, `terminal` or `json`, as described on ``ControlEscaping``.
         case swiftLiteral, terminal, json
     }
 

@@ -5,8 +5,14 @@
 /// arrived and decodes them only when it must (schema checks, its own
 /// actions).
 public struct Envelope: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable { case request, response, event }
+    /// The three kinds of message (contract section 2): a request has
+    /// `target` and `action`, a response `result` or `error`, an event `event`.
+    public enum Kind: Sendable, Equatable {
+        /// `request`, `response` or `event`.
+        case request, response, event
+    }
 
+    /// Which kind of message the frame is.
     public var kind: Kind
     /// Request: nil means oneway. Response: nil means `"id": null`.
     public var id: MessageID?
@@ -14,10 +20,15 @@ public struct Envelope: Sendable, Equatable {
     public var idRange: Range<Int>?
 
     // Request members.
+    /// The request's `target`; empty for other kinds.
     public var target: String = ""
+    /// The request's `action`; empty for other kinds.
     public var action: String = ""
+    /// The bytes of `params` in the frame; nil when absent (`{}`).
     public var paramsRange: Range<Int>?
+    /// The request's `timeout_ms`; nil for the daemon's default.
     public var timeoutMs: Int64?
+    /// The request's `more`: the caller accepts partial results.
     public var more: Bool = false
     /// Request or response: `fds`, how many descriptors came with the
     /// message (contract section 8); 0 when it has none. At most
@@ -29,6 +40,7 @@ public struct Envelope: Sendable, Equatable {
         set { fdCount = UInt8(clamping: newValue) }
     }
     private var fdCount: UInt8 = 0
+    /// The bytes of `caller` (the daemon adds it to requests for components).
     public var callerRange: Range<Int>?
     /// `remote_caller` (a request from mediatord's own NATS bridge).
     public var remoteCallerRange: Range<Int>?
@@ -37,6 +49,7 @@ public struct Envelope: Sendable, Equatable {
     public var traceparentRange: Range<Int>? {
         traceBounds.map { Int($0.parentStart)..<Int($0.parentEnd) }
     }
+    /// The bytes of `tracestate`'s string, present only with a valid `traceparent`.
     public var tracestateRange: Range<Int>? {
         guard let bounds = traceBounds, bounds.stateEnd > bounds.stateStart else { return nil }
         return Int(bounds.stateStart)..<Int(bounds.stateEnd)
@@ -50,8 +63,11 @@ public struct Envelope: Sendable, Equatable {
     var traceBounds: TraceBounds?
 
     // Response members.
+    /// The bytes of `result`; nil for an error response.
     public var resultRange: Range<Int>?
+    /// The bytes of `error`; nil for a result.
     public var errorRange: Range<Int>?
+    /// The response's `continues`: a partial result, more follow.
     public var continues: Bool = false
     /// The result or error holds a `\u` escape of a lone UTF-16 surrogate
     /// (`"\ud800"`): well-formed JSON that stands for no Unicode text, so
@@ -61,18 +77,26 @@ public struct Envelope: Sendable, Equatable {
     public var answerHasLoneSurrogate: Bool = false
 
     // Event members.
+    /// The event's name; empty for other kinds.
     public var event: String = ""
+    /// The bytes of the event's `data`; nil when absent.
     public var dataRange: Range<Int>?
 
+    /// An envelope of `kind` with no members yet: the parser fills it.
     public init(kind: Kind) { self.kind = kind }
 
+    /// Whether the message is an error response.
     public var isError: Bool { errorRange != nil }
 }
 
 /// A frame that could not be read as a message, with the id when one was read.
 public struct EnvelopeError: Error, Sendable, Equatable {
+    /// The error to answer with (`bad_request`, `frame_too_large`).
     public var error: MediatorError
+    /// The frame's id when it could be read, so the answer can carry it;
+    /// nil answers with `"id": null`.
     public var id: MessageID?
+    /// `error`, to be answered with `id`.
     public init(_ error: MediatorError, id: MessageID?) {
         self.error = error
         self.id = id

@@ -8,6 +8,12 @@
 /// (id, target, action, timeout_ms, more, continues, event, fds) are read, from
 /// their bytes when they are plain, through ``JSONParser`` otherwise.
 public enum EnvelopeParser {
+    /// Reads one frame (without its LF) as a message and checks its
+    /// top-level members (contract section 2); `params`, `result`, `error`
+    /// and `data` are only checked to be JSON, and kept as byte ranges.
+    ///
+    /// - Returns: the envelope, or the `bad_request` to answer (with the
+    ///   frame's id when it could be read).
     public static func parse(_ frame: UnsafeRawBufferPointer, maxDepth: Int = JSONParser.defaultMaxDepth) -> Result<Envelope, EnvelopeError> {
         var envelope = Envelope(kind: .request)
         var unused = Payloads()
@@ -21,13 +27,17 @@ public enum EnvelopeParser {
     /// pass that checks the frame rather than checked there and parsed
     /// again afterwards (the last of a repeated name, as for the ranges).
     public struct Payloads: Sendable {
+        /// A request's `params`; nil when absent.
         public var params: JSONValue?
+        /// A response's `result`; nil for an error or another kind.
         public var result: JSONValue?
+        /// An event's `data`; nil when absent.
         public var data: JSONValue?
+        /// None decoded yet.
         public init() {}
     }
 
-    /// ``parse(_:maxDepth:)`` that also decodes `params`, `result` and
+    /// ``parse(_:maxDepth:)-(UnsafeRawBufferPointer,_)`` that also decodes `params`, `result` and
     /// `data` into `payloads`: a client's and a component's path, which
     /// need those as values (the broker forwards their bytes instead).
     public static func parse(
@@ -49,7 +59,7 @@ public enum EnvelopeParser {
         parse(frame, into: &envelope, payloads: &payloads, decoding: true, maxDepth: maxDepth)
     }
 
-    /// ``parse(_:maxDepth:)`` writing the envelope into `envelope` (every
+    /// ``parse(_:maxDepth:)-(UnsafeRawBufferPointer,_)`` writing the envelope into `envelope` (every
     /// member of it, so any envelope will do), and returning only a failure:
     /// the broker's path, where an envelope (some 200 bytes) handed back in
     /// a `Result` was copied at each level.
@@ -141,6 +151,7 @@ public enum EnvelopeParser {
         EnvelopeError(MediatorError(.badRequest, "malformed JSON: \(error)"), id: id)
     }
 
+    /// ``parse(_:maxDepth:)-(UnsafeRawBufferPointer,_)`` of a frame held in an array.
     public static func parse(_ frame: [UInt8], maxDepth: Int = JSONParser.defaultMaxDepth) -> Result<Envelope, EnvelopeError> {
         frame.withUnsafeBytes { parse($0, maxDepth: maxDepth) }
     }

@@ -57,6 +57,8 @@ extension JSONValue {
         }
     }
 
+    /// Appends `text` as a JSON string, quotes included, escaping what JSON
+    /// requires (`"`, `\\`, control characters) and nothing else.
     public static func encodeString(_ text: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         var text = text
@@ -103,6 +105,7 @@ extension JSONValue {
         }
     }
 
+    /// The value as compact JSON text (no LF), as ``encode(into:)`` writes it.
     public var encoded: [UInt8] {
         var output: [UInt8] = []
         encode(into: &output)

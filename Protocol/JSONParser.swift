@@ -6,6 +6,8 @@
 /// never decoded and re-encoded), a nesting limit, and validation without
 /// building values.
 public struct JSONParser {
+    /// How deeply arrays and objects may nest unless the caller says
+    /// otherwise: deeper input is refused, so that a peer cannot exhaust the stack.
     public static let defaultMaxDepth = 128
 
     let bytes: UnsafeRawBufferPointer
@@ -19,6 +21,7 @@ public struct JSONParser {
     /// Where the first lone surrogate escape ``skipString()`` let pass starts (its backslash).
     var loneSurrogate: Int?
 
+    /// A reader at the start of `bytes`, which must outlive it.
     public init(_ bytes: UnsafeRawBufferPointer, maxDepth: Int = JSONParser.defaultMaxDepth) {
         self.bytes = bytes
         self.maxDepth = maxDepth
@@ -35,6 +38,7 @@ public struct JSONParser {
         return value
     }
 
+    /// Parses one whole document held in any collection of bytes.
     public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth) throws(JSONParseError) -> JSONValue {
         let array = Array(bytes)
         do {
@@ -46,6 +50,7 @@ public struct JSONParser {
         }
     }
 
+    /// Parses one whole document from its UTF-8 text.
     public static func parse(_ text: String, maxDepth: Int = defaultMaxDepth) throws(JSONParseError) -> JSONValue {
         try parse(Array(text.utf8), maxDepth: maxDepth)
     }

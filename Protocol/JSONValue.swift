@@ -3,36 +3,48 @@
 /// Integers and fractional numbers are kept apart so that ids and counters
 /// survive a round trip exactly; `1.0` is still an integer for schema checks.
 public enum JSONValue: Sendable, Hashable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number written without fraction or exponent that fits in 64 bits.
     case int(Int64)
+    /// Any other number.
     case double(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object; the last of a repeated name wins.
     case object([String: JSONValue])
 }
 
 extension JSONValue {
+    /// The member `key` of an object; nil when absent or when the value is not an object.
     public subscript(key: String) -> JSONValue? {
         if case .object(let members) = self { return members[key] }
         return nil
     }
 
+    /// The members, when the value is an object.
     public var objectValue: [String: JSONValue]? {
         if case .object(let members) = self { return members }
         return nil
     }
 
+    /// The items, when the value is an array.
     public var arrayValue: [JSONValue]? {
         if case .array(let items) = self { return items }
         return nil
     }
 
+    /// The text, when the value is a string.
     public var stringValue: String? {
         if case .string(let text) = self { return text }
         return nil
     }
 
+    /// The flag, when the value is a boolean.
     public var boolValue: Bool? {
         if case .bool(let flag) = self { return flag }
         return nil
@@ -49,6 +61,7 @@ extension JSONValue {
         }
     }
 
+    /// The value as a `Double` when it is a number (integer or not).
     public var doubleValue: Double? {
         switch self {
         case .int(let number): return Double(number)
@@ -57,6 +70,7 @@ extension JSONValue {
         }
     }
 
+    /// Whether the value is `null`.
     public var isNull: Bool { self == .null }
 
     /// The JSON Schema type name of this value (`integer` for integral numbers).

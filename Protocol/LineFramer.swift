@@ -7,6 +7,7 @@
 /// far it has already looked, so each byte is scanned once however the
 /// stream is chunked.
 public struct LineFramer: Sendable {
+    /// What ``next(_:)`` found in the pending bytes.
     public enum Step: Equatable, Sendable {
         /// A frame occupies `bytes[start..<start+length]`; drop `consumed`
         /// bytes (skipped empty lines, frame and terminator) before the next call.
@@ -19,11 +20,13 @@ public struct LineFramer: Sendable {
         case needMore(consumed: Int)
     }
 
+    /// The largest frame accepted, without its terminator.
     public let maxFrameBytes: Int
     /// How many leading bytes of the pending data are known to hold no LF.
     private var scanned = 0
     private var discarding = false
 
+    /// A framer with nothing scanned yet.
     public init(maxFrameBytes: Int) {
         self.maxFrameBytes = maxFrameBytes
     }

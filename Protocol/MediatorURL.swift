@@ -26,11 +26,16 @@
 ///
 /// Every rejection is a `bad_request` error.
 public struct MediatorURL: Sendable, Hashable {
+    /// The scheme, without `://`, lower-cased (`app`).
     public var scheme: String
+    /// The target: the part before the first `/`, as written.
     public var target: String
+    /// The action: the one path segment after it, as written.
     public var action: String
+    /// The query's items, percent-decoded; every value a string.
     public var params: [String: String]
 
+    /// A URL's parts, as `mediator/open` calls them.
     public init(scheme: String, target: String, action: String, params: [String: String] = [:]) {
         self.scheme = scheme
         self.target = target

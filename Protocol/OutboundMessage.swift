@@ -4,6 +4,10 @@ public enum OutboundMessage {
     // JSONValue.encode gives an object), without building a dictionary
     // first: these frames are built for every call.
 
+    /// A request line: `id` nil makes it oneway; `timeoutMs` nil leaves the
+    /// daemon's default; `more` asks for partial results; `traceparent` and
+    /// `tracestate` carry the caller's trace context; `remoteCaller` is for
+    /// the NATS bridge only.
     public static func request(
         id: MessageID?, target: String, action: String, params: JSONValue = .object([:]),
         timeoutMs: Int64? = nil, more: Bool = false, traceparent: String? = nil, tracestate: String? = nil,
@@ -50,6 +54,7 @@ public enum OutboundMessage {
         return writer.line()
     }
 
+    /// A result line for `id` (nil: `"id": null`); `continues` marks a partial result.
     public static func result(id: MessageID?, _ result: JSONValue, continues: Bool = false) -> [UInt8] {
         response(id, continues) { result.encode(into: &$0) }
     }
@@ -74,6 +79,7 @@ public enum OutboundMessage {
         return writer.line()
     }
 
+    /// An error response line for `id` (nil: `"id": null`).
     public static func error(id: MessageID?, _ error: MediatorError) -> [UInt8] {
         var writer = MemberWriter()
         writer.member("error") { error.json.encode(into: &$0) }
@@ -81,6 +87,7 @@ public enum OutboundMessage {
         return writer.line()
     }
 
+    /// An event line; `data` nil leaves the member out.
     public static func event(_ name: String, data: JSONValue? = nil) -> [UInt8] {
         var writer = MemberWriter()
         if let data { writer.member("data") { data.encode(into: &$0) } }
@@ -88,6 +95,7 @@ public enum OutboundMessage {
         return writer.line()
     }
 
+    /// Any value as one compact line ending in LF.
     public static func line(_ value: JSONValue) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(256)

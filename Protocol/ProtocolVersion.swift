@@ -8,6 +8,7 @@ public enum ProtocolConstants {
     public static let defaultMaxFrameBytes = 1 << 20
     /// The default call timeout when a request has no `timeout_ms`.
     public static let defaultTimeoutMs: Int64 = 30_000
+    /// The system instance's socket, where clients connect unless told otherwise.
     public static let systemSocketPath = "/run/mediator/mediator.sock"
     /// The most descriptors one message can carry (contract section 8):
     /// the kernel's limit on one SCM_RIGHTS message (SCM_MAX_FD). A

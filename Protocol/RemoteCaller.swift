@@ -3,11 +3,16 @@
 /// in the request a component gets. Information for the component and for
 /// the policy's remote rules; never a local credential.
 public struct RemoteCaller: Sendable, Hashable, Codable {
+    /// The host the call came from, as its bridge names itself.
     public var host: String
+    /// The caller's user id on that host.
     public var uid: UInt32
+    /// The caller's process id on that host.
     public var pid: Int32
+    /// The name the caller gave in `hello` there; nil without one.
     public var name: String?
 
+    /// A remote caller as given.
     public init(host: String, uid: UInt32, pid: Int32, name: String? = nil) {
         self.host = host
         self.uid = uid
@@ -34,6 +39,7 @@ public struct RemoteCaller: Sendable, Hashable, Codable {
         self.init(host: host, uid: uid, pid: pid, name: name)
     }
 
+    /// The member as the wire writes it (`name` left out when nil).
     public var json: JSONValue {
         var members: [String: JSONValue] = ["host": .string(host), "uid": .int(Int64(uid)), "pid": .int(Int64(pid))]
         if let name { members["name"] = .string(name) }

@@ -2,7 +2,7 @@
 /// `type`, `properties`, `required`, `items`, `enum`, `additionalProperties`,
 /// `description`, the bounds `minimum`, `maximum`, `exclusiveMinimum`,
 /// `exclusiveMaximum`, `minLength`, `maxLength`, `minItems`, `maxItems`,
-/// `const` (``Bounds``), `anyOf` and `oneOf` (``Alternatives``, bounded so
+/// `const` (`Bounds`), `anyOf` and `oneOf` (`Alternatives`, bounded so
 /// that checking stays linear) and the annotation `default` (kept, never checked),
 /// with JSON Schema 2020-12's meaning; and our extensions (issue
 /// 11): `title`, `$defs` (named schemas) and `$ref` (only `#/$defs/NAME`,

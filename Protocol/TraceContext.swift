@@ -55,6 +55,7 @@ public enum TraceContext {
         return isValidTracestate(unescaped)
     }
 
+    /// ``isValidTraceparent(_:)-(UnsafeRawBufferPointer)`` of a string.
     public static func isValidTraceparent(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { isValidTraceparent(UnsafeRawBufferPointer($0)) }

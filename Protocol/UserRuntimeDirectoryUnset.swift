@@ -2,6 +2,7 @@
 /// under which its socket lives. Refused rather than falling back to the
 /// system instance, as `systemctl --user` refuses.
 public struct UserRuntimeDirectoryUnset: Error, CustomStringConvertible, Sendable {
+    /// The error; it says what to do in ``description``.
     public init() {}
 
     public var description: String {

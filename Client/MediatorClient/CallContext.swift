@@ -4,6 +4,7 @@ import Synchronization
 
 /// What a ``Component`` handler knows about the call it serves.
 public struct CallContext: Sendable {
+    /// The target called: the serving component's ``Component/target``.
     public var target: String
     /// The action called. For a `notFound` handler, the action the caller
     /// asked for (not `notFound`).

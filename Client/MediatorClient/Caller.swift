@@ -3,8 +3,11 @@ import MediatorProtocol
 /// Who made a call, as the daemon reports it from the socket's peer
 /// credentials (contract section 4): a peer cannot forge it.
 public struct Caller: Sendable, Hashable, Codable {
+    /// The calling process's id, as the kernel reported it for the socket.
     public var pid: Int32
+    /// The calling process's user id (the policy's `uid`, docs/policy.md).
     public var uid: UInt32
+    /// The calling process's group id.
     public var gid: UInt32
     /// The name the caller gave in `hello`; nil without one.
     public var name: String?
@@ -17,6 +20,8 @@ public struct Caller: Sendable, Hashable, Codable {
     /// Who called on another host.
     public typealias Remote = RemoteCaller
 
+    /// A caller with the given credentials: for tests of handlers, which
+    /// otherwise get theirs from the daemon.
     public init(pid: Int32, uid: UInt32, gid: UInt32, name: String? = nil, remote: Remote? = nil) {
         self.pid = pid
         self.uid = uid

@@ -1,5 +1,7 @@
 import MediatorProtocol
 
+/// The codes the Swift library adds to the contract's (contract section 7
+/// lists the daemon's own).
 extension ErrorCode {
     /// Client side only, never on the wire: the daemon's socket could not be
     /// reached (no file, refused, permission, path too long...).
@@ -8,7 +10,7 @@ extension ErrorCode {
     /// call was in flight, or before it could be sent.
     public static let disconnected = ErrorCode("disconnected")
     /// What a ``Component`` answers when a handler throws an error that is
-    /// not a ``MediatorError``: the message is `TypeName: description`, the
+    /// not a `MediatorError`: the message is `TypeName: description`, the
     /// data `{"type": "TypeName"}`.
     public static let failed = ErrorCode("failed")
     /// A component's answer for an action it declares but does not implement

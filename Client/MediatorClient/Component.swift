@@ -15,15 +15,20 @@ import Tracing
 /// try await component.run()
 /// ```
 ///
-/// Errors: a handler that throws a ``MediatorError`` is answered with that
+/// Errors: a handler that throws a `MediatorError` is answered with that
 /// error's code, message and data, unchanged. Any other error is answered
-/// with the code ``ErrorCode/failed`` (`"failed"`), the message
+/// with the code ``MediatorProtocol/ErrorCode/failed`` (`"failed"`), the message
 /// `TypeName: description` and the data `{"type": "TypeName"}`, and logged
 /// (`handler failed`, at `error`): `internal` is kept for bugs of the daemon
 /// (contract section 7), and a handler's failure is not one. A
 /// `CancellationError` the handler throws on its own becomes `cancelled`.
 public struct Component: Sendable {
+    /// How the target is registered (`mode` of `mediator/register`).
     public enum Mode: String, Sendable {
+        /// `exclusive` (the default): one instance of the target at a time, a
+        /// second registration refused with `already_registered`. `pool`:
+        /// several instances with equal action specs, each call going to the
+        /// one with the fewest calls in flight.
         case exclusive, pool
     }
 
@@ -61,8 +66,12 @@ public struct Component: Sendable {
     }
     typealias NotFoundHandler = @Sendable (String, JSONValue, CallContext) async throws -> JSONValue
 
+    /// The target's name, registered as given (contract section 3's name
+    /// rules; the daemon refuses others with `bad_request`).
     public let target: String
+    /// The target's description, shown by `mediatorctl list` and `describe`.
     public let description: String?
+    /// Exclusive (the default) or one instance of a pool.
     public let mode: Mode
     /// Runs each handler in a `.server` span, the child of the caller's
     /// span when the request carries `traceparent`, and traces the
@@ -72,7 +81,7 @@ public struct Component: Sendable {
     /// Where handlers run.
     public var handlerExecutor: HandlerExecutor
     /// Where the component logs (with `target` added): reconnections, and a
-    /// handler's error that is not a ``MediatorError``. The library's
+    /// handler's error that is not a `MediatorError`. The library's
     /// `mediator.client` logger unless set.
     public var logger = MediatorClient.logger
     /// Registers this component as a stand-in for the target served on
@@ -100,6 +109,15 @@ public struct Component: Sendable {
     private var handlers: [String: ActionHandler] = [:]
     private var notFoundHandler: NotFoundHandler?
 
+    /// A component with no actions yet: declare them with the `action`
+    /// methods, then ``run()``.
+    ///
+    /// - Parameters:
+    ///   - target: the target's name.
+    ///   - description: the target's description; nil for none.
+    ///   - mode: ``Mode/exclusive`` unless several processes serve the target.
+    ///   - tracer: see ``tracer``; nil uses `InstrumentationSystem`'s.
+    ///   - handlerExecutor: where the handlers run; see ``HandlerExecutor``.
     public init(
         target: String, description: String? = nil, mode: Mode = .exclusive, tracer: (any Tracer)? = nil,
         handlerExecutor: HandlerExecutor = .connection
@@ -117,6 +135,19 @@ public struct Component: Sendable {
     /// Declares an action. `params`, when given, is checked by the daemon
     /// before the call reaches the handler; `url: false` keeps the action out
     /// of `mediator/open`.
+    ///
+    /// - Parameters:
+    ///   - name: the action's name (contract section 3's name rules); a
+    ///     second declaration of a name replaces the first.
+    ///   - description: for people: `mediatorctl describe` and generated code.
+    ///   - params: the schema of its params; the daemon answers a call that
+    ///     does not match with `invalid_params`.
+    ///   - result: the schema of its results; the daemon answers a result
+    ///     that does not match with `invalid_result`.
+    ///   - url: `false` keeps it out of `mediator/open`; nil or `true` lets
+    ///     a URL reach it.
+    ///   - handler: answers one call with its result. A `MediatorError` it
+    ///     throws is answered as it is; any other error as `failed`.
     public mutating func action(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (CallContext) async throws -> JSONValue

@@ -4,14 +4,17 @@
 /// object property). Immutable: the struct replaces the box to change the
 /// value, so it keeps value semantics.
 public final class Indirect<Value> {
+    /// The boxed value.
     public let value: Value
 
+    /// Boxes `value`.
     public init(_ value: Value) {
         self.value = value
     }
 }
 
 extension Indirect: Equatable where Value: Equatable {
+    /// Equal when the boxed values are (the same box is equal at once).
     public static func == (lhs: Indirect, rhs: Indirect) -> Bool {
         lhs === rhs || lhs.value == rhs.value
     }

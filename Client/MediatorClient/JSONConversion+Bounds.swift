@@ -2,7 +2,7 @@ import MediatorProtocol
 
 /// The checks generated types make of the bounds their interface's schema
 /// puts on a member (`minimum`, `maxLength`, `minItems`, `const`, ...), with
-/// the daemon's meaning (``Schema``): lengths in Unicode code points,
+/// the daemon's meaning (`Schema`): lengths in Unicode code points,
 /// numbers compared exactly, `const` with `1` equal to `1.0`. Each costs at
 /// most the size of the value it checks. `path` is only built for the error.
 extension JSONConversion {

@@ -1,6 +1,6 @@
 import MediatorProtocol
 
-/// A `Codable` type that also converts itself to and from a ``JSONValue``
+/// A `Codable` type that also converts itself to and from a `JSONValue`
 /// directly: what the types of generated interfaces adopt
 /// (`mediatorctl generate`), so that their typed calls skip Foundation's
 /// JSON coders.
@@ -17,7 +17,14 @@ import MediatorProtocol
 /// ``CallContext`` take this path when both params and result conform, and
 /// the `Codable` one otherwise.
 public protocol JSONValueConvertible: Codable, Sendable {
+    /// Reads the value from `jsonValue`, accepting what `init(from:)` would
+    /// decode from the same JSON.
+    ///
+    /// - Throws: a ``JSONConversionError`` naming where the value does not
+    ///   fit the type; a typed action answers it as `invalid_params`, a
+    ///   typed call throws it as `invalid_result`.
     init(jsonValue: JSONValue) throws(JSONConversionError)
+    /// The value as JSON: what `encode(to:)` would write.
     var jsonValue: JSONValue { get }
     /// Appends the JSON text of ``jsonValue`` (byte for byte what its
     /// `encode(into:)` writes) without building the value first: the typed
@@ -45,21 +52,29 @@ extension JSONValueConvertible {
 /// A value that does not have the shape its Swift type needs; `path` says
 /// where, from the outermost value (`["notes", "2", "id"]`).
 public struct JSONConversionError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Where, from the outermost value: member names and array indexes
+    /// (`["notes", "2", "id"]`); empty for the outermost value itself.
     public var path: [String]
+    /// What the type needed there (`"an integer"`, `"at most 1"`).
     public var expected: String
     /// A short sample of what was there (`"missing"` for an absent member).
     public var found: String
 
+    /// An error at `path` (empty: at the outermost value).
     public init(path: [String] = [], expected: String, found: String) {
         self.path = path
         self.expected = expected
         self.found = found
     }
 
+    /// An error at the outermost value, with ``found`` a short sample of
+    /// `value` (``sample(_:)``).
     public init(expected: String, got value: JSONValue) {
         self.init(expected: expected, found: Self.sample(value))
     }
 
+    /// `PATH: expected EXPECTED, found FOUND`, the path joined with dots
+    /// (`notes.2.id: expected an integer, found "x"`).
     public var description: String {
         (path.isEmpty ? "" : path.joined(separator: ".") + ": ") + "expected \(expected), found \(found)"
     }
@@ -82,11 +97,12 @@ public struct JSONConversionError: Error, Sendable, Equatable, CustomStringConve
 /// rules as their `Codable` forms.
 public enum JSONConversion {
     /// Writes the commas between an object's members for generated
-    /// `encodeJSON(into:)`s, which write the members in ``JSONValue``'s
+    /// `encodeJSON(into:)`s, which write the members in `JSONValue`'s
     /// order (by name) and skip absent optional ones.
     public struct ObjectMembers {
         @usableFromInline var isFirst = true
 
+        /// Before the first member: no comma is written before it.
         @inlinable
         public init() {}
 
@@ -147,38 +163,56 @@ public enum JSONConversion {
     }
 }
 
+/// A free-form member of a generated type: the value itself, unchecked.
 extension JSONValue: JSONValueConvertible {
+    /// The value, as it is.
     public init(jsonValue: JSONValue) { self = jsonValue }
+    /// The value itself.
     public var jsonValue: JSONValue { self }
     @inlinable
     public func encodeJSON(into output: inout [UInt8]) { encode(into: &output) }
 }
 
+/// A JSON string.
 extension String: JSONValueConvertible {
+    /// The text of a JSON string.
+    ///
+    /// - Throws: ``JSONConversionError`` (`expected a string`) for any other value.
     public init(jsonValue: JSONValue) throws(JSONConversionError) {
         guard case .string(let text) = jsonValue else { throw JSONConversionError(expected: "a string", got: jsonValue) }
         self = text
     }
 
+    /// The text as a JSON string.
     public var jsonValue: JSONValue { .string(self) }
     @inlinable
     public func encodeJSON(into output: inout [UInt8]) { JSONValue.encodeString(self, into: &output) }
 }
 
+/// A JSON `true` or `false`.
 extension Bool: JSONValueConvertible {
+    /// The flag of a JSON boolean.
+    ///
+    /// - Throws: ``JSONConversionError`` (`expected a boolean`) for any other
+    ///   value (`0` and `"true"` included).
     public init(jsonValue: JSONValue) throws(JSONConversionError) {
         guard case .bool(let flag) = jsonValue else { throw JSONConversionError(expected: "a boolean", got: jsonValue) }
         self = flag
     }
 
+    /// The flag as a JSON boolean.
     public var jsonValue: JSONValue { .bool(self) }
     @inlinable
     public func encodeJSON(into output: inout [UInt8]) { jsonValue.encode(into: &output) }
 }
 
+/// A JSON integer (`integer` in a schema).
 extension Int: JSONValueConvertible {
     /// An integer, or a number with no fraction that fits (JSON does not
     /// tell `1.0` from `1`).
+    ///
+    /// - Throws: ``JSONConversionError`` (`expected an integer`) for a
+    ///   fraction, a number out of `Int`'s range, or any other value.
     public init(jsonValue: JSONValue) throws(JSONConversionError) {
         switch jsonValue {
         case .int(let number):
@@ -192,12 +226,17 @@ extension Int: JSONValueConvertible {
         }
     }
 
+    /// The number as a JSON integer.
     public var jsonValue: JSONValue { .int(Int64(self)) }
     @inlinable
     public func encodeJSON(into output: inout [UInt8]) { jsonValue.encode(into: &output) }
 }
 
+/// A JSON number (`number` in a schema).
 extension Double: JSONValueConvertible {
+    /// An integer or a number with a fraction.
+    ///
+    /// - Throws: ``JSONConversionError`` (`expected a number`) for any other value.
     public init(jsonValue: JSONValue) throws(JSONConversionError) {
         switch jsonValue {
         case .int(let number): self = Double(number)
@@ -214,7 +253,13 @@ extension Double: JSONValueConvertible {
     }
 }
 
+/// A JSON array whose items all convert to `Element`.
 extension Array: JSONValueConvertible where Element: JSONValueConvertible {
+    /// Each item converted in turn.
+    ///
+    /// - Throws: ``JSONConversionError`` (`expected an array`) for a value
+    ///   that is not an array; an item's error with its index put in front
+    ///   of its path.
     public init(jsonValue: JSONValue) throws(JSONConversionError) {
         guard case .array(let items) = jsonValue else { throw JSONConversionError(expected: "an array", got: jsonValue) }
         var converted: [Element] = []
@@ -229,6 +274,7 @@ extension Array: JSONValueConvertible where Element: JSONValueConvertible {
         self = converted
     }
 
+    /// The items' JSON, in order.
     public var jsonValue: JSONValue { .array(map(\.jsonValue)) }
 
     /// Each element's bounds.
@@ -249,6 +295,7 @@ extension Array: JSONValueConvertible where Element: JSONValueConvertible {
     }
 }
 
+/// A nullable member: `null` or a `Wrapped`.
 extension Optional: JSONValueConvertible where Wrapped: JSONValueConvertible {
     /// `null` is nil.
     public init(jsonValue: JSONValue) throws(JSONConversionError) {
@@ -259,8 +306,10 @@ extension Optional: JSONValueConvertible where Wrapped: JSONValueConvertible {
         }
     }
 
+    /// `null` for nil, else the wrapped value's JSON.
     public var jsonValue: JSONValue { self?.jsonValue ?? .null }
 
+    /// The wrapped value's bounds; nil passes.
     public func validate() throws(JSONConversionError) {
         try self?.validate()
     }

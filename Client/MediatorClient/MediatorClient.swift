@@ -116,10 +116,15 @@ public final class MediatorClient: Sendable {
 
     /// Calls `action` of `target` and waits for its response.
     ///
-    /// - Parameter timeout: sent as `timeout_ms` (rounded up to whole
-    ///   milliseconds); nil lets the daemon apply its default (30 s). The
-    ///   daemon answers `timeout` itself; the client gives up on its own only
-    ///   one second after that, in case the daemon stopped answering.
+    /// - Parameters:
+    ///   - target: the target's name (`Notes`), or `mediator` for the daemon's own actions.
+    ///   - action: the action's name (`add`).
+    ///   - params: the request's `params`, a JSON object; checked by the
+    ///     daemon against the action's params schema when it declares one.
+    ///   - timeout: sent as `timeout_ms` (rounded up to whole
+    ///     milliseconds); nil lets the daemon apply its default (30 s). The
+    ///     daemon answers `timeout` itself; the client gives up on its own only
+    ///     one second after that, in case the daemon stopped answering.
     /// - Throws: the error response; `cancelled` when the calling task is
     ///   cancelled (the daemon is told with `mediator/cancel`);
     ///   `disconnected` when the connection closes first.
@@ -191,6 +196,13 @@ public final class MediatorClient: Sendable {
 
     /// Sends a oneway request: no id, and no response, not even an error.
     /// Returns once the request is queued.
+    ///
+    /// - Parameters:
+    ///   - target: the target's name.
+    ///   - action: the action's name.
+    ///   - params: the request's `params`, a JSON object.
+    /// - Throws: `frame_too_large` (nothing sent) when the request is over the
+    ///   daemon's frame limit; `disconnected` when the connection is closed.
     public func send(_ target: String, _ action: String, params: JSONValue = .object([:])) async throws(MediatorError) {
         switch tracing.mode {
         case .off:
@@ -207,10 +219,18 @@ public final class MediatorClient: Sendable {
 
     /// Calls with `"more": true`: yields each `continues` result, then the
     /// final result, and ends. An error response ends it by throwing that
-    /// ``MediatorError``. Ending the iteration early (or cancelling the
+    /// `MediatorError`. Ending the iteration early (or cancelling the
     /// iterating task) sends `mediator/cancel`.
     ///
     /// The timeout applies to each response in turn, as in the daemon.
+    ///
+    /// - Parameters:
+    ///   - target: the target's name.
+    ///   - action: the action's name.
+    ///   - params: the request's `params`, a JSON object.
+    ///   - timeout: sent as `timeout_ms`; nil for the daemon's default.
+    /// - Returns: the responses, each a ``StreamItem``; iterating throws the
+    ///   errors ``call(_:_:params:timeout:)`` throws.
     public func stream(
         _ target: String, _ action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
     ) -> MediatorStream<JSONValue> {
@@ -248,6 +268,13 @@ public final class MediatorClient: Sendable {
 
     /// `mediator/open`: routes a `SCHEME://TARGET/ACTION?k=v` URL and
     /// returns the routed call's result.
+    ///
+    /// - Parameters:
+    ///   - url: the URL; its query items become the call's params, as strings.
+    ///   - timeout: the routed call's timeout; nil for the daemon's default.
+    /// - Throws: `bad_request` for a URL that does not parse; `forbidden`
+    ///   for an action whose spec says `"url": false`; else the routed
+    ///   call's errors, as ``call(_:_:params:timeout:)``.
     public func open(_ url: String, timeout: Duration? = nil) async throws(MediatorError) -> JSONValue {
         try await call(ProtocolConstants.daemonTarget, "open", params: ["url": .string(url)], timeout: timeout)
     }
@@ -258,6 +285,9 @@ public final class MediatorClient: Sendable {
     /// returns every target in one `{"targets": [...]}`, with the first
     /// page's `invalid_manifests` and `invalid_manifests_omitted` (manifest
     /// files the daemon skipped) when it has them.
+    ///
+    /// - Throws: as ``call(_:_:params:timeout:)`` (the access policy does
+    ///   not gate `list`): `disconnected` when the connection closed.
     public func list() async throws(MediatorError) -> JSONValue {
         var targets: [JSONValue] = []
         var params: JSONValue = [:]
@@ -280,8 +310,13 @@ public final class MediatorClient: Sendable {
     /// "Statistics"); needs the policy's monitor grant. The daemon pages
     /// the targets like `list`, a page sometimes ending inside a target
     /// (`next_action`); this follows the pages and returns one answer with
-    /// all of them, a target cut across pages joined again. `target`: that
-    /// target alone; `slowCalls` false leaves the slow-call log out.
+    /// all of them, a target cut across pages joined again.
+    ///
+    /// - Parameters:
+    ///   - target: that target alone; nil for every target.
+    ///   - slowCalls: false leaves the slow-call log out.
+    /// - Throws: `forbidden` without the monitor grant; else as
+    ///   ``call(_:_:params:timeout:)``.
     public func stats(target: String? = nil, slowCalls: Bool = true) async throws(MediatorError) -> JSONValue {
         var params: [String: JSONValue] = ["slow": .bool(slowCalls)]
         if let target { params["target"] = .string(target) }
@@ -316,17 +351,31 @@ public final class MediatorClient: Sendable {
     }
 
     /// `mediator/describe`: the target, its description, ActionSpecs and instances.
+    ///
+    /// - Throws: `target_not_found` when no component serves `target` and no
+    ///   manifest declares it; else as ``call(_:_:params:timeout:)``.
     public func describe(_ target: String) async throws(MediatorError) -> JSONValue {
         try await call(ProtocolConstants.daemonTarget, "describe", params: ["target": .string(target)])
     }
 
-    /// `mediator/ping`.
+    /// `mediator/ping`: a round trip to the daemon, which answers `{}`.
+    ///
+    /// - Throws: as ``call(_:_:params:timeout:)``: `disconnected` when the
+    ///   connection closed.
     public func ping() async throws(MediatorError) {
         _ = try await call(ProtocolConstants.daemonTarget, "ping")
     }
 
     /// `mediator/publish`; returns how many connections the event was
     /// delivered to.
+    ///
+    /// - Parameters:
+    ///   - event: the event's name (`user.login`).
+    ///   - data: the event's `data`; nil leaves it out.
+    /// - Throws: `forbidden` for a name starting with `mediator.` (the
+    ///   daemon's own events) or when the access policy denies it;
+    ///   `bad_request` for a name the name rules refuse; else as
+    ///   ``call(_:_:params:timeout:)``.
     @discardableResult
     public func publish(_ event: String, data: JSONValue? = nil) async throws(MediatorError) -> Int {
         var params: [String: JSONValue] = ["event": .string(event)]
@@ -350,6 +399,11 @@ public final class MediatorClient: Sendable {
     ///
     /// `mediator.cancel` events are control messages for components and are
     /// never delivered here.
+    ///
+    /// - Throws: `bad_request` for a pattern that is not a valid one;
+    ///   `forbidden` when the access policy does not allow a pattern;
+    ///   `disconnected` when the connection is closed; else as
+    ///   ``call(_:_:params:timeout:)``.
     public func events(_ patterns: [String]) async throws(MediatorError) -> MediatorStream<MediatorEvent> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: MediatorEvent.self)
         guard let token = connection.subscriptions.add(patterns, continuation) else {
@@ -392,6 +446,9 @@ public final class MediatorClient: Sendable {
 
     /// `mediator/unsubscribe`; then removes `patterns` from this client's
     /// subscriptions, ending those left without a pattern.
+    ///
+    /// - Throws: as ``call(_:_:params:timeout:)``; the subscriptions are
+    ///   then left as they were.
     public func unsubscribe(_ patterns: [String]) async throws(MediatorError) {
         _ = try await call(
             ProtocolConstants.daemonTarget, "unsubscribe", params: ["events": .array(patterns.map(JSONValue.string))])

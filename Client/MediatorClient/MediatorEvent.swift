@@ -2,10 +2,12 @@ import MediatorProtocol
 
 /// One event delivered to a subscription.
 public struct MediatorEvent: Sendable, Hashable {
+    /// The event's name (`user.login`), which the subscription's patterns matched.
     public var name: String
     /// The event's `data` member; nil when the event had none.
     public var data: JSONValue?
 
+    /// An event as ``MediatorClient/subscribe(_:)`` delivers it.
     public init(name: String, data: JSONValue? = nil) {
         self.name = name
         self.data = data

@@ -5,7 +5,9 @@ import Synchronization
 
 /// One response of a `more` call, and whether it is the final one.
 public struct StreamItem: Sendable {
+    /// The response's `result`.
     public var value: JSONValue
+    /// True for the final response (no `"continues": true`): nothing follows it.
     public var isFinal: Bool
 }
 

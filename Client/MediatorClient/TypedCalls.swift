@@ -13,7 +13,7 @@ extension MediatorClient {
     /// Foundation's JSON coders.
     ///
     /// - Throws: `invalid_params` (locally, nothing sent) when `params` does
-    ///   not encode to a JSON object; ``ErrorCode/invalidResult`` when the
+    ///   not encode to a JSON object; `invalid_result` when the
     ///   result does not decode as `Result`; else as
     ///   ``call(_:_:params:timeout:)``.
     public func call<Params: Encodable & Sendable, Result: Decodable & Sendable>(
@@ -38,7 +38,7 @@ extension MediatorClient {
     /// A call with several responses (`more`), each decoded as `Result`:
     /// the partials, then the final one. Ending the iteration early, or
     /// cancelling the iterating task, cancels the call. A response that does
-    /// not decode ends the stream with ``ErrorCode/invalidResult``.
+    /// not decode ends the stream with `invalid_result`.
     public func stream<Params: Encodable & Sendable, Result: Decodable & Sendable>(
         _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
     ) -> MediatorStream<Result> {
@@ -74,7 +74,7 @@ extension CallContext {
     }
 }
 
-/// Converts between `Codable` values and ``JSONValue`` through JSON bytes.
+/// Converts between `Codable` values and `JSONValue` through JSON bytes.
 @usableFromInline enum JSONBridge {
     static func value(from encodable: some Encodable) throws -> JSONValue {
         let data = try JSONEncoder().encode(encodable)
@@ -139,7 +139,7 @@ extension CallContext {
 
 extension MediatorClient {
     /// A typed call whose params and result convert to and from
-    /// ``JSONValue`` directly (``JSONValueConvertible``, as generated
+    /// `JSONValue` directly (``JSONValueConvertible``, as generated
     /// interface types do): no trip through Foundation's JSON coders.
     /// Params out of their schema's bounds (``JSONValueConvertible/validate()``)
     /// are refused with `invalid_params`, nothing sent. Errors otherwise as

@@ -14,6 +14,11 @@ import Tracing
 /// ```
 ///
 /// The parameters are those of ``MediatorClient/connect(socketPath:name:maxFrameBytes:tracer:logger:)``.
+///
+/// - Returns: what `body` returns.
+/// - Throws: what `connect` throws (`unreachable` when the daemon's socket
+///   cannot be reached), or what `body` throws; the connection is closed
+///   either way.
 public func withMediatorClient<Result: Sendable>(
     socketPath: String? = nil, name: String? = nil, maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes,
     tracer: (any Tracer)? = nil, logger: Logger? = nil,
