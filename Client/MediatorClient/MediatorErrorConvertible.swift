@@ -1,6 +1,6 @@
 /// An error of a handler's own that says how it reaches the caller: its
 /// wire code, message and data. A handler may throw it as it is; without
-/// this conformance an error that is not a ``MediatorError`` reaches the
+/// this conformance an error that is not a `MediatorError` reaches the
 /// caller as `failed` with its type and description.
 ///
 /// ```swift

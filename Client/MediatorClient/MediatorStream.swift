@@ -2,7 +2,7 @@
 /// ``MediatorClient/stream(_:_:params:timeout:)`` and the typed and
 /// generated streams return.
 ///
-/// Its failure type is ``MediatorError``: after `for try await`, a `catch`
+/// Its failure type is `MediatorError`: after `for try await`, a `catch`
 /// gets the wire code, message and data without a cast. Ending the
 /// iteration early, or cancelling the iterating task, cancels the call
 /// (`mediator/cancel`).
@@ -37,7 +37,7 @@ public struct MediatorStream<Element: Sendable>: AsyncSequence, Sendable {
         }
     }
 
-    /// What ends a stream is a ``MediatorError`` already (the library
+    /// What ends a stream is a `MediatorError` already (the library
     /// finishes its streams with one); anything else would be a bug, kept
     /// readable rather than lost.
     static func mediatorError(_ error: any Error) -> MediatorError {
