@@ -124,7 +124,7 @@ final class BridgeSession: Sendable {
         var localEvents: Task<Void, Never>?
         if !settings.events.isEmpty {
             let events = BridgedEvents(patterns: settings.events, subjects: subjects, host: settings.host, logger: logger)
-            let stream = try await client.subscribe(settings.events)
+            let stream = try await client.events(settings.events)
             localEvents = Task { await events.forwardLocal(stream, to: nats) }
             eventSubscription = try nats.subscribe(subjects.events) { events.received($0, client: client) }
         }

@@ -40,8 +40,18 @@ final class BridgedEvents: Sendable {
     }
 
     /// Forwards the local events until the subscription ends.
-    func forwardLocal(_ events: AsyncStream<MediatorEvent>, to nats: NATSConnection) async {
-        for await event in events where crosses(event.name) {
+    /// Ends when the stream does; a lost daemon ends it with an error, which
+    /// the session notices on its own (its connection closes).
+    func forwardLocal(_ events: MediatorStream<MediatorEvent>, to nats: NATSConnection) async {
+        do throws(MediatorError) {
+            try await forwardEach(events, to: nats)
+        } catch {
+            logger.debug("local events no longer forwarded: \(error.message)")
+        }
+    }
+
+    private func forwardEach(_ events: MediatorStream<MediatorEvent>, to nats: NATSConnection) async throws(MediatorError) {
+        for try await event in events where crosses(event.name) {
             let data = event.data?.encoded ?? []
             let fingerprint = Fingerprint(name: event.name, data: data)
             let wasEcho = echoes.withLock { table -> Bool in

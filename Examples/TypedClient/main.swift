@@ -98,9 +98,6 @@ do {
     say("countdown: \(counted.joined(separator: " "))")
     await connection.close()
     exit(0)
-} catch let error as MediatorError {
-    FileHandle.standardError.write(Data("example-typed-client: \(error)\n".utf8))
-    exit(1)
 } catch {
     FileHandle.standardError.write(Data("example-typed-client: \(error)\n".utf8))
     exit(1)
