@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "MediatorProtocol", targets: ["MediatorProtocol"]),
         .library(name: "MediatorClient", targets: ["MediatorClient"]),
+        .library(name: "MediatorTesting", targets: ["MediatorTesting"]),
         .executable(name: "mediatord", targets: ["mediatord"]),
         .executable(name: "mediatorctl", targets: ["mediatorctl"]),
         .library(name: "MediatorCodegen", targets: ["MediatorCodegen"]),
@@ -147,6 +148,21 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Client/MediatorClient"
+        ),
+        // The daemon inside a test process (issue 27): a component's tests
+        // call it through the real protocol and the broker's own checks,
+        // without mediatord.
+        .target(
+            name: "MediatorTesting",
+            dependencies: [
+                "MediatorClient",
+                "MediatorConfiguration",
+                "MediatorDaemon",
+                "MediatorProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Client/MediatorTesting"
         ),
         // Interface files (issue 11): reading, checking and comparing them.
         // Pure: the caller gives file names and bytes.
@@ -376,6 +392,13 @@ let package = Package(
             dependencies: ["MediatorClient", "MediatorProtocol"],
             path: "Tests/GeneratedInterfaceTests",
             plugins: [.plugin(name: "MediatorGenerator")]
+        ),
+        // The harness, and the Weather example's own code tested through it
+        // as a component's author would (example-component is imported).
+        .testTarget(
+            name: "MediatorTestingTests",
+            dependencies: ["MediatorTesting", "MediatorClient", "MediatorProtocol", "example-component"],
+            path: "Tests/MediatorTestingTests"
         ),
         .testTarget(
             name: "IntegrationTests",
