@@ -55,21 +55,7 @@ let package = Package(
         ),
         .target(
             name: "MediatorDaemon",
-            dependencies: [
-                "MediatorProtocol",
-                "MediatorStatistics",
-                "MediatorConfiguration",
-                "MediatorTransport",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "SystemPackage", package: "swift-system"),
-                // Call latencies go to swift-metrics as they happen, only when
-                // an exporter asked for them (mediatord --metrics-listen).
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-            ],
+            dependencies: DaemonLibrary.dependencies,
             path: "Daemon/MediatorDaemon",
             exclude: ["README.md"],
             // The broker's state lives in classes confined to one event loop;
@@ -78,6 +64,19 @@ let package = Package(
             // with Benchmarks/profile-mediatord). Debug builds, which the
             // tests run, keep them, so an overlapping access still fails there.
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+        ),
+        // The same sources (Daemon/MediatorEmbeddedDaemon is a symlink to
+        // Daemon/MediatorDaemon) as a module without that unsafe flag, for
+        // MediatorTesting to run inside a user's tests: SwiftPM refuses a
+        // product with unsafe flags as a versioned dependency, and marking
+        // the broker's properties @exclusivity(unchecked) instead left
+        // mediatord 2.2% slower (NIO's inlined ByteBuffer code keeps its
+        // checks). Exclusivity stays checked here, as in debug builds.
+        .target(
+            name: "MediatorEmbeddedDaemon",
+            dependencies: DaemonLibrary.dependencies,
+            path: "Daemon/MediatorEmbeddedDaemon",
+            exclude: ["README.md"]
         ),
         // libsystemd, and the thin layer over it that only mediatord uses:
         // the broker core knows nothing of systemd.
@@ -157,7 +156,7 @@ let package = Package(
             dependencies: [
                 "MediatorClient",
                 "MediatorConfiguration",
-                "MediatorDaemon",
+                "MediatorEmbeddedDaemon",
                 "MediatorProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -417,4 +416,24 @@ enum GoldenFiles {
     static let names = ["Notes", "Shapes", "Keywords", "Streams", "Recursive", "Bounds", "Alternatives"]
     static let excluded: [String] =
         names.flatMap { ["Golden/\($0).mediator.json", "Golden/\($0.lowercased()).py"] } + ["PythonCheck"]
+}
+
+/// What the daemon library (MediatorDaemon, and MediatorEmbeddedDaemon built
+/// from the same sources) depends on.
+enum DaemonLibrary {
+    static let dependencies: [Target.Dependency] = [
+        "MediatorProtocol",
+        "MediatorStatistics",
+        "MediatorConfiguration",
+        "MediatorTransport",
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "Subprocess", package: "swift-subprocess"),
+        .product(name: "SystemPackage", package: "swift-system"),
+        // Call latencies go to swift-metrics as they happen, only when an
+        // exporter asked for them (mediatord --metrics-listen).
+        .product(name: "CoreMetrics", package: "swift-metrics"),
+    ]
 }

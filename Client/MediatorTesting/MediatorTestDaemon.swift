@@ -1,7 +1,7 @@
 import Logging
 import MediatorClient
 import MediatorConfiguration
-import MediatorDaemon
+import MediatorEmbeddedDaemon
 import MediatorProtocol
 import ServiceLifecycle
 

@@ -18,7 +18,8 @@ struct SocketDirectory {
         guard mkdtemp(&template) != nil else {
             throw MediatorError(.internal, "cannot make a directory in \(parent) for the test daemon's socket (errno \(errno))")
         }
-        return SocketDirectory(path: String(cString: template))
+        let bytes = template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return SocketDirectory(path: String(decoding: bytes, as: UTF8.self))
     }
 
     var socketPath: String { path + "/" + Self.socketName }
