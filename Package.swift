@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "MediatorProtocol", targets: ["MediatorProtocol"]),
         .library(name: "MediatorClient", targets: ["MediatorClient"]),
+        .library(name: "MediatorTesting", targets: ["MediatorTesting"]),
         .executable(name: "mediatord", targets: ["mediatord"]),
         .executable(name: "mediatorctl", targets: ["mediatorctl"]),
         .library(name: "MediatorCodegen", targets: ["MediatorCodegen"]),
@@ -58,21 +59,7 @@ let package = Package(
         ),
         .target(
             name: "MediatorDaemon",
-            dependencies: [
-                "MediatorProtocol",
-                "MediatorStatistics",
-                "MediatorConfiguration",
-                "MediatorTransport",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "SystemPackage", package: "swift-system"),
-                // Call latencies go to swift-metrics as they happen, only when
-                // an exporter asked for them (mediatord --metrics-listen).
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-            ],
+            dependencies: DaemonLibrary.dependencies,
             path: "Daemon/MediatorDaemon",
             exclude: ["README.md"],
             // The broker's state lives in classes confined to one event loop;
@@ -81,6 +68,19 @@ let package = Package(
             // with Benchmarks/profile-mediatord). Debug builds, which the
             // tests run, keep them, so an overlapping access still fails there.
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+        ),
+        // The same sources (Daemon/MediatorEmbeddedDaemon is a symlink to
+        // Daemon/MediatorDaemon) as a module without that unsafe flag, for
+        // MediatorTesting to run inside a user's tests: SwiftPM refuses a
+        // product with unsafe flags as a versioned dependency, and marking
+        // the broker's properties @exclusivity(unchecked) instead left
+        // mediatord 2.2% slower (NIO's inlined ByteBuffer code keeps its
+        // checks). Exclusivity stays checked here, as in debug builds.
+        .target(
+            name: "MediatorEmbeddedDaemon",
+            dependencies: DaemonLibrary.dependencies,
+            path: "Daemon/MediatorEmbeddedDaemon",
+            exclude: ["README.md"]
         ),
         // libsystemd, and the thin layer over it that only mediatord uses:
         // the broker core knows nothing of systemd.
@@ -151,6 +151,21 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Client/MediatorClient"
+        ),
+        // The daemon inside a test process (issue 27): a component's tests
+        // call it through the real protocol and the broker's own checks,
+        // without mediatord.
+        .target(
+            name: "MediatorTesting",
+            dependencies: [
+                "MediatorClient",
+                "MediatorConfiguration",
+                "MediatorEmbeddedDaemon",
+                "MediatorProtocol",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Client/MediatorTesting"
         ),
         // Interface files (issue 11): reading, checking and comparing them.
         // Pure: the caller gives file names and bytes.
@@ -381,6 +396,13 @@ let package = Package(
             path: "Tests/GeneratedInterfaceTests",
             plugins: [.plugin(name: "MediatorGenerator")]
         ),
+        // The harness, and the Weather example's own code tested through it
+        // as a component's author would (example-component is imported).
+        .testTarget(
+            name: "MediatorTestingTests",
+            dependencies: ["MediatorTesting", "MediatorClient", "MediatorProtocol", "example-component"],
+            path: "Tests/MediatorTestingTests"
+        ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
@@ -398,4 +420,24 @@ enum GoldenFiles {
     static let names = ["Notes", "Shapes", "Keywords", "Streams", "Recursive", "Bounds", "Alternatives"]
     static let excluded: [String] =
         names.flatMap { ["Golden/\($0).mediator.json", "Golden/\($0.lowercased()).py"] } + ["PythonCheck"]
+}
+
+/// What the daemon library (MediatorDaemon, and MediatorEmbeddedDaemon built
+/// from the same sources) depends on.
+enum DaemonLibrary {
+    static let dependencies: [Target.Dependency] = [
+        "MediatorProtocol",
+        "MediatorStatistics",
+        "MediatorConfiguration",
+        "MediatorTransport",
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "Subprocess", package: "swift-subprocess"),
+        .product(name: "SystemPackage", package: "swift-system"),
+        // Call latencies go to swift-metrics as they happen, only when an
+        // exporter asked for them (mediatord --metrics-listen).
+        .product(name: "CoreMetrics", package: "swift-metrics"),
+    ]
 }

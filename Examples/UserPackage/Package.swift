@@ -22,6 +22,16 @@ let package = Package(
             dependencies: [.product(name: "MediatorClient", package: "mediator")],
             // Hello.mediator.json in Sources/hello becomes Swift types at build time.
             plugins: [.plugin(name: "MediatorGenerator", package: "mediator")]
-        )
+        ),
+        // `swift test` needs no mediatord: MediatorTesting runs the daemon's
+        // broker inside the test process (see Tests/helloTests).
+        .testTarget(
+            name: "helloTests",
+            dependencies: [
+                "hello",
+                .product(name: "MediatorClient", package: "mediator"),
+                .product(name: "MediatorTesting", package: "mediator"),
+            ]
+        ),
     ]
 )

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds Examples/UserPackage the way a user's package gets Mediator: from a
 # clone of this repository tagged with its version, resolved by SwiftPM as a
-# versioned dependency (`from:`), the generated code made by the plugin. Then
-# it starts the mediatord built here, serves the package's Hello target with
+# versioned dependency (`from:`), the generated code made by the plugin, and
+# runs its tests (`swift test`: MediatorTesting, no daemon). Then it starts
+# the mediatord built here, serves the package's Hello target with
 # its `hello serve`, and calls it with `hello call` (Swift), with mediatorctl,
 # and from Python through a module generated from the same interface file.
 #
@@ -66,6 +67,14 @@ else
   finish
 fi
 hello=$(cd "$tmp/app" && swift build --show-bin-path)/hello
+
+# Its own tests, through MediatorTesting: no mediatord runs yet.
+# Swift Testing's summary names the suite, so a build that found no tests fails here.
+if out=$(cd "$tmp/app" && swift test 2>&1) && printf '%s\n' "$out" | grep -q 'Suite GreeterTests passed'; then
+  pass "swift test of the user package (MediatorTesting, no mediatord)"
+else
+  fail "swift test of the user package" "$(printf '%s\n' "$out" | grep -v -E "swift-distributed-tracing|CMakeLists" | tail -n 40)"
+fi
 
 export MEDIATOR_SOCKET="$tmp/mediator.sock"
 "$bin/mediatord" --socket "$MEDIATOR_SOCKET" --components "$tmp/none" --policy "$tmp/none" >"$tmp/mediatord.log" 2>&1 &

@@ -2,16 +2,11 @@
 // hello call NAME    calls Hello.greet and prints the greeting
 //
 // The types (HelloService, HelloClient, GreetParams, GreetResult) come from
-// Hello.mediator.json through the MediatorGenerator plugin. The socket is
+// Hello.mediator.json through the MediatorGenerator plugin; Greeter.swift
+// implements the service (Tests/helloTests test it). The socket is
 // $MEDIATOR_SOCKET, else the user instance's, else the system's.
 import Foundation
 import MediatorClient
-
-struct Greeter: HelloService {
-    func greet(_ params: GreetParams, context: CallContext) async throws -> GreetResult {
-        GreetResult(greeting: "Hello, \(params.name)!")
-    }
-}
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("hello: \(message)\n".utf8))
