@@ -13,7 +13,7 @@ from .client import Client, Event, Stream, Subscription, connect
 from .errors import DISCONNECTED, FAILED, NOT_IMPLEMENTED, UNREACHABLE, CallDelivery, MediatorError
 from .fds import FD, ReceivedFD, memfd_from_bytes, read_memfd
 from .paths import SYSTEM_SOCKET, socket_path
-from .service import CallContext, Service
+from .service import SHUTDOWN_GRACE, CallContext, Service, serve
 from . import tracing
 from .tracing import TraceContext
 
@@ -22,6 +22,6 @@ __version__ = "0.1.0"
 __all__ = [
     "CallContext", "CallDelivery", "Client", "DISCONNECTED", "Event", "FAILED", "FD", "MediatorError",
     "NOT_IMPLEMENTED", "ReceivedFD", "SYSTEM_SOCKET", "Service", "Stream", "Subscription", "TraceContext",
-    "UNREACHABLE", "connect", "memfd_from_bytes", "read_memfd", "socket_path", "tracing",
+    "SHUTDOWN_GRACE", "UNREACHABLE", "connect", "serve", "memfd_from_bytes", "read_memfd", "socket_path", "tracing",
     "__version__",
 ]

@@ -31,16 +31,20 @@ from .errors import DISCONNECTED, UNREACHABLE, MediatorError, error_from_excepti
 from .fds import Incoming, MessageReader, Outgoing, close_all, prepare_frame, receive, send_first
 from .framing import MAX_FRAME, FrameDecoder, kind, local_deadline
 from .paths import socket_path
-from .service import REGISTER_TIMEOUT, STOP_TIMEOUT, CallContext, Responder, ServiceBase, request_key
+from .service import (REGISTER_TIMEOUT, SHUTDOWN_GRACE, SHUTDOWN_SIGNALS, STOP_TIMEOUT, CallContext, Responder,
+                      ServiceBase, request_key)
 from .tracing import TraceContext, outgoing, use
 
-__all__ = ["CallContext", "Client", "Event", "MediatorError", "Service", "Subscription", "connect"]
+__all__ = ["CallContext", "Client", "Event", "MediatorError", "Service", "Subscription", "connect", "serve"]
 
 
 #: Above this many bytes waiting to be written, `drain()` waits until the
 #: socket took all but LOW_WATER of them (asyncio's own stream defaults).
 HIGH_WATER = 64 * 1024
 LOW_WATER = HIGH_WATER // 4
+#: After a graceful shutdown's grace, how long the cancelled handlers get to
+#: unwind before the connection closes.
+CANCELLED_WAIT = 1.0
 
 
 class _Link:
@@ -605,13 +609,16 @@ class _Session:
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
 
-    def abandon(self) -> None:
+    def abandon(self) -> List[asyncio.Task]:
+        """Cancels the calls still running (their answers are dropped); returns their tasks."""
         for ctx, task in list(self.calls.values()):
             ctx._responder.suppress()
             ctx.cancelled.set()
-        for task in list(self.tasks):
+        tasks = list(self.tasks)
+        for task in tasks:
             task.cancel()
         self.calls.clear()
+        return tasks
 
 
 class Service(ServiceBase):
@@ -622,14 +629,17 @@ class Service(ServiceBase):
         super().__init__(target, description, mode, actions)
         self.stop_timeout = STOP_TIMEOUT
         self._stopping = False
+        self._grace: Optional[float] = None  # set by graceful_shutdown()
         self._session: Optional[_Session] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._wake: Optional[asyncio.Event] = None
         self._loop_thread: Optional[int] = None
+        self._finished: Optional[asyncio.Event] = None  # set when run() returns
 
     def stop(self) -> None:
-        """Makes `run()` return after the calls in flight finish (bounded);
-        safe from any thread."""
+        """Makes `run()` return: it unregisters the target, lets the calls
+        in flight finish (bounded by `stop_timeout`), cancels the rest and
+        closes. Safe from any thread; does not wait."""
         self._stopping = True
         loop, session = self._loop, self._session
         if loop is not None:
@@ -643,6 +653,39 @@ class Service(ServiceBase):
             else:
                 wake()
 
+    async def graceful_shutdown(self, grace: float = SHUTDOWN_GRACE) -> None:
+        """Unregisters the target (the daemon routes new calls elsewhere),
+        lets the calls in flight finish within `grace` seconds, cancels
+        those still running, closes; returns once `run()` has returned.
+        Call it from the loop running `run()` (from another thread, use
+        `stop()`); not from a handler of this service, which it would wait
+        for. Cancelling the task running `run()` instead leaves at once."""
+        finished = self._finished
+        self._grace = grace
+        self.stop()
+        if finished is not None and self._loop is asyncio.get_running_loop():
+            await finished.wait()
+
+    async def _leave(self, session: _Session, client: Client) -> None:
+        """The end of `run()` on a stop: unregister (unless the daemon asked
+        us to leave), let the calls in flight finish, cancel the rest, close."""
+        try:
+            if not session.leaving:
+                try:
+                    with use(None):
+                        await client.call(DAEMON, "unregister", {"target": self.target}, timeout=REGISTER_TIMEOUT)
+                except MediatorError:
+                    pass  # the connection is going anyway: closing it unregisters too
+            await session.drain(self.stop_timeout if self._grace is None else self._grace)
+            cancelled = session.abandon()
+            if cancelled:  # let them see their CancelledError before the connection goes (bounded)
+                await asyncio.wait(cancelled, timeout=CANCELLED_WAIT)
+        except BaseException:  # cancelled while leaving: leave at once
+            session.abandon()
+            await asyncio.shield(client.close())
+            raise
+        await client.close()
+
     async def _pause(self, delay: float) -> None:
         try:
             await asyncio.wait_for(self._wake.wait(), delay)
@@ -655,7 +698,9 @@ class Service(ServiceBase):
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._wake = asyncio.Event()
+        self._finished = asyncio.Event()
         self._stopping = False
+        self._grace = None
         registered_once = False
         delay = INITIAL_BACKOFF
         try:
@@ -692,9 +737,7 @@ class Service(ServiceBase):
                     await asyncio.shield(client.close())
                     raise
                 if session.leaving or self._stopping:
-                    await session.drain(self.stop_timeout)
-                    session.abandon()
-                    await client.close()
+                    await self._leave(session, client)
                     break
                 session.abandon()
                 await client.close()
@@ -705,3 +748,36 @@ class Service(ServiceBase):
         finally:
             self._session = None
             self._loop = None
+            self._finished.set()
+
+
+async def serve(service: Service, *, signals: bool = True, grace: float = SHUTDOWN_GRACE, **run_kwargs: Any) -> None:
+    """Awaits `service.run(**run_kwargs)`, for a script's `asyncio.run(serve(svc))`.
+    With `signals` (on the main thread's loop), SIGTERM and SIGINT shut it
+    down gracefully (`Service.graceful_shutdown(grace)`); a second one
+    cancels `run()` at once. The handlers are removed when it returns."""
+    if not signals:
+        await service.run(**run_kwargs)
+        return
+    loop = asyncio.get_running_loop()
+    running = loop.create_task(service.run(**run_kwargs))
+    shutting_down: List[asyncio.Task] = []
+
+    def on_signal() -> None:
+        if shutting_down:
+            running.cancel()
+        else:
+            shutting_down.append(loop.create_task(service.graceful_shutdown(grace)))
+
+    for number in SHUTDOWN_SIGNALS:
+        loop.add_signal_handler(number, on_signal)
+    try:
+        await running
+    finally:
+        for number in SHUTDOWN_SIGNALS:
+            loop.remove_signal_handler(number)
+        if not running.done():  # serve() itself was cancelled
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+        for task in shutting_down:
+            await asyncio.gather(task, return_exceptions=True)

@@ -1,5 +1,6 @@
 """Serving a target: register its actions and answer the daemon's calls,
 each in its own thread."""
+import signal
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
@@ -10,8 +11,11 @@ from .tracing import TraceContext, use
 
 #: How long `run()` lets calls in flight finish after `mediator.stop` or `stop()`.
 STOP_TIMEOUT = 2.5
-#: How long `run()` waits for the daemon to answer `register`.
+#: How long `run()` waits for the daemon to answer `register` (and `unregister`).
 REGISTER_TIMEOUT = 10.0
+#: How long `graceful_shutdown()` and `serve()` let calls in flight finish
+#: after unregistering (the Swift Component's default too).
+SHUTDOWN_GRACE = 10.0
 #: What the link raises, before writing anything, for a result it cannot
 #: send (fds.prepare_frame): answered to the caller as the call's error.
 UNSENDABLE = ("frame_too_large", "fds_not_supported", "bad_request")
@@ -283,15 +287,44 @@ class Service(ServiceBase):
         super().__init__(target, description, mode, actions)
         self.stop_timeout = STOP_TIMEOUT
         self._stopping = threading.Event()
+        self._grace: Optional[float] = None  # set by graceful_shutdown()
         self._session: Optional[_Session] = None
+        self._idle = threading.Event()  # set while run() is not running
+        self._idle.set()
 
     def stop(self) -> None:
-        """Makes `run()` return (from another thread or a signal handler)
-        after the calls in flight finish (bounded by `stop_timeout`)."""
+        """Makes `run()` return (from another thread or a signal handler):
+        it unregisters the target, so that the daemon routes new calls
+        elsewhere, lets the calls in flight finish (bounded by
+        `stop_timeout`), and closes. Does not wait."""
         self._stopping.set()
         session = self._session
         if session is not None:
             session.ended.set()
+
+    def graceful_shutdown(self, grace: float = SHUTDOWN_GRACE, wait: bool = True) -> None:
+        """As `stop()`, with `grace` seconds for the calls in flight; past
+        it, their answers are dropped and their `ctx.cancelled` set. With
+        `wait`, returns once `run()` has returned (unless called from the
+        thread running it, a handler say, or from a signal handler: pass
+        `wait=False` there)."""
+        self._grace = grace
+        self.stop()
+        if wait:
+            self._idle.wait(grace + 2 * REGISTER_TIMEOUT)
+
+    def _leave(self, session: _Session, client: Client) -> None:
+        """The end of `run()` on a stop: unregister (unless the daemon asked
+        us to leave), let the calls in flight finish, close."""
+        if not session.leaving:
+            try:
+                with use(None):
+                    client.call(DAEMON, "unregister", {"target": self.target}, timeout=REGISTER_TIMEOUT)
+            except MediatorError:
+                pass  # the connection is going anyway: closing it unregisters too
+        session.drain(self.stop_timeout if self._grace is None else self._grace)
+        session.abandon()
+        client.close()
 
     def run(self, socket: Optional[str] = None, name: Optional[str] = None, reconnect: bool = True,
             user: bool = False, on_registered: Optional[Callable[[], None]] = None, fds: bool = False) -> None:
@@ -307,6 +340,16 @@ class Service(ServiceBase):
         markers in results and partials.
         """
         self._stopping.clear()
+        self._grace = None
+        self._idle.clear()
+        try:
+            self._serve(socket, name, reconnect, user, on_registered, fds)
+        finally:
+            self._session = None
+            self._idle.set()
+
+    def _serve(self, socket: Optional[str], name: Optional[str], reconnect: bool, user: bool,
+               on_registered: Optional[Callable[[], None]], fds: bool) -> None:
         registered_once = False
         delay = INITIAL_BACKOFF
         while not self._stopping.is_set():
@@ -341,9 +384,7 @@ class Service(ServiceBase):
                 client.close()
                 raise
             if session.leaving or self._stopping.is_set():
-                session.drain(self.stop_timeout)
-                session.abandon()
-                client.close()
+                self._leave(session, client)
                 break
             session.abandon()
             client.close()
@@ -351,4 +392,37 @@ class Service(ServiceBase):
                 raise MediatorError(DISCONNECTED, "the connection to the daemon closed")
             self._stopping.wait(delay)
             delay = min(delay * 2, MAX_BACKOFF)
-        self._session = None
+
+
+#: The signals `serve()` answers with a graceful shutdown.
+SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def serve(service: Service, *, signals: bool = True, grace: float = SHUTDOWN_GRACE, **run_kwargs: Any) -> None:
+    """Runs `service.run(**run_kwargs)` in this thread, for a script's main.
+    With `signals` (the main thread only), SIGTERM and SIGINT shut it down
+    gracefully (`Service.graceful_shutdown(grace)`: unregister, let the calls
+    in flight finish within `grace`, close); a second one raises
+    KeyboardInterrupt, which leaves at once. The previous handlers are
+    restored when it returns."""
+    if not signals:
+        service.run(**run_kwargs)
+        return
+    previous = {number: signal.getsignal(number) for number in SHUTDOWN_SIGNALS}
+
+    def interrupt(number: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    def shut_down(number: int, frame: Any) -> None:
+        for each in SHUTDOWN_SIGNALS:
+            signal.signal(each, interrupt)
+        service.graceful_shutdown(grace, wait=False)
+
+    try:
+        for number in SHUTDOWN_SIGNALS:
+            signal.signal(number, shut_down)
+        service.run(**run_kwargs)
+    finally:
+        for number, handler in previous.items():
+            if handler is not None:  # None: set outside Python, cannot be put back
+                signal.signal(number, handler)

@@ -137,7 +137,7 @@ class DaemonTestCase(unittest.TestCase):
 
 
 class FakeDaemon:
-    """A listening socket that answers `hello`, `register` and `ping` with
+    """A listening socket that answers `hello`, `register`, `unregister` and `ping` with
     `{}` and hands every other line to `on_message(message, send)` (on its
     own thread). `received` keeps every message."""
 
@@ -172,7 +172,7 @@ class FakeDaemon:
                 continue
             message = json.loads(line)
             self.received.append(message)
-            if message.get("target") == "mediator" and message.get("action") in ("hello", "register", "ping"):
+            if message.get("target") == "mediator" and message.get("action") in ("hello", "register", "unregister", "ping"):
                 send({"id": message["id"], "result": {"max_frame": 1 << 20, "connection": 1}})
             elif self.on_message is not None:
                 self.on_message(message, send)
@@ -200,7 +200,7 @@ class FdPeer:
     library's own `socket.recv_fds`/`send_fds` (not the package's code):
     descriptors that arrive go to a FIFO, and each message declaring
     `fds: N` takes the next N. It answers `hello` (with `max_fds`),
-    `register` and `ping`, and hands every other message to
+    `register`, `unregister` and `ping`, and hands every other message to
     `on_message(message, fds, conn)`; `conn.send(message, fds=(), raw=None)`
     answers. `max_fds=None` leaves it out of the hello result."""
 
@@ -235,7 +235,7 @@ class FdPeer:
     def _serve(self, peer):
         for message, fds in peer.messages():
             self.received.append((message, len(fds)))
-            if message.get("target") == "mediator" and message.get("action") in ("hello", "register", "ping"):
+            if message.get("target") == "mediator" and message.get("action") in ("hello", "register", "unregister", "ping"):
                 result = {"max_frame": self.max_frame, "connection": 1}
                 if message["action"] == "hello":
                     self.hellos.append(message)
