@@ -25,8 +25,8 @@ import socket as _socket
 import threading
 from typing import Any, AsyncIterator, Callable, Deque, Dict, List, Optional, Tuple
 
-from .client import (DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Event, Hooks, admitted, drop_unread, hello_params,
-                     pattern_matches, read_hello, request_message)
+from .client import (DAEMON, INITIAL_BACKOFF, LOST, MAX_BACKOFF, Event, Hooks, SubscriptionBase, admitted,
+                     drop_unread, hello_params, read_hello, request_message)
 from .errors import DISCONNECTED, UNREACHABLE, MediatorError, error_from_exception
 from .fds import Incoming, MessageReader, Outgoing, close_all, prepare_frame, receive, send_first
 from .framing import MAX_FRAME, FrameDecoder, kind, local_deadline
@@ -220,12 +220,12 @@ class _Link:
             received = receive(self.sock, 65536)
         except (BlockingIOError, InterruptedError):
             return
-        except OSError:
-            self.close(MediatorError(DISCONNECTED, "the connection closed"))
+        except OSError as e:
+            self.close(MediatorError(DISCONNECTED, "the connection failed: %s" % e))
             return
         if not received.data:
             close_all(received.fds)
-            self.close(MediatorError(DISCONNECTED, "the connection closed"))
+            self.close(MediatorError(DISCONNECTED, LOST))
             return
         for incoming in self._reader.feed(received):
             if self.closed is not None:  # a handler closed it: nobody takes the rest
@@ -279,53 +279,34 @@ class _Link:
             self._on_event(Event(name, data))
 
 
-class Subscription:
-    """The matching events as an async iterator; ends when closed or when
-    the connection is lost for good."""
-
-    _END = object()
+class Subscription(SubscriptionBase):
+    """The matching events as an async iterator: as `mediator.Subscription`,
+    it ends normally when closed or when the client closes, and raises
+    MediatorError `disconnected` when the connection is lost for good."""
 
     def __init__(self, client: "Client", patterns: List[str]):
-        self.patterns = list(patterns)
-        self._client = client
-        self._queue: asyncio.Queue = asyncio.Queue()
-        self.closed = False
+        super().__init__(client, patterns, asyncio.Queue())
 
     def __aiter__(self) -> "Subscription":
         return self
 
     async def __anext__(self) -> Event:
         if self.closed and self._queue.empty():
+            self._finish(None)
             raise StopAsyncIteration
-        item = await self._queue.get()
-        if item is self._END:
-            self.closed = True
+        event = self._finish(await self._queue.get())
+        if event is None:
             raise StopAsyncIteration
-        return item
+        return event
 
     async def get(self, timeout: Optional[float] = None) -> Optional[Event]:
-        """The next event, or None when none came within `timeout` or it ended."""
+        """The next event, or None when none came within `timeout` or it
+        ended normally; raises `disconnected` when the connection was lost."""
         try:
             item = await asyncio.wait_for(self._queue.get(), timeout)
         except asyncio.TimeoutError:
             return None
-        if item is self._END:
-            self.closed = True
-            return None
-        return item
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._client._unsubscribe(self)
-            self._end()
-
-    def _end(self) -> None:
-        self._queue.put_nowait(self._END)
-
-    def _deliver(self, event: Event) -> None:
-        if any(pattern_matches(p, event.name) for p in self.patterns):
-            self._queue.put_nowait(event)
+        return self._finish(item)
 
 
 class Client:
@@ -346,6 +327,8 @@ class Client:
         self._closed = False
         self._connect_lock = asyncio.Lock()
         self._retry_task: Optional[asyncio.Task] = None
+        self._ended = asyncio.Event()  # closed for good: by close(), or lost without reconnect
+        self._end_reason: Optional[MediatorError] = None
 
     async def _open(self) -> _Link:
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -400,8 +383,10 @@ class Client:
             return
         if not self.reconnect:
             subscriptions, self._subscriptions = self._subscriptions, []
+            self._end_reason = link.closed
+            self._ended.set()
             for subscription in subscriptions:
-                subscription._end()
+                subscription._end(link.closed)
         elif self._retry_task is None or self._retry_task.done():
             self._retry_task = asyncio.get_running_loop().create_task(self._retry())
 
@@ -520,6 +505,15 @@ class Client:
         if link is not None:
             await link.flushed(2.0)  # what was sent goes out first, as a stream writer's close does
             link.close(MediatorError(DISCONNECTED, "the client is closed"))
+        self._ended.set()
+
+    async def wait_until_closed(self) -> Optional[MediatorError]:
+        """Waits until the client is closed for good and returns why: None
+        when `close()` closed it, MediatorError `disconnected` saying why
+        when the connection was lost (without `reconnect`). Bound it with
+        `asyncio.wait_for` if needed."""
+        await self._ended.wait()
+        return self._end_reason
 
     @property
     def is_connected(self) -> bool:
