@@ -21,12 +21,13 @@ import collections
 import contextvars
 import functools
 import inspect
+import logging
 import socket as _socket
 import threading
 from typing import Any, AsyncIterator, Callable, Deque, Dict, List, Optional, Tuple
 
 from .client import (DAEMON, INITIAL_BACKOFF, LOST, MAX_BACKOFF, Event, Hooks, SubscriptionBase, admitted,
-                     drop_unread, hello_params, read_hello, request_message)
+                     drop_unread, hello_params, log_lost, read_hello, request_message)
 from .errors import DISCONNECTED, UNREACHABLE, MediatorError, error_from_exception
 from .fds import Incoming, MessageReader, Outgoing, close_all, prepare_frame, receive, send_first
 from .framing import MAX_FRAME, FrameDecoder, kind, local_deadline
@@ -34,6 +35,10 @@ from .paths import socket_path
 from .service import (REGISTER_TIMEOUT, SHUTDOWN_GRACE, SHUTDOWN_SIGNALS, STOP_TIMEOUT, CallContext, Responder,
                       ServiceBase, request_key)
 from .tracing import TraceContext, outgoing, use
+
+#: The loggers of the asyncio client and service when given none (`logger=`).
+log = logging.getLogger("mediator.aio.client")
+service_log = logging.getLogger("mediator.aio.service")
 
 __all__ = ["CallContext", "Client", "Event", "MediatorError", "Service", "Subscription", "connect", "serve"]
 
@@ -311,11 +316,14 @@ class Subscription(SubscriptionBase):
 
 class Client:
     """An asyncio connection to mediatord; use `await mediator.aio.connect()`.
-    Same behaviour as `mediator.Client`."""
+    Same behaviour as `mediator.Client`; logs through `logger`, else the
+    logger "mediator.aio.client"."""
 
     def __init__(self, socket: Optional[str] = None, name: Optional[str] = None,
                  timeout: Optional[float] = None, reconnect: bool = False, user: bool = False,
-                 max_frame: int = MAX_FRAME, fds: bool = False, _hooks: Optional[Hooks] = None):
+                 max_frame: int = MAX_FRAME, fds: bool = False, _hooks: Optional[Hooks] = None,
+                 logger: Optional[logging.Logger] = None):
+        self.log = logger or log
         self.socket_path = socket_path(socket, user=user)
         self.name, self.timeout, self.reconnect, self.max_frame = name, timeout, reconnect, max_frame
         #: Whether `hello` says `fds: true` (see `mediator.FD`).
@@ -354,6 +362,7 @@ class Client:
                                     % self.socket_path) from None
             raise
         self.connection_id = read_hello(hello, link)
+        self.log.debug("connected to %s as connection %s", self.socket_path, self.connection_id)
         return link
 
     async def _current(self) -> _Link:
@@ -381,6 +390,7 @@ class Client:
     def _link_closed(self, link: _Link) -> None:
         if link is not self._link or self._closed:
             return
+        log_lost(self.log, self.socket_path, link, self.reconnect)
         if not self.reconnect:
             subscriptions, self._subscriptions = self._subscriptions, []
             self._end_reason = link.closed
@@ -396,9 +406,11 @@ class Client:
             await asyncio.sleep(delay)
             try:
                 await self._current()
+                self.log.info("reconnected to %s", self.socket_path)
                 return
-            except MediatorError:
+            except MediatorError as e:
                 delay = min(delay * 2, MAX_BACKOFF)
+                self.log.debug("reconnecting to %s failed (next try in %.3g s): %s", self.socket_path, delay, e)
 
     async def _call_on(self, link: _Link, target: str, action: str, params: Any, timeout: Optional[float],
                        trace: Optional[TraceContext] = None) -> Any:
@@ -528,10 +540,13 @@ class Client:
 
 
 async def connect(socket: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None,
-                  reconnect: bool = False, user: bool = False, fds: bool = False) -> Client:
+                  reconnect: bool = False, user: bool = False, fds: bool = False,
+                  logger: Optional[logging.Logger] = None) -> Client:
     """Connects and says `hello` (with `fds: true` with `fds=True`); raises
-    MediatorError `unreachable` without a daemon."""
-    client = Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user, fds=fds)
+    MediatorError `unreachable` without a daemon. Logs through `logger`,
+    else the logger "mediator.aio.client"."""
+    client = Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user, fds=fds,
+                    logger=logger)
     await client._current()
     return client
 
@@ -579,7 +594,7 @@ class _Session:
         except asyncio.CancelledError:
             ctx._responder.finish(error=MediatorError("cancelled", "the handler was cancelled"))
         except Exception as e:
-            ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action)))
+            ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action), self.service.log))
         finally:
             ctx.close_received()
             self.tasks.discard(asyncio.current_task())
@@ -616,11 +631,14 @@ class _Session:
 
 
 class Service(ServiceBase):
-    """`mediator.Service` for asyncio: `await svc.run(...)`."""
+    """`mediator.Service` for asyncio: `await svc.run(...)`. Logs through
+    `logger`, else the logger "mediator.aio.service"."""
+
+    default_log = service_log
 
     def __init__(self, target: str, description: Optional[str] = None, mode: str = "exclusive",
-                 actions: Optional[List[Any]] = None):
-        super().__init__(target, description, mode, actions)
+                 actions: Optional[List[Any]] = None, logger: Optional[logging.Logger] = None):
+        super().__init__(target, description, mode, actions, logger)
         self.stop_timeout = STOP_TIMEOUT
         self._stopping = False
         self._grace: Optional[float] = None  # set by graceful_shutdown()
@@ -663,6 +681,8 @@ class Service(ServiceBase):
     async def _leave(self, session: _Session, client: Client) -> None:
         """The end of `run()` on a stop: unregister (unless the daemon asked
         us to leave), let the calls in flight finish, cancel the rest, close."""
+        grace = self.stop_timeout if self._grace is None else self._grace
+        self._log_leaving(session.leaving, grace, len(session.tasks))
         try:
             if not session.leaving:
                 try:
@@ -670,7 +690,8 @@ class Service(ServiceBase):
                         await client.call(DAEMON, "unregister", {"target": self.target}, timeout=REGISTER_TIMEOUT)
                 except MediatorError:
                     pass  # the connection is going anyway: closing it unregisters too
-            await session.drain(self.stop_timeout if self._grace is None else self._grace)
+            await session.drain(grace)
+            self._log_cut(len(session.tasks), grace)
             cancelled = session.abandon()
             if cancelled:  # let them see their CancelledError before the connection goes (bounded)
                 await asyncio.wait(cancelled, timeout=CANCELLED_WAIT)
@@ -701,23 +722,25 @@ class Service(ServiceBase):
             while not self._stopping:
                 session = _Session(self)
                 self._session = session
-                client = Client(socket=socket, name=name, user=user, fds=fds, _hooks=session.hooks)
+                client = Client(socket=socket, name=name, user=user, fds=fds, _hooks=session.hooks, logger=self.log)
                 session.client = client
                 try:
                     await client._current()
                     with use(None):  # as hello and cancel: the library's own calls carry no trace
                         await client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)
-                except MediatorError:
+                except MediatorError as e:
                     await client.close()
                     if self._stopping:
                         break
                     if not registered_once or not reconnect:
                         raise
+                    self._log_lost(delay, e)
                     await self._pause(delay)
                     delay = min(delay * 2, MAX_BACKOFF)
                     continue
                 registered_once = True
                 delay = INITIAL_BACKOFF
+                self.log.info("registered %s at %s", self.target, client.socket_path)
                 if self._stopping:
                     session.ended.set()
                 elif on_registered is not None:
@@ -737,6 +760,7 @@ class Service(ServiceBase):
                 await client.close()
                 if not reconnect:
                     raise MediatorError(DISCONNECTED, "the connection to the daemon closed")
+                self._log_lost(delay)
                 await self._pause(delay)
                 delay = min(delay * 2, MAX_BACKOFF)
         finally:

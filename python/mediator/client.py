@@ -1,6 +1,7 @@
 """The synchronous client: a socket, a reader thread, and calls matched to
 their responses by id. Every method may be called from any thread."""
 import asyncio
+import logging
 import queue
 import socket as _socket
 import threading
@@ -15,6 +16,8 @@ from .paths import socket_path
 from .tracing import TraceContext, outgoing
 
 DAEMON = "mediator"
+#: The client's logger when it is given none (`logger=`).
+log = logging.getLogger("mediator.client")
 #: Why a connection ended when the daemon closed it (end of file).
 LOST = "the daemon closed the connection"
 INITIAL_BACKOFF = 0.1
@@ -105,6 +108,13 @@ def admitted(link: Any, incoming: Incoming) -> Optional[dict]:
         except MediatorError:
             pass
     return None
+
+
+def log_lost(logger: logging.Logger, path: str, link: Any, reconnect: bool) -> None:
+    """Logs a connection lost (not closed by us). Without reconnect the
+    caller sees it as errors: only worth a warning when the client retries."""
+    logger.log(logging.WARNING if reconnect else logging.INFO, "lost the connection to %s: %s%s", path,
+               link.closed.message if link.closed else "", "; reconnecting" if reconnect else "")
 
 
 class Hooks(NamedTuple):
@@ -409,11 +419,14 @@ class Client:
     bounds connecting. With `reconnect=True`, a lost connection is opened
     again (backoff 0.1 s doubling to 5 s) and subscriptions are renewed;
     calls in flight when it was lost still fail with `disconnected`.
+    It logs through `logger`, else the logger "mediator.client".
     """
 
     def __init__(self, socket: Optional[str] = None, name: Optional[str] = None,
                  timeout: Optional[float] = None, reconnect: bool = False, user: bool = False,
-                 max_frame: int = MAX_FRAME, fds: bool = False, _hooks: Optional[Hooks] = None):
+                 max_frame: int = MAX_FRAME, fds: bool = False, _hooks: Optional[Hooks] = None,
+                 logger: Optional[logging.Logger] = None):
+        self.log = logger or log
         self.socket_path = socket_path(socket, user=user)
         self.name = name
         #: Whether `hello` says `fds: true`: descriptors may be sent and received (fds.py).
@@ -458,6 +471,7 @@ class Client:
                                     % self.socket_path) from None
             raise
         self.connection_id = read_hello(hello, link)
+        self.log.debug("connected to %s as connection %s", self.socket_path, self.connection_id)
         return link
 
     def _current(self) -> _Link:
@@ -495,6 +509,7 @@ class Client:
         with self._lock:
             if link is not self._link or self._closed:
                 return
+            log_lost(self.log, self.socket_path, link, self.reconnect)
             if not self.reconnect:
                 subscriptions, self._subscriptions = self._subscriptions, []
                 self._end_reason = link.closed
@@ -516,10 +531,13 @@ class Client:
                     return  # closed
                 try:
                     self._current()
+                    self.log.info("reconnected to %s", self.socket_path)
                     return
-                except MediatorError:
+                except MediatorError as e:
                     if self._closed:
                         return
+                    self.log.debug("reconnecting to %s failed (next try in %.3g s): %s",
+                                   self.socket_path, min(delay * 2, MAX_BACKOFF), e)
                     delay = min(delay * 2, MAX_BACKOFF)
         finally:
             with self._lock:
@@ -651,8 +669,10 @@ class Client:
 
 
 def connect(socket: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None,
-            reconnect: bool = False, user: bool = False, fds: bool = False) -> Client:
+            reconnect: bool = False, user: bool = False, fds: bool = False,
+            logger: Optional[logging.Logger] = None) -> Client:
     """Connects to mediatord and says `hello` (with `name` when given, and
     `fds: true` with `fds=True`: see `mediator.FD`). Raises MediatorError
-    `unreachable` when no daemon answers at the socket."""
-    return Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user, fds=fds)
+    `unreachable` when no daemon answers at the socket. The client logs
+    through `logger`, else the logger "mediator.client"."""
+    return Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user, fds=fds, logger=logger)

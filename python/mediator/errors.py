@@ -12,8 +12,9 @@ FAILED = "failed"
 #: methods of a generated service class do until overridden (docs/protocol.md).
 NOT_IMPLEMENTED = "not_implemented"
 
-#: Where a handler's traceback goes: stderr, unless the program sets up logging.
-log = logging.getLogger("mediator")
+#: Where a handler's traceback goes when the service was given no logger:
+#: stderr (logging's last resort), unless the program sets up logging.
+log = logging.getLogger("mediator.service")
 
 
 class CallDelivery(enum.Enum):
@@ -76,7 +77,7 @@ def error_from_exception(exc: BaseException, action: Optional[str] = None,
     MediatorErrorConvertible) as the MediatorError that method returns;
     NotImplementedError as `not_implemented`; anything else as `failed` with
     the message "Type: message", the type in `data` and the traceback logged
-    (`logger`, else the logger "mediator"), so that neither the caller nor
+    (`logger`, else the logger "mediator.service"), so that neither the caller nor
     the component's log is left without it. A `mediator_error()` that
     raises or returns something else than a MediatorError counts as the
     handler failing: `failed`, logged."""

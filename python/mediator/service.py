@@ -1,11 +1,12 @@
 """Serving a target: register its actions and answer the daemon's calls,
 each in its own thread."""
+import logging
 import signal
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
 from .client import DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Client, Hooks
-from .errors import DISCONNECTED, FAILED, MediatorError, error_from_exception
+from .errors import DISCONNECTED, FAILED, MediatorError, error_from_exception, log
 from .fds import check_json, close_received, discard
 from .tracing import TraceContext, use
 
@@ -130,8 +131,13 @@ class CallContext:
 class ServiceBase:
     """Actions, handlers and the `register` params; shared by the sync and asyncio services."""
 
+    #: The logger of a service given none.
+    default_log = log
+
     def __init__(self, target: str, description: Optional[str] = None, mode: str = "exclusive",
-                 actions: Optional[List[Any]] = None):
+                 actions: Optional[List[Any]] = None, logger: Optional[logging.Logger] = None):
+        #: Where the service and its connection log (handler tracebacks included).
+        self.log = logger or self.default_log
         if mode not in ("exclusive", "pool"):
             raise ValueError("mode must be 'exclusive' or 'pool'")
         self.target = target
@@ -160,6 +166,23 @@ class ServiceBase:
         (registered as `notFound`). Usable as a decorator."""
         self._not_found = handler
         return handler
+
+    def _log_leaving(self, leaving: bool, grace: float, running: int) -> None:
+        if leaving:
+            self.log.info("the daemon asked %s to stop: up to %.3g s for %d calls in flight", self.target, grace, running)
+        else:
+            self.log.info("shutting down %s: unregistering, then up to %.3g s for %d calls in flight",
+                          self.target, grace, running)
+
+    def _log_cut(self, running: int, grace: float) -> None:
+        if running:
+            self.log.warning("%d calls of %s still running after %.3g s are cancelled", running, self.target, grace)
+
+    def _log_lost(self, delay: float, error: Optional[MediatorError] = None) -> None:
+        if error is None:
+            self.log.warning("%s lost its connection: registering again in %.3g s", self.target, delay)
+        else:
+            self.log.warning("registering %s again failed (next try in %.3g s): %s", self.target, delay, error)
 
     def register_params(self) -> dict:
         if self.actions is not None:
@@ -233,7 +256,7 @@ class _Session:
                 result = handler(*args)
             ctx._responder.finish(result=result)
         except BaseException as e:  # a handler's failure must not kill the service
-            ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action)))
+            ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action), self.service.log))
         finally:
             ctx.close_received()
             with self.lock:
@@ -279,12 +302,13 @@ class Service(ServiceBase):
         svc.run()
 
     A handler that raises MediatorError is answered with its code, message
-    and data; any other exception with the code `failed`.
+    and data; any other exception with the code `failed`. The service logs
+    through `logger`, else the logger "mediator.service".
     """
 
     def __init__(self, target: str, description: Optional[str] = None, mode: str = "exclusive",
-                 actions: Optional[List[Any]] = None):
-        super().__init__(target, description, mode, actions)
+                 actions: Optional[List[Any]] = None, logger: Optional[logging.Logger] = None):
+        super().__init__(target, description, mode, actions, logger)
         self.stop_timeout = STOP_TIMEOUT
         self._stopping = threading.Event()
         self._grace: Optional[float] = None  # set by graceful_shutdown()
@@ -316,13 +340,16 @@ class Service(ServiceBase):
     def _leave(self, session: _Session, client: Client) -> None:
         """The end of `run()` on a stop: unregister (unless the daemon asked
         us to leave), let the calls in flight finish, close."""
+        grace = self.stop_timeout if self._grace is None else self._grace
+        self._log_leaving(session.leaving, grace, session.running)
         if not session.leaving:
             try:
                 with use(None):
                     client.call(DAEMON, "unregister", {"target": self.target}, timeout=REGISTER_TIMEOUT)
             except MediatorError:
                 pass  # the connection is going anyway: closing it unregisters too
-        session.drain(self.stop_timeout if self._grace is None else self._grace)
+        session.drain(grace)
+        self._log_cut(session.running, grace)
         session.abandon()
         client.close()
 
@@ -357,22 +384,24 @@ class Service(ServiceBase):
             self._session = session
             client = None
             try:
-                client = Client(socket=socket, name=name, user=user, fds=fds, _hooks=session.hooks)
+                client = Client(socket=socket, name=name, user=user, fds=fds, _hooks=session.hooks, logger=self.log)
                 session.client = client
                 with use(None):  # as hello and cancel: the library's own calls carry no trace
                     client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)
-            except MediatorError:
+            except MediatorError as e:
                 if client is not None:
                     client.close()
                 if self._stopping.is_set():
                     break
                 if not registered_once or not reconnect:
                     raise
+                self._log_lost(delay, e)
                 self._stopping.wait(delay)
                 delay = min(delay * 2, MAX_BACKOFF)
                 continue
             registered_once = True
             delay = INITIAL_BACKOFF
+            self.log.info("registered %s at %s", self.target, client.socket_path)
             if self._stopping.is_set():
                 session.ended.set()
             elif on_registered is not None:
@@ -390,6 +419,7 @@ class Service(ServiceBase):
             client.close()
             if not reconnect:
                 raise MediatorError(DISCONNECTED, "the connection to the daemon closed")
+            self._log_lost(delay)
             self._stopping.wait(delay)
             delay = min(delay * 2, MAX_BACKOFF)
 
