@@ -8,6 +8,8 @@
 The asyncio flavour of the same names is in `mediator.aio`. Descriptors
 (files, pipes, sealed memfds) go with calls and results through
 `mediator.FD` and come back as `mediator.ReceivedFD` (see `mediator.fds`).
+`mediator.testing` runs tests against a mediatord of their own (it needs
+the binary); import it explicitly.
 """
 from .client import Client, Event, Stream, Subscription, connect
 from .errors import DISCONNECTED, FAILED, NOT_IMPLEMENTED, UNREACHABLE, CallDelivery, MediatorError

@@ -248,15 +248,15 @@ class LifecycleTests(DaemonTestCase):
             started.set()
             time.sleep(0.5)
             return {"slept": True}
-        thread, _ = self.serve(svc)
+        running = self.serve(svc)
         client = self.connect()
         answers = queue.Queue()
         caller = threading.Thread(target=lambda: answers.put(client.call("Slow", "sleep")))
         caller.start()
         self.assertTrue(started.wait(10))
         svc.stop()  # not mediator.stop: the program decides to leave
-        thread.join(10)
-        self.assertFalse(thread.is_alive())
+        running.join(10)
+        self.assertFalse(running.running)
         self.assertEqual(answers.get(timeout=10), {"slept": True})
         self.assertTrue(wait_until(lambda: not client.call("mediator", "list")["targets"], 10))
 

@@ -167,7 +167,7 @@ class SyncShutdownTests(DaemonTestCase):
     def test_graceful_shutdown_unregisters_then_lets_calls_finish(self):
         started, release = threading.Event(), threading.Event()
         svc = self.service(started, release)
-        thread, outcome = self.serve(svc)
+        running = self.serve(svc)
         client = self.connect()
         results = []
         caller = threading.Thread(target=lambda: results.append(client.call("SlowSync", "slow")), daemon=True)
@@ -182,14 +182,14 @@ class SyncShutdownTests(DaemonTestCase):
         stopper.join(10)
         self.assertEqual(results, ["finished"])
         self.assertFalse(stopper.is_alive())
-        thread.join(10)
-        self.assertFalse(thread.is_alive())
-        self.assertNotIn("error", outcome)
+        running.join(10)
+        self.assertFalse(running.running)
+        self.assertIsNone(running.error)
 
     def test_past_the_grace_the_handlers_see_cancelled(self):
         started, release = threading.Event(), threading.Event()
         svc = self.service(started, release)
-        thread, outcome = self.serve(svc)
+        running = self.serve(svc)
         client = self.connect()
         errors = []
 
@@ -202,8 +202,8 @@ class SyncShutdownTests(DaemonTestCase):
         caller.start()
         self.assertTrue(started.wait(10))
         svc.graceful_shutdown(grace=0.2)
-        thread.join(10)
-        self.assertFalse(thread.is_alive())
+        running.join(10)
+        self.assertFalse(running.running)
         caller.join(15)
         self.assertEqual(len(errors), 1)
 
