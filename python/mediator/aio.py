@@ -773,7 +773,8 @@ async def serve(service: Service, *, signals: bool = True, grace: float = SHUTDO
     """Awaits `service.run(**run_kwargs)`, for a script's `asyncio.run(serve(svc))`.
     With `signals` (on the main thread's loop), SIGTERM and SIGINT shut it
     down gracefully (`Service.graceful_shutdown(grace)`); a second one
-    cancels `run()` at once. The handlers are removed when it returns."""
+    cancels `run()`, which leaves at once, and `serve()` returns. The
+    handlers are removed when it returns."""
     if not signals:
         await service.run(**run_kwargs)
         return
@@ -781,8 +782,11 @@ async def serve(service: Service, *, signals: bool = True, grace: float = SHUTDO
     running = loop.create_task(service.run(**run_kwargs))
     shutting_down: List[asyncio.Task] = []
 
+    forced: List[bool] = []
+
     def on_signal() -> None:
         if shutting_down:
+            forced.append(True)
             running.cancel()
         else:
             shutting_down.append(loop.create_task(service.graceful_shutdown(grace)))
@@ -791,6 +795,9 @@ async def serve(service: Service, *, signals: bool = True, grace: float = SHUTDO
         loop.add_signal_handler(number, on_signal)
     try:
         await running
+    except asyncio.CancelledError:
+        if not forced or not running.cancelled():
+            raise  # serve() itself was cancelled
     finally:
         for number in SHUTDOWN_SIGNALS:
             loop.remove_signal_handler(number)

@@ -342,16 +342,18 @@ class Service(ServiceBase):
         us to leave), let the calls in flight finish, close."""
         grace = self.stop_timeout if self._grace is None else self._grace
         self._log_leaving(session.leaving, grace, session.running)
-        if not session.leaving:
-            try:
-                with use(None):
-                    client.call(DAEMON, "unregister", {"target": self.target}, timeout=REGISTER_TIMEOUT)
-            except MediatorError:
-                pass  # the connection is going anyway: closing it unregisters too
-        session.drain(grace)
-        self._log_cut(session.running, grace)
-        session.abandon()
-        client.close()
+        try:
+            if not session.leaving:
+                try:
+                    with use(None):
+                        client.call(DAEMON, "unregister", {"target": self.target}, timeout=REGISTER_TIMEOUT)
+                except MediatorError:
+                    pass  # the connection is going anyway: closing it unregisters too
+            session.drain(grace)
+            self._log_cut(session.running, grace)
+        finally:  # KeyboardInterrupt (serve()'s second signal) too: leave at once
+            session.abandon()
+            client.close()
 
     def run(self, socket: Optional[str] = None, name: Optional[str] = None, reconnect: bool = True,
             user: bool = False, on_registered: Optional[Callable[[], None]] = None, fds: bool = False) -> None:

@@ -147,6 +147,31 @@ class AioShutdownTests(DaemonTestCase):
         self.run_async(main())
         self.assertEqual(signal.getsignal(signal.SIGTERM), signal.SIG_DFL)
 
+    def test_serve_leaves_at_once_on_a_second_signal(self):
+        async def main():
+            started, release, seen = asyncio.Event(), asyncio.Event(), []
+            svc = self.service(started, release, seen)
+            ready = asyncio.Event()
+            serving = asyncio.ensure_future(aio.serve(svc, grace=60, socket=self.socket, on_registered=ready.set))
+            await asyncio.wait_for(ready.wait(), 10)
+            async with await aio.connect(self.socket, timeout=10) as client:
+                call = asyncio.ensure_future(client.call("Slow", "hang", timeout=60))
+                await asyncio.wait_for(started.wait(), 10)
+                os.kill(os.getpid(), signal.SIGTERM)
+                sync = mediator.connect(self.socket, timeout=10)
+                try:  # the graceful shutdown has begun: the target is unregistered
+                    self.assertTrue(await asyncio.get_running_loop().run_in_executor(
+                        None, wait_until, lambda: gone(sync, "Slow")))
+                finally:
+                    sync.close()
+                os.kill(os.getpid(), signal.SIGINT)
+                self.assertIsNone(await asyncio.wait_for(serving, 10))  # well before the 60 s grace
+                self.assertEqual(seen, ["cancelled"])
+                with self.assertRaises(mediator.MediatorError):
+                    await asyncio.wait_for(call, 10)
+        self.run_async(main())
+        self.assertIs(signal.getsignal(signal.SIGINT), signal.default_int_handler)
+
 
 class SyncShutdownTests(DaemonTestCase):
     def service(self, started, release):
