@@ -169,7 +169,8 @@ class ServiceBase:
 
     def _log_leaving(self, leaving: bool, grace: float, running: int) -> None:
         if leaving:
-            self.log.info("the daemon asked %s to stop: up to %.3g s for %d calls in flight", self.target, grace, running)
+            self.log.info("the daemon asked %s to stop: up to %.3g s for %d calls in flight",
+                          self.target, grace, running)
         else:
             self.log.info("shutting down %s: unregistering, then up to %.3g s for %d calls in flight",
                           self.target, grace, running)

@@ -28,6 +28,10 @@ NO_DAEMON = ("mediatord not found at %s: run `swift build` in the repository "
              "(or set $MEDIATORD) to run the integration tests" % MEDIATORD)
 
 
+#: What the fake daemons answer themselves.
+DAEMON_ACTIONS = ("hello", "register", "unregister", "ping")
+
+
 def wait_until(predicate, timeout=10.0, interval=0.02):
     """Polls `predicate` until it is true; returns its last value."""
     deadline = time.monotonic() + timeout
@@ -110,7 +114,7 @@ class FakeDaemon:
                 continue
             message = json.loads(line)
             self.received.append(message)
-            if message.get("target") == "mediator" and message.get("action") in ("hello", "register", "unregister", "ping"):
+            if message.get("target") == "mediator" and message.get("action") in DAEMON_ACTIONS:
                 send({"id": message["id"], "result": {"max_frame": 1 << 20, "connection": 1}})
             elif self.on_message is not None:
                 self.on_message(message, send)
@@ -173,7 +177,7 @@ class FdPeer:
     def _serve(self, peer):
         for message, fds in peer.messages():
             self.received.append((message, len(fds)))
-            if message.get("target") == "mediator" and message.get("action") in ("hello", "register", "unregister", "ping"):
+            if message.get("target") == "mediator" and message.get("action") in DAEMON_ACTIONS:
                 result = {"max_frame": self.max_frame, "connection": 1}
                 if message["action"] == "hello":
                     self.hellos.append(message)
