@@ -21,26 +21,35 @@ import collections
 import contextvars
 import functools
 import inspect
+import logging
 import socket as _socket
 import threading
 from typing import Any, AsyncIterator, Callable, Deque, Dict, List, Optional, Tuple
 
-from .client import (DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Event, Hooks, admitted, drop_unread, hello_params,
-                     pattern_matches, read_hello, request_message)
+from .client import (DAEMON, INITIAL_BACKOFF, LOST, MAX_BACKOFF, Event, Hooks, SubscriptionBase, admitted,
+                     drop_unread, hello_params, log_lost, read_hello, request_message)
 from .errors import DISCONNECTED, UNREACHABLE, MediatorError, error_from_exception
 from .fds import Incoming, MessageReader, Outgoing, close_all, prepare_frame, receive, send_first
 from .framing import MAX_FRAME, FrameDecoder, kind, local_deadline
 from .paths import socket_path
-from .service import REGISTER_TIMEOUT, STOP_TIMEOUT, CallContext, Responder, ServiceBase, request_key
+from .service import (REGISTER_TIMEOUT, SHUTDOWN_GRACE, SHUTDOWN_SIGNALS, STOP_TIMEOUT, CallContext, Responder,
+                      ServiceBase, request_key)
 from .tracing import TraceContext, outgoing, use
 
-__all__ = ["CallContext", "Client", "Event", "MediatorError", "Service", "Subscription", "connect"]
+#: The loggers of the asyncio client and service when given none (`logger=`).
+log = logging.getLogger("mediator.aio.client")
+service_log = logging.getLogger("mediator.aio.service")
+
+__all__ = ["CallContext", "Client", "Event", "MediatorError", "Service", "Subscription", "connect", "serve"]
 
 
 #: Above this many bytes waiting to be written, `drain()` waits until the
 #: socket took all but LOW_WATER of them (asyncio's own stream defaults).
 HIGH_WATER = 64 * 1024
 LOW_WATER = HIGH_WATER // 4
+#: After a graceful shutdown's grace, how long the cancelled handlers get to
+#: unwind before the connection closes.
+CANCELLED_WAIT = 1.0
 
 
 class _Link:
@@ -216,12 +225,12 @@ class _Link:
             received = receive(self.sock, 65536)
         except (BlockingIOError, InterruptedError):
             return
-        except OSError:
-            self.close(MediatorError(DISCONNECTED, "the connection closed"))
+        except OSError as e:
+            self.close(MediatorError(DISCONNECTED, "the connection failed: %s" % e))
             return
         if not received.data:
             close_all(received.fds)
-            self.close(MediatorError(DISCONNECTED, "the connection closed"))
+            self.close(MediatorError(DISCONNECTED, LOST))
             return
         for incoming in self._reader.feed(received):
             if self.closed is not None:  # a handler closed it: nobody takes the rest
@@ -275,62 +284,46 @@ class _Link:
             self._on_event(Event(name, data))
 
 
-class Subscription:
-    """The matching events as an async iterator; ends when closed or when
-    the connection is lost for good."""
-
-    _END = object()
+class Subscription(SubscriptionBase):
+    """The matching events as an async iterator: as `mediator.Subscription`,
+    it ends normally when closed or when the client closes, and raises
+    MediatorError `disconnected` when the connection is lost for good."""
 
     def __init__(self, client: "Client", patterns: List[str]):
-        self.patterns = list(patterns)
-        self._client = client
-        self._queue: asyncio.Queue = asyncio.Queue()
-        self.closed = False
+        super().__init__(client, patterns, asyncio.Queue())
 
     def __aiter__(self) -> "Subscription":
         return self
 
     async def __anext__(self) -> Event:
         if self.closed and self._queue.empty():
+            self._finish(None)
             raise StopAsyncIteration
-        item = await self._queue.get()
-        if item is self._END:
-            self.closed = True
+        event = self._finish(await self._queue.get())
+        if event is None:
             raise StopAsyncIteration
-        return item
+        return event
 
     async def get(self, timeout: Optional[float] = None) -> Optional[Event]:
-        """The next event, or None when none came within `timeout` or it ended."""
+        """The next event, or None when none came within `timeout` or it
+        ended normally; raises `disconnected` when the connection was lost."""
         try:
             item = await asyncio.wait_for(self._queue.get(), timeout)
         except asyncio.TimeoutError:
             return None
-        if item is self._END:
-            self.closed = True
-            return None
-        return item
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._client._unsubscribe(self)
-            self._end()
-
-    def _end(self) -> None:
-        self._queue.put_nowait(self._END)
-
-    def _deliver(self, event: Event) -> None:
-        if any(pattern_matches(p, event.name) for p in self.patterns):
-            self._queue.put_nowait(event)
+        return self._finish(item)
 
 
 class Client:
     """An asyncio connection to mediatord; use `await mediator.aio.connect()`.
-    Same behaviour as `mediator.Client`."""
+    Same behaviour as `mediator.Client`; logs through `logger`, else the
+    logger "mediator.aio.client"."""
 
     def __init__(self, socket: Optional[str] = None, name: Optional[str] = None,
                  timeout: Optional[float] = None, reconnect: bool = False, user: bool = False,
-                 max_frame: int = MAX_FRAME, fds: bool = False, _hooks: Optional[Hooks] = None):
+                 max_frame: int = MAX_FRAME, fds: bool = False, _hooks: Optional[Hooks] = None,
+                 logger: Optional[logging.Logger] = None):
+        self.log = logger or log
         self.socket_path = socket_path(socket, user=user)
         self.name, self.timeout, self.reconnect, self.max_frame = name, timeout, reconnect, max_frame
         #: Whether `hello` says `fds: true` (see `mediator.FD`).
@@ -342,6 +335,8 @@ class Client:
         self._closed = False
         self._connect_lock = asyncio.Lock()
         self._retry_task: Optional[asyncio.Task] = None
+        self._ended = asyncio.Event()  # closed for good: by close(), or lost without reconnect
+        self._end_reason: Optional[MediatorError] = None
 
     async def _open(self) -> _Link:
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -367,6 +362,7 @@ class Client:
                                     % self.socket_path) from None
             raise
         self.connection_id = read_hello(hello, link)
+        self.log.debug("connected to %s as connection %s", self.socket_path, self.connection_id)
         return link
 
     async def _current(self) -> _Link:
@@ -394,10 +390,13 @@ class Client:
     def _link_closed(self, link: _Link) -> None:
         if link is not self._link or self._closed:
             return
+        log_lost(self.log, self.socket_path, link, self.reconnect)
         if not self.reconnect:
             subscriptions, self._subscriptions = self._subscriptions, []
+            self._end_reason = link.closed
+            self._ended.set()
             for subscription in subscriptions:
-                subscription._end()
+                subscription._end(link.closed)
         elif self._retry_task is None or self._retry_task.done():
             self._retry_task = asyncio.get_running_loop().create_task(self._retry())
 
@@ -407,9 +406,11 @@ class Client:
             await asyncio.sleep(delay)
             try:
                 await self._current()
+                self.log.info("reconnected to %s", self.socket_path)
                 return
-            except MediatorError:
+            except MediatorError as e:
                 delay = min(delay * 2, MAX_BACKOFF)
+                self.log.debug("reconnecting to %s failed (next try in %.3g s): %s", self.socket_path, delay, e)
 
     async def _call_on(self, link: _Link, target: str, action: str, params: Any, timeout: Optional[float],
                        trace: Optional[TraceContext] = None) -> Any:
@@ -516,6 +517,15 @@ class Client:
         if link is not None:
             await link.flushed(2.0)  # what was sent goes out first, as a stream writer's close does
             link.close(MediatorError(DISCONNECTED, "the client is closed"))
+        self._ended.set()
+
+    async def wait_until_closed(self) -> Optional[MediatorError]:
+        """Waits until the client is closed for good and returns why: None
+        when `close()` closed it, MediatorError `disconnected` saying why
+        when the connection was lost (without `reconnect`). Bound it with
+        `asyncio.wait_for` if needed."""
+        await self._ended.wait()
+        return self._end_reason
 
     @property
     def is_connected(self) -> bool:
@@ -530,10 +540,13 @@ class Client:
 
 
 async def connect(socket: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None,
-                  reconnect: bool = False, user: bool = False, fds: bool = False) -> Client:
+                  reconnect: bool = False, user: bool = False, fds: bool = False,
+                  logger: Optional[logging.Logger] = None) -> Client:
     """Connects and says `hello` (with `fds: true` with `fds=True`); raises
-    MediatorError `unreachable` without a daemon."""
-    client = Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user, fds=fds)
+    MediatorError `unreachable` without a daemon. Logs through `logger`,
+    else the logger "mediator.aio.client"."""
+    client = Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user, fds=fds,
+                    logger=logger)
     await client._current()
     return client
 
@@ -581,7 +594,7 @@ class _Session:
         except asyncio.CancelledError:
             ctx._responder.finish(error=MediatorError("cancelled", "the handler was cancelled"))
         except Exception as e:
-            ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action)))
+            ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action), self.service.log))
         finally:
             ctx.close_received()
             self.tasks.discard(asyncio.current_task())
@@ -605,31 +618,40 @@ class _Session:
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=timeout)
 
-    def abandon(self) -> None:
+    def abandon(self) -> List[asyncio.Task]:
+        """Cancels the calls still running (their answers are dropped); returns their tasks."""
         for ctx, task in list(self.calls.values()):
             ctx._responder.suppress()
             ctx.cancelled.set()
-        for task in list(self.tasks):
+        tasks = list(self.tasks)
+        for task in tasks:
             task.cancel()
         self.calls.clear()
+        return tasks
 
 
 class Service(ServiceBase):
-    """`mediator.Service` for asyncio: `await svc.run(...)`."""
+    """`mediator.Service` for asyncio: `await svc.run(...)`. Logs through
+    `logger`, else the logger "mediator.aio.service"."""
+
+    default_log = service_log
 
     def __init__(self, target: str, description: Optional[str] = None, mode: str = "exclusive",
-                 actions: Optional[List[Any]] = None):
-        super().__init__(target, description, mode, actions)
+                 actions: Optional[List[Any]] = None, logger: Optional[logging.Logger] = None):
+        super().__init__(target, description, mode, actions, logger)
         self.stop_timeout = STOP_TIMEOUT
         self._stopping = False
+        self._grace: Optional[float] = None  # set by graceful_shutdown()
         self._session: Optional[_Session] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._wake: Optional[asyncio.Event] = None
         self._loop_thread: Optional[int] = None
+        self._finished: Optional[asyncio.Event] = None  # set when run() returns
 
     def stop(self) -> None:
-        """Makes `run()` return after the calls in flight finish (bounded);
-        safe from any thread."""
+        """Makes `run()` return: it unregisters the target, lets the calls
+        in flight finish (bounded by `stop_timeout`), cancels the rest and
+        closes. Safe from any thread; does not wait."""
         self._stopping = True
         loop, session = self._loop, self._session
         if loop is not None:
@@ -643,6 +665,42 @@ class Service(ServiceBase):
             else:
                 wake()
 
+    async def graceful_shutdown(self, grace: float = SHUTDOWN_GRACE) -> None:
+        """Unregisters the target (the daemon routes new calls elsewhere),
+        lets the calls in flight finish within `grace` seconds, cancels
+        those still running, closes; returns once `run()` has returned.
+        Call it from the loop running `run()` (from another thread, use
+        `stop()`); not from a handler of this service, which it would wait
+        for. Cancelling the task running `run()` instead leaves at once."""
+        finished = self._finished
+        self._grace = grace
+        self.stop()
+        if finished is not None and self._loop is asyncio.get_running_loop():
+            await finished.wait()
+
+    async def _leave(self, session: _Session, client: Client) -> None:
+        """The end of `run()` on a stop: unregister (unless the daemon asked
+        us to leave), let the calls in flight finish, cancel the rest, close."""
+        grace = self.stop_timeout if self._grace is None else self._grace
+        self._log_leaving(session.leaving, grace, len(session.tasks))
+        try:
+            if not session.leaving:
+                try:
+                    with use(None):
+                        await client.call(DAEMON, "unregister", {"target": self.target}, timeout=REGISTER_TIMEOUT)
+                except MediatorError:
+                    pass  # the connection is going anyway: closing it unregisters too
+            await session.drain(grace)
+            self._log_cut(len(session.tasks), grace)
+            cancelled = session.abandon()
+            if cancelled:  # let them see their CancelledError before the connection goes (bounded)
+                await asyncio.wait(cancelled, timeout=CANCELLED_WAIT)
+        except BaseException:  # cancelled while leaving: leave at once
+            session.abandon()
+            await asyncio.shield(client.close())
+            raise
+        await client.close()
+
     async def _pause(self, delay: float) -> None:
         try:
             await asyncio.wait_for(self._wake.wait(), delay)
@@ -655,30 +713,34 @@ class Service(ServiceBase):
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._wake = asyncio.Event()
+        self._finished = asyncio.Event()
         self._stopping = False
+        self._grace = None
         registered_once = False
         delay = INITIAL_BACKOFF
         try:
             while not self._stopping:
                 session = _Session(self)
                 self._session = session
-                client = Client(socket=socket, name=name, user=user, fds=fds, _hooks=session.hooks)
+                client = Client(socket=socket, name=name, user=user, fds=fds, _hooks=session.hooks, logger=self.log)
                 session.client = client
                 try:
                     await client._current()
                     with use(None):  # as hello and cancel: the library's own calls carry no trace
                         await client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)
-                except MediatorError:
+                except MediatorError as e:
                     await client.close()
                     if self._stopping:
                         break
                     if not registered_once or not reconnect:
                         raise
+                    self._log_lost(delay, e)
                     await self._pause(delay)
                     delay = min(delay * 2, MAX_BACKOFF)
                     continue
                 registered_once = True
                 delay = INITIAL_BACKOFF
+                self.log.info("registered %s at %s", self.target, client.socket_path)
                 if self._stopping:
                     session.ended.set()
                 elif on_registered is not None:
@@ -692,16 +754,55 @@ class Service(ServiceBase):
                     await asyncio.shield(client.close())
                     raise
                 if session.leaving or self._stopping:
-                    await session.drain(self.stop_timeout)
-                    session.abandon()
-                    await client.close()
+                    await self._leave(session, client)
                     break
                 session.abandon()
                 await client.close()
                 if not reconnect:
                     raise MediatorError(DISCONNECTED, "the connection to the daemon closed")
+                self._log_lost(delay)
                 await self._pause(delay)
                 delay = min(delay * 2, MAX_BACKOFF)
         finally:
             self._session = None
             self._loop = None
+            self._finished.set()
+
+
+async def serve(service: Service, *, signals: bool = True, grace: float = SHUTDOWN_GRACE, **run_kwargs: Any) -> None:
+    """Awaits `service.run(**run_kwargs)`, for a script's `asyncio.run(serve(svc))`.
+    With `signals` (on the main thread's loop), SIGTERM and SIGINT shut it
+    down gracefully (`Service.graceful_shutdown(grace)`); a second one
+    cancels `run()`, which leaves at once, and `serve()` returns. The
+    handlers are removed when it returns."""
+    if not signals:
+        await service.run(**run_kwargs)
+        return
+    loop = asyncio.get_running_loop()
+    running = loop.create_task(service.run(**run_kwargs))
+    shutting_down: List[asyncio.Task] = []
+
+    forced: List[bool] = []
+
+    def on_signal() -> None:
+        if shutting_down:
+            forced.append(True)
+            running.cancel()
+        else:
+            shutting_down.append(loop.create_task(service.graceful_shutdown(grace)))
+
+    for number in SHUTDOWN_SIGNALS:
+        loop.add_signal_handler(number, on_signal)
+    try:
+        await running
+    except asyncio.CancelledError:
+        if not forced or not running.cancelled():
+            raise  # serve() itself was cancelled
+    finally:
+        for number in SHUTDOWN_SIGNALS:
+            loop.remove_signal_handler(number)
+        if not running.done():  # serve() itself was cancelled
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+        for task in shutting_down:
+            await asyncio.gather(task, return_exceptions=True)

@@ -1,6 +1,7 @@
 """The synchronous client: a socket, a reader thread, and calls matched to
 their responses by id. Every method may be called from any thread."""
 import asyncio
+import logging
 import queue
 import socket as _socket
 import threading
@@ -15,6 +16,10 @@ from .paths import socket_path
 from .tracing import TraceContext, outgoing
 
 DAEMON = "mediator"
+#: The client's logger when it is given none (`logger=`).
+log = logging.getLogger("mediator.client")
+#: Why a connection ended when the daemon closed it (end of file).
+LOST = "the daemon closed the connection"
 INITIAL_BACKOFF = 0.1
 MAX_BACKOFF = 5.0
 
@@ -103,6 +108,13 @@ def admitted(link: Any, incoming: Incoming) -> Optional[dict]:
         except MediatorError:
             pass
     return None
+
+
+def log_lost(logger: logging.Logger, path: str, link: Any, reconnect: bool) -> None:
+    """Logs a connection lost (not closed by us). Without reconnect the
+    caller sees it as errors: only worth a warning when the client retries."""
+    logger.log(logging.WARNING if reconnect else logging.INFO, "lost the connection to %s: %s%s", path,
+               link.closed.message if link.closed else "", "; reconnecting" if reconnect else "")
 
 
 class Hooks(NamedTuple):
@@ -217,11 +229,13 @@ class _Link:
             self._thread.join(timeout)
 
     def _read(self) -> None:
+        reason = LOST
         try:
             while True:
                 try:
                     received = receive(self.sock, 65536)
-                except OSError:
+                except OSError as e:
+                    reason = "the connection failed: %s" % e
                     break
                 if not received.data:
                     close_all(received.fds)
@@ -230,7 +244,7 @@ class _Link:
                     self._dispatch(incoming)
         finally:
             self._reader.close()
-            self.close(MediatorError(DISCONNECTED, "the connection closed"))
+            self.close(MediatorError(DISCONNECTED, reason))  # no-op when we closed it first
             self.sock.close()
 
     def _dispatch(self, incoming: Incoming) -> None:
@@ -274,56 +288,80 @@ class _Link:
             self._on_event(Event(name, data))
 
 
-class Subscription:
-    """The events matching `patterns`, as an iterator; ends when closed or
-    when the connection is lost for good."""
+class Ended(NamedTuple):
+    """The last item of a subscription's queue: why it ended (None: closed by us)."""
+    error: Optional[MediatorError]
 
-    _END = object()
 
-    def __init__(self, client: "Client", patterns: List[str]):
+class SubscriptionBase:
+    """What the sync and asyncio subscriptions share: the queue of matching
+    events, ended by an `Ended` item (put back, so every later read sees it)."""
+
+    def __init__(self, client: Any, patterns: List[str], events: Any):
         self.patterns = list(patterns)
         self._client = client
-        self._queue: "queue.Queue" = queue.Queue()
+        self._queue = events  # a queue.Queue or an asyncio.Queue: put_nowait, get_nowait, empty
         self.closed = False
+        #: Why it ended when the connection was lost (`disconnected`), else None.
+        self.error: Optional[MediatorError] = None
+
+    def _finish(self, item: Any) -> Optional[Event]:
+        """An event as it is; the end as None, or its error raised."""
+        if isinstance(item, Ended):
+            self.closed = True
+            self.error = self.error or item.error
+            self._queue.put_nowait(item)
+        elif item is not None:
+            return item
+        if self.error is not None:
+            raise self.error
+        return None
+
+    def close(self) -> None:
+        """Stops the subscription (it ends normally); the daemon stops
+        sending patterns that no other subscription of this client uses."""
+        if not self.closed:
+            self.closed = True
+            self._client._unsubscribe(self)
+            self._end()
+
+    def _end(self, error: Optional[MediatorError] = None) -> None:
+        self._queue.put_nowait(Ended(error))
+
+    def _deliver(self, event: Event) -> None:
+        if any(pattern_matches(p, event.name) for p in self.patterns):
+            self._queue.put_nowait(event)
+
+
+class Subscription(SubscriptionBase):
+    """The events matching `patterns`, as an iterator. It ends normally when
+    closed or when the client closes; when the connection is lost for good
+    (no `reconnect`) it raises MediatorError `disconnected` saying why."""
+
+    def __init__(self, client: "Client", patterns: List[str]):
+        super().__init__(client, patterns, queue.Queue())
 
     def __iter__(self) -> "Subscription":
         return self
 
     def __next__(self) -> Event:
         if self.closed and self._queue.empty():
+            self._finish(None)
             raise StopIteration
-        item = self._queue.get()
-        if item is self._END:
-            self.closed = True
+        event = self._finish(self._queue.get())
+        if event is None:
             raise StopIteration
-        return item
+        return event
 
     def get(self, timeout: Optional[float] = None) -> Optional[Event]:
         """The next event, or None when none came within `timeout` or the
-        subscription ended (see `closed`)."""
+        subscription ended normally (see `closed`); raises `disconnected`
+        when the connection was lost."""
         try:
             item = self._queue.get(timeout=timeout)
         except queue.Empty:
             return None
-        if item is self._END:
-            self.closed = True
-            return None
-        return item
-
-    def close(self) -> None:
-        """Stops the subscription; the daemon stops sending patterns that no
-        other subscription of this client uses."""
-        if not self.closed:
-            self.closed = True
-            self._client._unsubscribe(self)
-            self._end()
-
-    def _end(self) -> None:
-        self._queue.put(self._END)
-
-    def _deliver(self, event: Event) -> None:
-        if any(pattern_matches(p, event.name) for p in self.patterns):
-            self._queue.put(event)
+        return self._finish(item)
 
     def __enter__(self) -> "Subscription":
         return self
@@ -381,11 +419,14 @@ class Client:
     bounds connecting. With `reconnect=True`, a lost connection is opened
     again (backoff 0.1 s doubling to 5 s) and subscriptions are renewed;
     calls in flight when it was lost still fail with `disconnected`.
+    It logs through `logger`, else the logger "mediator.client".
     """
 
     def __init__(self, socket: Optional[str] = None, name: Optional[str] = None,
                  timeout: Optional[float] = None, reconnect: bool = False, user: bool = False,
-                 max_frame: int = MAX_FRAME, fds: bool = False, _hooks: Optional[Hooks] = None):
+                 max_frame: int = MAX_FRAME, fds: bool = False, _hooks: Optional[Hooks] = None,
+                 logger: Optional[logging.Logger] = None):
+        self.log = logger or log
         self.socket_path = socket_path(socket, user=user)
         self.name = name
         #: Whether `hello` says `fds: true`: descriptors may be sent and received (fds.py).
@@ -402,6 +443,8 @@ class Client:
         self._closed = False
         self._retrying = False
         self._wake = threading.Event()
+        self._ended = threading.Event()  # closed for good: by close(), or lost without reconnect
+        self._end_reason: Optional[MediatorError] = None
         self._link = self._open()
 
     # -- connecting
@@ -428,6 +471,7 @@ class Client:
                                     % self.socket_path) from None
             raise
         self.connection_id = read_hello(hello, link)
+        self.log.debug("connected to %s as connection %s", self.socket_path, self.connection_id)
         return link
 
     def _current(self) -> _Link:
@@ -465,10 +509,13 @@ class Client:
         with self._lock:
             if link is not self._link or self._closed:
                 return
+            log_lost(self.log, self.socket_path, link, self.reconnect)
             if not self.reconnect:
                 subscriptions, self._subscriptions = self._subscriptions, []
+                self._end_reason = link.closed
+                self._ended.set()
                 for subscription in subscriptions:
-                    subscription._end()
+                    subscription._end(link.closed)
                 return
             if self._retrying:
                 return
@@ -484,10 +531,13 @@ class Client:
                     return  # closed
                 try:
                     self._current()
+                    self.log.info("reconnected to %s", self.socket_path)
                     return
-                except MediatorError:
+                except MediatorError as e:
                     if self._closed:
                         return
+                    self.log.debug("reconnecting to %s failed (next try in %.3g s): %s",
+                                   self.socket_path, min(delay * 2, MAX_BACKOFF), e)
                     delay = min(delay * 2, MAX_BACKOFF)
         finally:
             with self._lock:
@@ -595,6 +645,16 @@ class Client:
         if link is not None:
             link.close(MediatorError(DISCONNECTED, "the client is closed"))
             link.join(2.0)
+        self._ended.set()
+
+    def wait_until_closed(self, timeout: Optional[float] = None) -> Optional[MediatorError]:
+        """Blocks until the client is closed for good and returns why: None
+        when `close()` closed it, MediatorError `disconnected` saying why
+        when the connection was lost (without `reconnect`; with it, only
+        `close()` ends the client). Also returns None after `timeout`
+        seconds with the client still open (see `is_connected`)."""
+        self._ended.wait(timeout)
+        return self._end_reason
 
     @property
     def is_connected(self) -> bool:
@@ -609,8 +669,10 @@ class Client:
 
 
 def connect(socket: Optional[str] = None, name: Optional[str] = None, timeout: Optional[float] = None,
-            reconnect: bool = False, user: bool = False, fds: bool = False) -> Client:
+            reconnect: bool = False, user: bool = False, fds: bool = False,
+            logger: Optional[logging.Logger] = None) -> Client:
     """Connects to mediatord and says `hello` (with `name` when given, and
     `fds: true` with `fds=True`: see `mediator.FD`). Raises MediatorError
-    `unreachable` when no daemon answers at the socket."""
-    return Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user, fds=fds)
+    `unreachable` when no daemon answers at the socket. The client logs
+    through `logger`, else the logger "mediator.client"."""
+    return Client(socket=socket, name=name, timeout=timeout, reconnect=reconnect, user=user, fds=fds, logger=logger)

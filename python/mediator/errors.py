@@ -12,8 +12,9 @@ FAILED = "failed"
 #: methods of a generated service class do until overridden (docs/protocol.md).
 NOT_IMPLEMENTED = "not_implemented"
 
-#: Where a handler's traceback goes: stderr, unless the program sets up logging.
-log = logging.getLogger("mediator")
+#: Where a handler's traceback goes when the service was given no logger:
+#: stderr (logging's last resort), unless the program sets up logging.
+log = logging.getLogger("mediator.service")
 
 
 class CallDelivery(enum.Enum):
@@ -68,19 +69,36 @@ class MediatorError(Exception):
                    error.get("data"))
 
 
-def error_from_exception(exc: BaseException, action: Optional[str] = None) -> MediatorError:
+def error_from_exception(exc: BaseException, action: Optional[str] = None,
+                         logger: Optional[logging.Logger] = None) -> MediatorError:
     """What a service answers for an exception raised by the handler of
-    `action` ("Target.action"): a MediatorError unchanged; NotImplementedError
-    as `not_implemented`; anything else as `failed` with the message
-    "Type: message", the type in `data` and the traceback logged (logger
-    "mediator"), so that neither the caller nor the component's stderr is
-    left without it."""
+    `action` ("Target.action"): a MediatorError unchanged; an exception with
+    a `mediator_error()` method (the duck-typed protocol, as Swift's
+    MediatorErrorConvertible) as the MediatorError that method returns;
+    NotImplementedError as `not_implemented`; anything else as `failed` with
+    the message "Type: message", the type in `data` and the traceback logged
+    (`logger`, else the logger "mediator.service"), so that neither the caller nor
+    the component's log is left without it. A `mediator_error()` that
+    raises or returns something else than a MediatorError counts as the
+    handler failing: `failed`, logged."""
     if isinstance(exc, MediatorError):
         return exc
+    convert = getattr(exc, "mediator_error", None)
+    if callable(convert):
+        try:
+            converted = convert()
+        except Exception as problem:  # the conversion itself failed: say so, as for any failure
+            (logger or log).error("the mediator_error() of %s raised", type(exc).__name__, exc_info=problem)
+            converted = None
+        if isinstance(converted, MediatorError):
+            return converted
+        if converted is not None:
+            (logger or log).error("the mediator_error() of %s returned %s, not a MediatorError",
+                                  type(exc).__name__, type(converted).__name__)
     kind = type(exc).__name__
     text = str(exc)
     if isinstance(exc, NotImplementedError):
         return MediatorError(NOT_IMPLEMENTED, "not implemented: " + text if text else "not implemented",
                              {"type": kind})
-    log.error("the handler of %s raised %s", action or "a call", kind, exc_info=exc)
+    (logger or log).error("the handler of %s raised %s", action or "a call", kind, exc_info=exc)
     return MediatorError(FAILED, "%s: %s" % (kind, text) if text else kind, {"type": kind})

@@ -1,17 +1,22 @@
 """Serving a target: register its actions and answer the daemon's calls,
 each in its own thread."""
+import logging
+import signal
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
 from .client import DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Client, Hooks
-from .errors import DISCONNECTED, FAILED, MediatorError, error_from_exception
+from .errors import DISCONNECTED, FAILED, MediatorError, error_from_exception, log
 from .fds import check_json, close_received, discard
 from .tracing import TraceContext, use
 
 #: How long `run()` lets calls in flight finish after `mediator.stop` or `stop()`.
 STOP_TIMEOUT = 2.5
-#: How long `run()` waits for the daemon to answer `register`.
+#: How long `run()` waits for the daemon to answer `register` (and `unregister`).
 REGISTER_TIMEOUT = 10.0
+#: How long `graceful_shutdown()` and `serve()` let calls in flight finish
+#: after unregistering (the Swift Component's default too).
+SHUTDOWN_GRACE = 10.0
 #: What the link raises, before writing anything, for a result it cannot
 #: send (fds.prepare_frame): answered to the caller as the call's error.
 UNSENDABLE = ("frame_too_large", "fds_not_supported", "bad_request")
@@ -126,8 +131,13 @@ class CallContext:
 class ServiceBase:
     """Actions, handlers and the `register` params; shared by the sync and asyncio services."""
 
+    #: The logger of a service given none.
+    default_log = log
+
     def __init__(self, target: str, description: Optional[str] = None, mode: str = "exclusive",
-                 actions: Optional[List[Any]] = None):
+                 actions: Optional[List[Any]] = None, logger: Optional[logging.Logger] = None):
+        #: Where the service and its connection log (handler tracebacks included).
+        self.log = logger or self.default_log
         if mode not in ("exclusive", "pool"):
             raise ValueError("mode must be 'exclusive' or 'pool'")
         self.target = target
@@ -156,6 +166,24 @@ class ServiceBase:
         (registered as `notFound`). Usable as a decorator."""
         self._not_found = handler
         return handler
+
+    def _log_leaving(self, leaving: bool, grace: float, running: int) -> None:
+        if leaving:
+            self.log.info("the daemon asked %s to stop: up to %.3g s for %d calls in flight",
+                          self.target, grace, running)
+        else:
+            self.log.info("shutting down %s: unregistering, then up to %.3g s for %d calls in flight",
+                          self.target, grace, running)
+
+    def _log_cut(self, running: int, grace: float) -> None:
+        if running:
+            self.log.warning("%d calls of %s still running after %.3g s are cancelled", running, self.target, grace)
+
+    def _log_lost(self, delay: float, error: Optional[MediatorError] = None) -> None:
+        if error is None:
+            self.log.warning("%s lost its connection: registering again in %.3g s", self.target, delay)
+        else:
+            self.log.warning("registering %s again failed (next try in %.3g s): %s", self.target, delay, error)
 
     def register_params(self) -> dict:
         if self.actions is not None:
@@ -229,7 +257,7 @@ class _Session:
                 result = handler(*args)
             ctx._responder.finish(result=result)
         except BaseException as e:  # a handler's failure must not kill the service
-            ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action)))
+            ctx._responder.finish(error=error_from_exception(e, "%s.%s" % (ctx.target, ctx.action), self.service.log))
         finally:
             ctx.close_received()
             with self.lock:
@@ -275,23 +303,58 @@ class Service(ServiceBase):
         svc.run()
 
     A handler that raises MediatorError is answered with its code, message
-    and data; any other exception with the code `failed`.
+    and data; any other exception with the code `failed`. The service logs
+    through `logger`, else the logger "mediator.service".
     """
 
     def __init__(self, target: str, description: Optional[str] = None, mode: str = "exclusive",
-                 actions: Optional[List[Any]] = None):
-        super().__init__(target, description, mode, actions)
+                 actions: Optional[List[Any]] = None, logger: Optional[logging.Logger] = None):
+        super().__init__(target, description, mode, actions, logger)
         self.stop_timeout = STOP_TIMEOUT
         self._stopping = threading.Event()
+        self._grace: Optional[float] = None  # set by graceful_shutdown()
         self._session: Optional[_Session] = None
+        self._idle = threading.Event()  # set while run() is not running
+        self._idle.set()
 
     def stop(self) -> None:
-        """Makes `run()` return (from another thread or a signal handler)
-        after the calls in flight finish (bounded by `stop_timeout`)."""
+        """Makes `run()` return (from another thread or a signal handler):
+        it unregisters the target, so that the daemon routes new calls
+        elsewhere, lets the calls in flight finish (bounded by
+        `stop_timeout`), and closes. Does not wait."""
         self._stopping.set()
         session = self._session
         if session is not None:
             session.ended.set()
+
+    def graceful_shutdown(self, grace: float = SHUTDOWN_GRACE, wait: bool = True) -> None:
+        """As `stop()`, with `grace` seconds for the calls in flight; past
+        it, their answers are dropped and their `ctx.cancelled` set. With
+        `wait`, returns once `run()` has returned (unless called from the
+        thread running it, a handler say, or from a signal handler: pass
+        `wait=False` there)."""
+        self._grace = grace
+        self.stop()
+        if wait:
+            self._idle.wait(grace + 2 * REGISTER_TIMEOUT)
+
+    def _leave(self, session: _Session, client: Client) -> None:
+        """The end of `run()` on a stop: unregister (unless the daemon asked
+        us to leave), let the calls in flight finish, close."""
+        grace = self.stop_timeout if self._grace is None else self._grace
+        self._log_leaving(session.leaving, grace, session.running)
+        try:
+            if not session.leaving:
+                try:
+                    with use(None):
+                        client.call(DAEMON, "unregister", {"target": self.target}, timeout=REGISTER_TIMEOUT)
+                except MediatorError:
+                    pass  # the connection is going anyway: closing it unregisters too
+            session.drain(grace)
+            self._log_cut(session.running, grace)
+        finally:  # KeyboardInterrupt (serve()'s second signal) too: leave at once
+            session.abandon()
+            client.close()
 
     def run(self, socket: Optional[str] = None, name: Optional[str] = None, reconnect: bool = True,
             user: bool = False, on_registered: Optional[Callable[[], None]] = None, fds: bool = False) -> None:
@@ -307,6 +370,16 @@ class Service(ServiceBase):
         markers in results and partials.
         """
         self._stopping.clear()
+        self._grace = None
+        self._idle.clear()
+        try:
+            self._serve(socket, name, reconnect, user, on_registered, fds)
+        finally:
+            self._session = None
+            self._idle.set()
+
+    def _serve(self, socket: Optional[str], name: Optional[str], reconnect: bool, user: bool,
+               on_registered: Optional[Callable[[], None]], fds: bool) -> None:
         registered_once = False
         delay = INITIAL_BACKOFF
         while not self._stopping.is_set():
@@ -314,22 +387,24 @@ class Service(ServiceBase):
             self._session = session
             client = None
             try:
-                client = Client(socket=socket, name=name, user=user, fds=fds, _hooks=session.hooks)
+                client = Client(socket=socket, name=name, user=user, fds=fds, _hooks=session.hooks, logger=self.log)
                 session.client = client
                 with use(None):  # as hello and cancel: the library's own calls carry no trace
                     client.call(DAEMON, "register", self.register_params(), timeout=REGISTER_TIMEOUT)
-            except MediatorError:
+            except MediatorError as e:
                 if client is not None:
                     client.close()
                 if self._stopping.is_set():
                     break
                 if not registered_once or not reconnect:
                     raise
+                self._log_lost(delay, e)
                 self._stopping.wait(delay)
                 delay = min(delay * 2, MAX_BACKOFF)
                 continue
             registered_once = True
             delay = INITIAL_BACKOFF
+            self.log.info("registered %s at %s", self.target, client.socket_path)
             if self._stopping.is_set():
                 session.ended.set()
             elif on_registered is not None:
@@ -341,14 +416,46 @@ class Service(ServiceBase):
                 client.close()
                 raise
             if session.leaving or self._stopping.is_set():
-                session.drain(self.stop_timeout)
-                session.abandon()
-                client.close()
+                self._leave(session, client)
                 break
             session.abandon()
             client.close()
             if not reconnect:
                 raise MediatorError(DISCONNECTED, "the connection to the daemon closed")
+            self._log_lost(delay)
             self._stopping.wait(delay)
             delay = min(delay * 2, MAX_BACKOFF)
-        self._session = None
+
+
+#: The signals `serve()` answers with a graceful shutdown.
+SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def serve(service: Service, *, signals: bool = True, grace: float = SHUTDOWN_GRACE, **run_kwargs: Any) -> None:
+    """Runs `service.run(**run_kwargs)` in this thread, for a script's main.
+    With `signals` (the main thread only), SIGTERM and SIGINT shut it down
+    gracefully (`Service.graceful_shutdown(grace)`: unregister, let the calls
+    in flight finish within `grace`, close); a second one raises
+    KeyboardInterrupt, which leaves at once. The previous handlers are
+    restored when it returns."""
+    if not signals:
+        service.run(**run_kwargs)
+        return
+    previous = {number: signal.getsignal(number) for number in SHUTDOWN_SIGNALS}
+
+    def interrupt(number: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    def shut_down(number: int, frame: Any) -> None:
+        for each in SHUTDOWN_SIGNALS:
+            signal.signal(each, interrupt)
+        service.graceful_shutdown(grace, wait=False)
+
+    try:
+        for number in SHUTDOWN_SIGNALS:
+            signal.signal(number, shut_down)
+        service.run(**run_kwargs)
+    finally:
+        for number, handler in previous.items():
+            if handler is not None:  # None: set outside Python, cannot be put back
+                signal.signal(number, handler)

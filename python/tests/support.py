@@ -18,12 +18,18 @@ if PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
 
 import mediator  # noqa: E402
+from mediator import testing  # noqa: E402
+from mediator.testing import TestDaemon  # noqa: E402
 
 MEDIATORD = os.environ.get("MEDIATORD") or os.path.join(REPO, ".build", "debug", "mediatord")
 MEDIATORCTL = os.environ.get("MEDIATORCTL") or os.path.join(os.path.dirname(MEDIATORD), "mediatorctl")
 HAVE_DAEMON = os.access(MEDIATORD, os.X_OK)
 NO_DAEMON = ("mediatord not found at %s: run `swift build` in the repository "
              "(or set $MEDIATORD) to run the integration tests" % MEDIATORD)
+
+
+#: What the fake daemons answer themselves.
+DAEMON_ACTIONS = ("hello", "register", "unregister", "ping")
 
 
 def wait_until(predicate, timeout=10.0, interval=0.02):
@@ -36,61 +42,24 @@ def wait_until(predicate, timeout=10.0, interval=0.02):
         time.sleep(interval)
 
 
-class Daemon:
-    """A mediatord of its own, in a temp folder, with no manifests or policy files."""
+class Daemon(TestDaemon):
+    """mediator.testing's daemon, with the names these tests use and `ctl`."""
 
     def __init__(self, *extra):
-        self.dir = tempfile.mkdtemp(prefix="medpy-")
-        self.socket = os.path.join(self.dir, "m.sock")
-        self.components = os.path.join(self.dir, "components")
-        os.mkdir(self.components)
-        os.mkdir(os.path.join(self.dir, "policy"))
-        self.extra = list(extra)
-        self.proc = None
+        super().__init__(*extra, binary=MEDIATORD)
+        self.socket = self.socket_path
 
-    def start(self, timeout=15.0):
-        log = open(os.path.join(self.dir, "daemon.log"), "ab")
-        self.proc = subprocess.Popen(
-            [MEDIATORD, "--socket", self.socket, "--components", self.components,
-             "--policy", os.path.join(self.dir, "policy"), "--log-target", "stderr",
-             "--log-level", "warning"] + self.extra,
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        log.close()
-        if not wait_until(self._answers_ping, timeout, 0.05):
-            self.stop()
-            raise AssertionError("mediatord did not answer ping within %s s; log:\n%s" % (timeout, self.log()))
-        return self
+    @property
+    def extra(self):
+        return self.args
 
-    def _answers_ping(self):
-        if self.proc.poll() is not None:
-            raise AssertionError("mediatord exited with %s; log:\n%s" % (self.proc.returncode, self.log()))
-        try:
-            with mediator.connect(self.socket, timeout=1.0) as client:
-                client.call("mediator", "ping", timeout=1.0)
-            return True
-        except mediator.MediatorError:
-            return False
+    @extra.setter
+    def extra(self, flags):
+        self.args = list(flags)
 
-    def log(self):
-        try:
-            with open(os.path.join(self.dir, "daemon.log"), errors="replace") as f:
-                return f.read()[-4000:]
-        except OSError:
-            return ""
-
-    def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.proc = None
-
-    def cleanup(self):
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
+    @property
+    def proc(self):
+        return self.process
 
     def ctl(self, *args, timeout=20.0):
         return subprocess.run([MEDIATORCTL] + list(args[:1]) + ["--socket", self.socket] + list(args[1:]),
@@ -98,46 +67,19 @@ class Daemon:
 
 
 @unittest.skipUnless(HAVE_DAEMON, NO_DAEMON)
-class DaemonTestCase(unittest.TestCase):
-    """Starts a fresh daemon for each test and kills it afterwards."""
+class DaemonTestCase(testing.DaemonTestCase):
+    """mediator.testing's test case, on the daemon these tests build (`self.socket`)."""
+
+    def make_daemon(self):
+        return Daemon()
 
     def setUp(self):
-        self.daemon = Daemon().start()
-        self.addCleanup(self.daemon.cleanup)
+        super().setUp()
         self.socket = self.daemon.socket
-
-    def connect(self, **kwargs):
-        client = mediator.connect(self.socket, timeout=kwargs.pop("timeout", 10.0), **kwargs)
-        self.addCleanup(client.close)
-        return client
-
-    def serve(self, service, **kwargs):
-        """Runs `service` in a thread until the test ends; returns once registered."""
-        registered = threading.Event()
-        outcome = {}
-
-        def run():
-            try:
-                service.run(socket=self.socket, on_registered=registered.set, **kwargs)
-            except BaseException as e:  # reported by the test that looks
-                outcome["error"] = e
-            finally:
-                registered.set()
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        self.assertTrue(registered.wait(10), "the service did not register")
-        self.assertNotIn("error", outcome, outcome.get("error"))
-
-        def stop():
-            service.stop()
-            thread.join(10)
-        self.addCleanup(stop)
-        return thread, outcome
 
 
 class FakeDaemon:
-    """A listening socket that answers `hello`, `register` and `ping` with
+    """A listening socket that answers `hello`, `register`, `unregister` and `ping` with
     `{}` and hands every other line to `on_message(message, send)` (on its
     own thread). `received` keeps every message."""
 
@@ -172,7 +114,7 @@ class FakeDaemon:
                 continue
             message = json.loads(line)
             self.received.append(message)
-            if message.get("target") == "mediator" and message.get("action") in ("hello", "register", "ping"):
+            if message.get("target") == "mediator" and message.get("action") in DAEMON_ACTIONS:
                 send({"id": message["id"], "result": {"max_frame": 1 << 20, "connection": 1}})
             elif self.on_message is not None:
                 self.on_message(message, send)
@@ -200,7 +142,7 @@ class FdPeer:
     library's own `socket.recv_fds`/`send_fds` (not the package's code):
     descriptors that arrive go to a FIFO, and each message declaring
     `fds: N` takes the next N. It answers `hello` (with `max_fds`),
-    `register` and `ping`, and hands every other message to
+    `register`, `unregister` and `ping`, and hands every other message to
     `on_message(message, fds, conn)`; `conn.send(message, fds=(), raw=None)`
     answers. `max_fds=None` leaves it out of the hello result."""
 
@@ -235,7 +177,7 @@ class FdPeer:
     def _serve(self, peer):
         for message, fds in peer.messages():
             self.received.append((message, len(fds)))
-            if message.get("target") == "mediator" and message.get("action") in ("hello", "register", "ping"):
+            if message.get("target") == "mediator" and message.get("action") in DAEMON_ACTIONS:
                 result = {"max_frame": self.max_frame, "connection": 1}
                 if message["action"] == "hello":
                     self.hellos.append(message)

@@ -18,6 +18,17 @@ ADD_SPEC = {"name": "add", "description": "Add a note",
             "params": {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}}
 
 
+
+class NoteLocked(Exception):
+    """A handler's own exception that chooses its wire error (mediator_error protocol)."""
+
+    def __init__(self, note):
+        super().__init__("note %d is locked" % note)
+        self.note = note
+
+    def mediator_error(self):
+        return mediator.MediatorError("locked", str(self), {"id": self.note})
+
 def notes_service(events=None, **kwargs):
     """A Python service used by several tests; `events` gets what handlers saw."""
     events = queue.Queue() if events is None else events
@@ -41,6 +52,8 @@ def notes_service(events=None, **kwargs):
     def fail(params, ctx):
         if params.get("kind") == "mediator":
             raise mediator.MediatorError("not_found", "no note 3", {"id": 3})
+        if params.get("kind") == "own":
+            raise NoteLocked(7)
         raise RuntimeError("the disk is on fire")
 
     @svc.action("sleep")
@@ -103,6 +116,8 @@ class SyncClientTests(DaemonTestCase):
             # A component's errors pass through unchanged: whether they say delivered is theirs to say.
             (("Notes", "fail", {"kind": "mediator"}), "not_found", {"id": 3}, mediator.CallDelivery.UNKNOWN),
             (("Notes", "fail", {}), "failed", {"type": "RuntimeError"}, mediator.CallDelivery.UNKNOWN),
+            # An exception of the handler's own choosing its code through mediator_error().
+            (("Notes", "fail", {"kind": "own"}), "locked", {"id": 7}, mediator.CallDelivery.UNKNOWN),
             # The daemon's own errors say whether the call reached a component.
             (("Notes", "add", {"text": 3}), "invalid_params", {"delivered": False}, mediator.CallDelivery.NO),
             (("Nobody", "x", {}), "target_not_found", {"delivered": False}, mediator.CallDelivery.NO),
@@ -233,15 +248,15 @@ class LifecycleTests(DaemonTestCase):
             started.set()
             time.sleep(0.5)
             return {"slept": True}
-        thread, _ = self.serve(svc)
+        running = self.serve(svc)
         client = self.connect()
         answers = queue.Queue()
         caller = threading.Thread(target=lambda: answers.put(client.call("Slow", "sleep")))
         caller.start()
         self.assertTrue(started.wait(10))
         svc.stop()  # not mediator.stop: the program decides to leave
-        thread.join(10)
-        self.assertFalse(thread.is_alive())
+        running.join(10)
+        self.assertFalse(running.running)
         self.assertEqual(answers.get(timeout=10), {"slept": True})
         self.assertTrue(wait_until(lambda: not client.call("mediator", "list")["targets"], 10))
 

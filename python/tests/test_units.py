@@ -140,6 +140,28 @@ class ErrorTests(unittest.TestCase):
         original = mediator.MediatorError("busy", "try later", [1])
         self.assertIs(error_from_exception(original), original)
 
+    def test_an_exception_chooses_its_wire_error_through_mediator_error(self):
+        class Locked(Exception):
+            def mediator_error(self):
+                return mediator.MediatorError("locked", "note 7 is locked", {"id": 7})
+
+        class Broken(Exception):
+            def mediator_error(self):
+                raise RuntimeError("no code today")
+
+        class Wrong(Exception):
+            def mediator_error(self):
+                return "locked"
+
+        error = error_from_exception(Locked(), "Notes.edit")
+        self.assertEqual((error.code, error.message, error.data), ("locked", "note 7 is locked", {"id": 7}))
+        for exc in (Broken("b"), Wrong("w")):
+            with self.subTest(exc=exc), self.assertLogs("mediator", "ERROR") as logged:
+                error = error_from_exception(exc, "Notes.edit")
+            self.assertEqual(error.code, "failed")
+            self.assertEqual(error.data, {"type": type(exc).__name__})
+            self.assertIn("mediator_error()", logged.output[0])
+
     def test_patterns(self):
         self.assertTrue(pattern_matches("*", "a"))
         self.assertTrue(pattern_matches("user.*", "user.login"))
