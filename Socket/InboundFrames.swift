@@ -14,13 +14,13 @@ import MediatorProtocol
 ///
 /// Noncopyable: it owns descriptors, and dropping it closes every one
 /// still queued.
-public struct InboundFrames: ~Copyable, Sendable {
+package struct InboundFrames: ~Copyable, Sendable {
     /// Bytes asked of one read unless the caller says otherwise.
-    public static let defaultReadSize = 64 * 1024
+    package static let defaultReadSize = 64 * 1024
 
     /// What one ``receive(from:maxBytes:descriptorCapacity:)`` did; the
     /// descriptors stay queued for ``takeDescriptors(_:for:)``.
-    public enum Received: Sendable, Equatable {
+    package enum Received: Sendable, Equatable {
         case bytes(Int)
         /// Nothing to read now (EAGAIN): wait until the socket is readable.
         case wouldBlock
@@ -28,7 +28,7 @@ public struct InboundFrames: ~Copyable, Sendable {
         case endOfStream
     }
 
-    public let readSize: Int
+    package let readSize: Int
     private var framer: LineFramer
     /// The pending bytes are `storage[start..<end]`.
     private var storage: [UInt8] = []
@@ -38,10 +38,10 @@ public struct InboundFrames: ~Copyable, Sendable {
     private var startOffset = 0
     private var batches: [DescriptorBatch] = []
     /// Descriptors closed because no line could own them (for a log or a counter).
-    public private(set) var discardedDescriptorCount = 0
+    package private(set) var discardedDescriptorCount = 0
 
     /// `maxLineBytes` counts a line without its LF (or CR LF).
-    public init(maxLineBytes: Int, readSize: Int = defaultReadSize) {
+    package init(maxLineBytes: Int, readSize: Int = defaultReadSize) {
         framer = LineFramer(maxFrameBytes: maxLineBytes)
         self.readSize = max(1, readSize)
     }
@@ -51,19 +51,19 @@ public struct InboundFrames: ~Copyable, Sendable {
     }
 
     /// Bytes received and not yet cut into lines.
-    public var bufferedByteCount: Int { end - start }
+    package var bufferedByteCount: Int { end - start }
 
     /// The buffer's size, read or not.
     var bufferCapacity: Int { storage.count }
 
     /// Descriptors received and not yet handed over or closed.
-    public var queuedDescriptorCount: Int { batches.reduce(0) { $0 + $1.descriptors.count } }
+    package var queuedDescriptorCount: Int { batches.reduce(0) { $0 + $1.descriptors.count } }
 
     /// Reads once from `socket`, at most `maxBytes` (``readSize`` unless
     /// given), with room for `descriptorCapacity` descriptors. Then take
     /// every line with ``nextFrame()`` before reading again, so that the
     /// buffer stays within one line's limit and a read.
-    public mutating func receive(
+    package mutating func receive(
         from socket: UnixStreamSocket,
         maxBytes: Int? = nil,
         descriptorCapacity: Int = UnixStreamSocket.maxDescriptorsPerMessage
@@ -87,7 +87,7 @@ public struct InboundFrames: ~Copyable, Sendable {
 
     /// The next complete line, a line over the limit, or nil until more
     /// bytes arrive.
-    public mutating func nextFrame() -> InboundFrame? {
+    package mutating func nextFrame() -> InboundFrame? {
         let (start, end) = (start, end)
         let step = storage.withUnsafeBytes { raw in
             framer.next(UnsafeRawBufferPointer(rebasing: raw[start..<end]))
@@ -125,7 +125,7 @@ public struct InboundFrames: ~Copyable, Sendable {
     /// when the read that brought them ended inside this line; when that
     /// read reaches into the next line, they may be the next line's and
     /// stay queued.
-    public mutating func takeDescriptors(_ count: Int, for line: InboundLine) -> DescriptorClaim {
+    package mutating func takeDescriptors(_ count: Int, for line: InboundLine) -> DescriptorClaim {
         guard let index = batches.firstIndex(where: { $0.contains(lineAt: line.streamOffset) }) else {
             return count == 0 ? .descriptors([]) : .mismatch(declared: count, arrived: 0, truncated: false)
         }
@@ -140,7 +140,7 @@ public struct InboundFrames: ~Copyable, Sendable {
 
     /// Closes every queued descriptor and drops the buffered bytes (the
     /// connection is closing); dropping the value does the same.
-    public mutating func close() {
+    package mutating func close() {
         discardBatches { _ in true }
         storage = []
         start = 0

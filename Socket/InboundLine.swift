@@ -1,5 +1,5 @@
 /// What ``InboundFrames/nextFrame()`` cut from the stream.
-public enum InboundFrame: Sendable {
+package enum InboundFrame: Sendable {
     case line(InboundLine)
     /// A line over the limit began; it is discarded up to its LF, and the
     /// descriptors that came with it are closed.
@@ -7,18 +7,18 @@ public enum InboundFrame: Sendable {
 }
 
 /// One complete line, without its LF (or CR LF).
-public struct InboundLine: Sendable {
-    public let bytes: [UInt8]
+package struct InboundLine: Sendable {
+    package let bytes: [UInt8]
     /// Where the line begins in the connection's byte stream: the
     /// descriptors sent with it arrived with the read that held this byte.
-    public let streamOffset: Int
+    package let streamOffset: Int
     /// Where the next line may begin (just past the LF).
     let nextOffset: Int
 }
 
 /// The descriptors ``InboundFrames/takeDescriptors(_:for:)`` hands over for
 /// a line, or why it cannot.
-public enum DescriptorClaim: Sendable {
+package enum DescriptorClaim: Sendable {
     /// Exactly the descriptors declared, in the order they were sent; the
     /// caller owns them now.
     case descriptors([OwnedDescriptor])

@@ -1,5 +1,5 @@
 /// What ``OutboundQueue/write(to:)`` left.
-public enum WriteOutcome: Sendable, Equatable {
+package enum WriteOutcome: Sendable, Equatable {
     /// Everything queued was written.
     case drained
     /// The socket took no more: write again when it is writable.
@@ -15,10 +15,10 @@ public enum WriteOutcome: Sendable, Equatable {
 /// bytes has sent its descriptors: the rest goes without them. Each
 /// descriptor is closed once written, or when the queue is closed or
 /// dropped. ``queuedByteCount`` is what backpressure looks at.
-public struct OutboundQueue: ~Copyable, Sendable {
+package struct OutboundQueue: ~Copyable, Sendable {
     /// A buffer of at least this many bytes takes no more lines: the next
     /// one starts a new sendmsg, so that one copy does not grow without end.
-    public static let defaultCoalescingLimit = 64 * 1024
+    package static let defaultCoalescingLimit = 64 * 1024
 
     /// One sendmsg's worth: bytes (lines with their LF), the descriptors
     /// that ride on the first byte, and how much was written.
@@ -28,15 +28,15 @@ public struct OutboundQueue: ~Copyable, Sendable {
         var written = 0
     }
 
-    public let coalescingLimit: Int
+    package let coalescingLimit: Int
     /// The queue is `chunks[head...]`; written chunks before `head` are
     /// dropped in batches.
     private var chunks: [Chunk] = []
     private var head = 0
-    public private(set) var queuedByteCount = 0
-    public private(set) var queuedDescriptorCount = 0
+    package private(set) var queuedByteCount = 0
+    package private(set) var queuedDescriptorCount = 0
 
-    public init(coalescingLimit: Int = defaultCoalescingLimit) {
+    package init(coalescingLimit: Int = defaultCoalescingLimit) {
         self.coalescingLimit = coalescingLimit
     }
 
@@ -44,7 +44,7 @@ public struct OutboundQueue: ~Copyable, Sendable {
         for chunk in chunks[head...] { chunk.closeDescriptors() }
     }
 
-    public var isEmpty: Bool { queuedByteCount == 0 }
+    package var isEmpty: Bool { queuedByteCount == 0 }
 
     /// How many sendmsg calls the queue needs at least (one per chunk).
     var chunkCount: Int { chunks.count - head }
@@ -53,7 +53,7 @@ public struct OutboundQueue: ~Copyable, Sendable {
     /// descriptors it declares; the queue owns them from now on. More
     /// descriptors than one message carries is refused, and they stay the
     /// caller's.
-    public mutating func enqueue(line: [UInt8], descriptors: [OwnedDescriptor] = []) throws(SocketError) {
+    package mutating func enqueue(line: [UInt8], descriptors: [OwnedDescriptor] = []) throws(SocketError) {
         guard descriptors.count <= UnixStreamSocket.maxDescriptorsPerMessage else {
             throw .tooManyDescriptors(count: descriptors.count, maximum: UnixStreamSocket.maxDescriptorsPerMessage)
         }
@@ -73,7 +73,7 @@ public struct OutboundQueue: ~Copyable, Sendable {
     /// Writes until the queue is empty or the socket takes no more. On an
     /// error (EPIPE when the peer is gone) the queue is as it was before
     /// the failed call; close the connection and the queue.
-    public mutating func write(to socket: UnixStreamSocket) throws(SocketError) -> WriteOutcome {
+    package mutating func write(to socket: UnixStreamSocket) throws(SocketError) -> WriteOutcome {
         while head < chunks.count {
             let written = chunks[head].written
             let descriptors = written == 0 ? chunks[head].descriptors : []
@@ -115,7 +115,7 @@ public struct OutboundQueue: ~Copyable, Sendable {
 
     /// Drops every queued line and closes its descriptors (the connection
     /// is closing); dropping the queue does the same.
-    public mutating func close() {
+    package mutating func close() {
         for chunk in chunks[head...] { chunk.closeDescriptors() }
         chunks = []
         head = 0

@@ -14,12 +14,12 @@ import Glibc
 /// handle is `Sendable` and a take or close races safely with another;
 /// using ``rawValue`` while another task closes it is the caller's error,
 /// as with any descriptor number.
-public final class OwnedDescriptor: Sendable, CustomStringConvertible {
+package final class OwnedDescriptor: Sendable, CustomStringConvertible {
     /// The descriptor, or -1 once taken or closed.
     private let state: Atomic<Int32>
 
     /// Takes ownership of `rawValue`, an open descriptor.
-    public init(taking rawValue: Int32) {
+    package init(taking rawValue: Int32) {
         state = Atomic(rawValue)
     }
 
@@ -29,7 +29,7 @@ public final class OwnedDescriptor: Sendable, CustomStringConvertible {
     }
 
     /// The descriptor's number while this handle owns it.
-    public var rawValue: Int32? {
+    package var rawValue: Int32? {
         let raw = state.load(ordering: .acquiring)
         return raw >= 0 ? raw : nil
     }
@@ -42,7 +42,7 @@ public final class OwnedDescriptor: Sendable, CustomStringConvertible {
 
     /// Gives up ownership: the caller must close the number returned. Nil
     /// when already taken or closed.
-    public func take() -> Int32? {
+    package func take() -> Int32? {
         let raw = state.exchange(-1, ordering: .acquiringAndReleasing)
         return raw >= 0 ? raw : nil
     }
@@ -50,21 +50,21 @@ public final class OwnedDescriptor: Sendable, CustomStringConvertible {
     /// Closes the descriptor now. Closing a taken or closed handle does
     /// nothing. On Linux the number is released even when close reports an
     /// error (EINTR, EIO), so there is no retry.
-    public func close() throws(SocketError) {
+    package func close() throws(SocketError) {
         let raw = state.exchange(-1, ordering: .acquiringAndReleasing)
         guard raw >= 0 else { return }
         if Glibc.close(raw) != 0 { throw .system(.close, errno: errno) }
     }
 
     /// A new descriptor (close-on-exec) for the same open file.
-    public func duplicate() throws(SocketError) -> OwnedDescriptor {
+    package func duplicate() throws(SocketError) -> OwnedDescriptor {
         let raw = try borrowedValue()
         let copy = fcntl(raw, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else { throw .system(.duplicate, errno: errno) }
         return OwnedDescriptor(taking: copy)
     }
 
-    public var description: String {
+    package var description: String {
         rawValue.map { "OwnedDescriptor(\($0))" } ?? "OwnedDescriptor(released)"
     }
 }

@@ -3,13 +3,13 @@ import Glibc
 #endif
 
 /// The system call a ``SocketError/system(_:errno:)`` failed in.
-public enum SocketOperation: String, Sendable {
+package enum SocketOperation: String, Sendable {
     case socket, socketpair, bind, listen, accept, connect, receive, send
     case getOption = "getsockopt", setOption = "setsockopt", fcntl, close, duplicate = "dup"
 }
 
 /// Why a socket operation failed; the errno of a failed system call is kept.
-public enum SocketError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum SocketError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A system call failed.
     case system(SocketOperation, errno: Int32)
     /// The path does not fit `sockaddr_un` (at most `maximum` bytes).
@@ -25,14 +25,14 @@ public enum SocketError: Error, Equatable, Sendable, CustomStringConvertible {
     case emptyBuffer
 
     /// Whether the peer is gone (a write after its close, or a reset).
-    public var isPeerGone: Bool {
+    package var isPeerGone: Bool {
         switch self {
         case .system(_, let code): code == EPIPE || code == ECONNRESET
         default: false
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .system(let operation, let code):
             "\(operation.rawValue) failed: \(String(cString: strerror(code))) (errno \(code))"

@@ -1,5 +1,5 @@
 /// What one ``UnixStreamSocket/receive(into:descriptorCapacity:)`` call got.
-public enum ReceiveOutcome: Sendable {
+package enum ReceiveOutcome: Sendable {
     /// `byteCount` bytes (at least one) were read into the buffer.
     /// `descriptors` are the ones that arrived with them, in order, now
     /// owned by the caller. `descriptorsTruncated` says the control buffer
@@ -13,7 +13,7 @@ public enum ReceiveOutcome: Sendable {
 }
 
 /// What one ``UnixStreamSocket/send(_:descriptors:)`` call did.
-public enum SendOutcome: Sendable, Equatable {
+package enum SendOutcome: Sendable, Equatable {
     /// The first `byteCount` bytes were written (maybe fewer than given).
     /// The descriptors, if any, went with the first of them: send the rest
     /// without them.

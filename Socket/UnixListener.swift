@@ -4,8 +4,8 @@ import Glibc
 
 /// A listening, non-blocking Unix stream socket. ``accept()`` never
 /// blocks: the caller waits for readability first.
-public final class UnixListener: Sendable {
-    public let descriptor: OwnedDescriptor
+package final class UnixListener: Sendable {
+    package let descriptor: OwnedDescriptor
 
     private init(owning descriptor: OwnedDescriptor) {
         self.descriptor = descriptor
@@ -14,7 +14,7 @@ public final class UnixListener: Sendable {
     /// Binds a new socket at `path` and listens. The path must not exist;
     /// removing a stale socket file, the file's mode, and unlinking it at
     /// the end are the caller's (the daemon's SocketFile does them).
-    public static func listen(path: String, backlog: Int32) throws(SocketError) -> UnixListener {
+    package static func listen(path: String, backlog: Int32) throws(SocketError) -> UnixListener {
         let address = try UnixSocketAddress(path: path)
         let listener = try UnixListener(owning: UnixStreamSocket.newSocketDescriptor())
         let raw = try listener.descriptor.borrowedValue()
@@ -25,7 +25,7 @@ public final class UnixListener: Sendable {
 
     /// Adopts a listening Unix stream socket, as socket activation passes
     /// (fd 3 and on), and makes it non-blocking.
-    public convenience init(adopting descriptor: OwnedDescriptor) throws(SocketError) {
+    package convenience init(adopting descriptor: OwnedDescriptor) throws(SocketError) {
         let raw = try descriptor.borrowedValue()
         try UnixStreamSocket.requireUnixStream(raw)
         guard try UnixStreamSocket.integerOption(raw, SO_ACCEPTCONN) != 0 else {
@@ -38,7 +38,7 @@ public final class UnixListener: Sendable {
     /// The next waiting connection (non-blocking, close-on-exec), or nil
     /// when none waits (EAGAIN). A connection the peer dropped before it
     /// was taken (ECONNABORTED) is skipped.
-    public func accept() throws(SocketError) -> UnixStreamSocket? {
+    package func accept() throws(SocketError) -> UnixStreamSocket? {
         let raw = try descriptor.borrowedValue()
         let flags = Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         while true {
@@ -53,7 +53,7 @@ public final class UnixListener: Sendable {
     }
 
     /// Closes the listener now rather than when the last reference goes.
-    public func close() throws(SocketError) {
+    package func close() throws(SocketError) {
         try descriptor.close()
     }
 }

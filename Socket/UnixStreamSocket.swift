@@ -11,11 +11,11 @@ import Glibc
 /// ``ReceiveOutcome/wouldBlock`` or ``SendOutcome/wouldBlock``. The socket
 /// owns its descriptor; it holds no buffers, so it is `Sendable`, but one
 /// reader and one writer at a time keep the byte stream in order.
-public final class UnixStreamSocket: Sendable {
+package final class UnixStreamSocket: Sendable {
     /// SCM_MAX_FD: the most descriptors Linux passes in one message.
-    public static let maxDescriptorsPerMessage = 253
+    package static let maxDescriptorsPerMessage = 253
 
-    public let descriptor: OwnedDescriptor
+    package let descriptor: OwnedDescriptor
 
     private init(owning descriptor: OwnedDescriptor) {
         self.descriptor = descriptor
@@ -25,7 +25,7 @@ public final class UnixStreamSocket: Sendable {
     /// or fails: a listener whose backlog is full gives
     /// `.system(.connect, errno: EAGAIN)` (a non-blocking socket does not
     /// wait), and the caller may try again.
-    public static func connect(path: String) throws(SocketError) -> UnixStreamSocket {
+    package static func connect(path: String) throws(SocketError) -> UnixStreamSocket {
         let address = try UnixSocketAddress(path: path)
         let socket = try UnixStreamSocket(owning: newSocketDescriptor())
         let raw = try socket.descriptor.borrowedValue()
@@ -37,7 +37,7 @@ public final class UnixStreamSocket: Sendable {
 
     /// A connected pair, as `socketpair(2)` makes: for a child process's
     /// end, and for tests.
-    public static func pair() throws(SocketError) -> (UnixStreamSocket, UnixStreamSocket) {
+    package static func pair() throws(SocketError) -> (UnixStreamSocket, UnixStreamSocket) {
         var raw: [Int32] = [-1, -1]
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         guard socketpair(AF_UNIX, type, 0, &raw) == 0 else { throw .system(.socketpair, errno: errno) }
@@ -49,7 +49,7 @@ public final class UnixStreamSocket: Sendable {
 
     /// Adopts a connected Unix stream socket (inherited, or passed by
     /// another process) and makes it non-blocking.
-    public convenience init(adopting descriptor: OwnedDescriptor) throws(SocketError) {
+    package convenience init(adopting descriptor: OwnedDescriptor) throws(SocketError) {
         let raw = try descriptor.borrowedValue()
         try Self.requireUnixStream(raw)
         try Self.setNonBlocking(raw)
@@ -63,7 +63,7 @@ public final class UnixStreamSocket: Sendable {
 
     /// The process and user at the other end, as of its `connect` (or the
     /// `socketpair` call).
-    public func peerCredentials() throws(SocketError) -> UnixCredentials {
+    package func peerCredentials() throws(SocketError) -> UnixCredentials {
         var credentials = UnixCredentials(pid: 0, uid: 0, gid: 0)
         var length = socklen_t(MemoryLayout<UnixCredentials>.size)
         let raw = try descriptor.borrowedValue()
@@ -80,7 +80,7 @@ public final class UnixStreamSocket: Sendable {
     /// closed and the outcome says so. A stream read
     /// never holds descriptors of two messages: the kernel ends a read
     /// after the bytes that carried descriptors.
-    public func receive(
+    package func receive(
         into buffer: UnsafeMutableRawBufferPointer,
         descriptorCapacity: Int = maxDescriptorsPerMessage
     ) throws(SocketError) -> ReceiveOutcome {
@@ -126,7 +126,7 @@ public final class UnixStreamSocket: Sendable {
     /// `descriptors` riding on the first byte (they are only borrowed:
     /// the caller closes them once the outcome says they went).
     /// MSG_NOSIGNAL: a closed peer is an EPIPE error, not a signal.
-    public func send(_ bytes: UnsafeRawBufferPointer, descriptors: [OwnedDescriptor] = []) throws(SocketError) -> SendOutcome {
+    package func send(_ bytes: UnsafeRawBufferPointer, descriptors: [OwnedDescriptor] = []) throws(SocketError) -> SendOutcome {
         guard let base = bytes.baseAddress, bytes.count > 0 else { throw .emptyBuffer }
         guard descriptors.count <= Self.maxDescriptorsPerMessage else {
             throw .tooManyDescriptors(count: descriptors.count, maximum: Self.maxDescriptorsPerMessage)
@@ -165,7 +165,7 @@ public final class UnixStreamSocket: Sendable {
     }
 
     /// Closes the socket now rather than when the last reference goes.
-    public func close() throws(SocketError) {
+    package func close() throws(SocketError) {
         try descriptor.close()
     }
 

@@ -2,7 +2,7 @@ import Glibc
 
 /// A point on CLOCK_MONOTONIC, in microseconds: sd-event's unit and clock for
 /// every timer of this module. (Swift's ContinuousClock is CLOCK_BOOTTIME on
-/// Linux, SuspendingClock has no public raw value: neither maps onto
+/// Linux, SuspendingClock has no package raw value: neither maps onto
 /// sd-event's timestamps.)
 package struct MonotonicInstant: Comparable, Hashable, Sendable, CustomStringConvertible {
     /// Microseconds since the clock's origin (boot, not counting suspend).
