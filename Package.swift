@@ -102,6 +102,14 @@ let package = Package(
             path: "Daemon/EventLoop",
             exclude: ["README.md"]
         ),
+        // Line-framed connections that pass descriptors, on sd-event: the
+        // socket layer of the daemon's coming host (issue 26); not used by
+        // mediatord yet.
+        .target(
+            name: "MediatorSocketHost",
+            dependencies: ["MediatorSocket", "MediatorEventLoop"],
+            path: "Daemon/SocketHost"
+        ),
         // `mediatord --metrics-listen`: the Prometheus text format over
         // HTTP/1, built from the broker's statistics; a layer of its own, so
         // the broker core knows nothing of HTTP.
@@ -313,10 +321,19 @@ let package = Package(
         ),
 
         .testTarget(name: "MediatorProtocolTests", dependencies: ["MediatorProtocol"], path: "Tests/MediatorProtocolTests"),
-        .testTarget(name: "MediatorSocketTests", dependencies: ["MediatorSocket"], path: "Tests/MediatorSocketTests"),
+        // Descriptor-leak counting and socket helpers the socket tests share.
+        .target(
+            name: "SocketTesting", dependencies: ["MediatorSocket"],
+            path: "Tests/Support/SocketTesting"
+        ),
+        .testTarget(name: "MediatorSocketTests", dependencies: ["MediatorSocket", "SocketTesting"], path: "Tests/MediatorSocketTests"),
         .testTarget(
             name: "MediatorEventLoopTests", dependencies: ["MediatorEventLoop", "EventLoopPingPong"],
             path: "Tests/MediatorEventLoopTests"
+        ),
+        .testTarget(
+            name: "MediatorSocketHostTests", dependencies: ["MediatorSocketHost", "MediatorSocket", "MediatorEventLoop", "SocketTesting"],
+            path: "Tests/MediatorSocketHostTests"
         ),
         .testTarget(name: "MediatorNATSTests", dependencies: ["MediatorNATS", "MediatorNATSBridge", "MediatorProtocol"], path: "Tests/MediatorNATSTests"),
         .testTarget(

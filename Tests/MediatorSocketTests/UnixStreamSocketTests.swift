@@ -1,3 +1,4 @@
+import SocketTesting
 import Testing
 
 @testable import MediatorSocket

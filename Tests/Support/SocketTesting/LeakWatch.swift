@@ -1,6 +1,6 @@
 import Testing
 
-@testable import MediatorSocket
+import MediatorSocket
 
 #if canImport(Glibc)
 import Glibc
@@ -10,12 +10,12 @@ import Glibc
 /// made, through /proc/self/fd. Other suites run in parallel in the same
 /// process, so a test counts only its own files: memfds named with the
 /// test's tag, and the sockets it asked to watch.
-final class LeakWatch {
+package final class LeakWatch {
     private let tag = "mediator-socket-test-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
     private var watchedTargets: Set<String> = []
 
     /// A memfd holding `contents`, named with this watch's tag.
-    func memfd(_ contents: String = "") throws -> OwnedDescriptor {
+    package func memfd(_ contents: String = "") throws -> OwnedDescriptor {
         let raw = systemMemfdCreate(tag, memfdCloseOnExec)
         try #require(raw >= 0)
         let descriptor = OwnedDescriptor(taking: raw)
@@ -25,7 +25,7 @@ final class LeakWatch {
     }
 
     /// Watches the sockets (both ends of a pair, say) for leaks too.
-    func watch(_ sockets: UnixStreamSocket...) throws {
+    package func watch(_ sockets: UnixStreamSocket...) throws {
         for socket in sockets {
             let raw = try #require(socket.descriptor.rawValue)
             watchedTargets.insert(try #require(Self.target(of: raw)))
@@ -33,12 +33,12 @@ final class LeakWatch {
     }
 
     /// How many open descriptors point at this test's memfds and sockets.
-    var openCount: Int {
+    package var openCount: Int {
         Self.openTargets().filter { $0.contains(tag) || watchedTargets.contains($0) }.count
     }
 
     /// What every open descriptor points at (`socket:[inode]`, `/memfd:NAME (deleted)`).
-    static func openTargets() -> [String] {
+    package static func openTargets() -> [String] {
         guard let directory = opendir("/proc/self/fd") else { return [] }
         defer { closedir(directory) }
         var targets: [String] = []
@@ -52,7 +52,7 @@ final class LeakWatch {
         return targets
     }
 
-    static func target(of descriptor: Int32) -> String? {
+    package static func target(of descriptor: Int32) -> String? {
         var buffer = [CChar](repeating: 0, count: 4096)
         let count = readlink("/proc/self/fd/\(descriptor)", &buffer, buffer.count - 1)
         guard count > 0 else { return nil }
@@ -60,7 +60,7 @@ final class LeakWatch {
     }
 
     /// The contents of the file `descriptor` points at, from its start.
-    static func contents(of descriptor: OwnedDescriptor) throws -> String {
+    package static func contents(of descriptor: OwnedDescriptor) throws -> String {
         let raw = try #require(descriptor.rawValue)
         var buffer = [UInt8](repeating: 0, count: 256)
         let count = pread(raw, &buffer, buffer.count, 0)
@@ -71,14 +71,14 @@ final class LeakWatch {
 
 /// Runs `body` with a fresh watch, then checks that nothing it watched is
 /// still open (the body's values are gone by then).
-func expectNoLeaks(_ body: (LeakWatch) throws -> Void) throws {
+package func expectNoLeaks(_ body: (LeakWatch) throws -> Void) throws {
     let watch = LeakWatch()
     try body(watch)
     #expect(watch.openCount == 0, "descriptors left open")
 }
 
 /// A connected socket pair, both ends watched for leaks.
-func watchedPair(_ watch: LeakWatch) throws -> (UnixStreamSocket, UnixStreamSocket) {
+package func watchedPair(_ watch: LeakWatch) throws -> (UnixStreamSocket, UnixStreamSocket) {
     let (left, right) = try UnixStreamSocket.pair()
     try watch.watch(left, right)
     return (left, right)
@@ -86,14 +86,14 @@ func watchedPair(_ watch: LeakWatch) throws -> (UnixStreamSocket, UnixStreamSock
 
 extension UnixStreamSocket {
     /// Sends all of `text`, failing the test if the socket does not take it at once.
-    func sendAll(_ text: String, descriptors: [OwnedDescriptor] = []) throws {
+    package func sendAll(_ text: String, descriptors: [OwnedDescriptor] = []) throws {
         let bytes = Array(text.utf8)
         let outcome = try bytes.withUnsafeBytes { try send($0, descriptors: descriptors) }
         #expect(outcome == .sent(byteCount: bytes.count))
     }
 
     /// Receives into a buffer of `capacity` bytes; the bytes, the descriptors, and whether they were truncated.
-    func receiveOnce(capacity: Int = 4096, descriptorCapacity: Int = UnixStreamSocket.maxDescriptorsPerMessage)
+    package func receiveOnce(capacity: Int = 4096, descriptorCapacity: Int = UnixStreamSocket.maxDescriptorsPerMessage)
         throws -> (bytes: [UInt8], descriptors: [OwnedDescriptor], truncated: Bool)?
     {
         var buffer = [UInt8](repeating: 0, count: capacity)
@@ -103,7 +103,7 @@ extension UnixStreamSocket {
     }
 
     /// Sets SO_SNDBUF (the kernel doubles it and keeps a minimum).
-    func setSendBuffer(_ bytes: Int32) throws {
+    package func setSendBuffer(_ bytes: Int32) throws {
         let raw = try #require(descriptor.rawValue)
         var value = bytes
         try #require(setsockopt(raw, SOL_SOCKET, SO_SNDBUF, &value, socklen_t(MemoryLayout<Int32>.size)) == 0)

@@ -1,0 +1,251 @@
+import Glibc
+import MediatorEventLoop
+import MediatorSocket
+
+/// Serves line-framed Unix stream connections on an sd-event loop, passing
+/// descriptors both ways (SCM_RIGHTS): what the daemon's socket layer needs
+/// and SwiftNIO cannot do. It accepts, reads each connection's lines with
+/// the descriptors that came with each, and writes what is sent, flushing
+/// every connection once per loop iteration (after all of that iteration's
+/// reads, so that many lines to one peer leave in one write).
+///
+/// It knows nothing of the protocol: ``Handlers`` say how many descriptors
+/// a line declares and what to do with it. Confined to the loop's thread.
+package final class LineServer {
+    package typealias ConnectionID = Int
+
+    /// What the server asks of its user, on the loop's thread.
+    package struct Handlers {
+        /// A connection was accepted; false refuses it (it is closed at once).
+        package var accepted: (ConnectionID, UnixCredentials?) -> Bool
+        /// How many descriptors a line declares (its `fds`), or nil when it
+        /// declares none or cannot be read (then it is delivered with none
+        /// and the descriptors that came with it are closed).
+        package var declaredDescriptors: ([UInt8]) -> Int?
+        /// A complete line and its descriptors, now the handler's.
+        package var line: (ConnectionID, [UInt8], [OwnedDescriptor]) -> Void
+        /// A line whose descriptors did not come with it (they are closed).
+        package var descriptorMismatch: (ConnectionID, [UInt8], DescriptorClaim) -> Void
+        /// A line over the limit began (it is discarded up to its LF).
+        package var tooLarge: (ConnectionID) -> Void
+        /// The connection is gone: the peer closed it, it failed, or it was closed here.
+        package var closed: (ConnectionID) -> Void
+
+        package init(
+            accepted: @escaping (ConnectionID, UnixCredentials?) -> Bool = { _, _ in true },
+            declaredDescriptors: @escaping ([UInt8]) -> Int?,
+            line: @escaping (ConnectionID, [UInt8], [OwnedDescriptor]) -> Void,
+            descriptorMismatch: @escaping (ConnectionID, [UInt8], DescriptorClaim) -> Void = { _, _, _ in },
+            tooLarge: @escaping (ConnectionID) -> Void = { _ in },
+            closed: @escaping (ConnectionID) -> Void = { _ in }
+        ) {
+            self.accepted = accepted
+            self.declaredDescriptors = declaredDescriptors
+            self.line = line
+            self.descriptorMismatch = descriptorMismatch
+            self.tooLarge = tooLarge
+            self.closed = closed
+        }
+    }
+
+    /// One connection's socket, buffers and readiness source.
+    private final class Connection {
+        let socket: UnixStreamSocket
+        var source: IOSource?
+        var inbound: InboundFrames
+        var outbound = OutboundQueue()
+        /// Close once what is queued is written.
+        var closing = false
+        /// Waiting for the socket to take more (EPOLLOUT on).
+        var waitingToWrite = false
+
+        init(socket: UnixStreamSocket, maxLineBytes: Int) {
+            self.socket = socket
+            self.inbound = InboundFrames(maxLineBytes: maxLineBytes)
+        }
+    }
+
+    private let loop: SDEventLoop
+    private let listener: UnixListener
+    private let maxLineBytes: Int
+    private let handlers: Handlers
+    private var listenerSource: IOSource?
+    private var flushSource: DeferSource?
+    private var connections: [ConnectionID: Connection] = [:]
+    /// Connections with output queued since the last flush.
+    private var dirty: Set<ConnectionID> = []
+    private var nextID: ConnectionID = 1
+
+    /// Starts accepting on `listener` (already listening, e.g. adopted from
+    /// socket activation) on `loop`'s thread.
+    package init(loop: SDEventLoop, listener: UnixListener, maxLineBytes: Int, handlers: Handlers) throws(SDEventError) {
+        self.loop = loop
+        self.listener = listener
+        self.maxLineBytes = maxLineBytes
+        self.handlers = handlers
+        guard let fd = listener.descriptor.rawValue else { throw SDEventError("listener", errno: EBADF) }
+        listenerSource = try loop.addIO(fd: fd, events: .readable) { [unowned self] _, _ in acceptWaiting() }
+        flushSource = try loop.addPost { [unowned self] _ in flushDirty() }
+    }
+
+    package var connectionCount: Int { connections.count }
+
+    /// Bytes queued toward `connection` that its socket has not taken.
+    package func queuedBytes(_ connection: ConnectionID) -> Int {
+        connections[connection]?.outbound.queuedByteCount ?? 0
+    }
+
+    /// Queues one line (without its LF) and its descriptors for
+    /// `connection`; written at the end of this loop iteration. The
+    /// descriptors are the server's now (closed once written, or with the
+    /// connection); false when the connection is gone or refused them.
+    @discardableResult
+    package func send(_ connection: ConnectionID, line: [UInt8], descriptors: [OwnedDescriptor] = []) -> Bool {
+        guard let open = connections[connection], !open.closing else {
+            for descriptor in descriptors { try? descriptor.close() }
+            return false
+        }
+        do {
+            try open.outbound.enqueue(line: line, descriptors: descriptors)
+        } catch {
+            for descriptor in descriptors { try? descriptor.close() }
+            return false
+        }
+        dirty.insert(connection)
+        return true
+    }
+
+    /// Closes `connection` once what is queued for it is written.
+    package func close(_ connection: ConnectionID) {
+        guard let open = connections[connection], !open.closing else { return }
+        open.closing = true
+        dirty.insert(connection)
+    }
+
+    /// Stops accepting and closes every connection now (what is queued is dropped).
+    package func shutdown() {
+        listenerSource?.cancel()
+        listenerSource = nil
+        flushSource?.cancel()
+        flushSource = nil
+        for connection in Array(connections.keys) { drop(connection) }
+    }
+
+    // MARK: - Reading
+
+    private func acceptWaiting() {
+        while true {
+            let socket: UnixStreamSocket?
+            do {
+                socket = try listener.accept()
+            } catch {
+                return  // EMFILE and the like: the next readiness tries again
+            }
+            guard let socket, let fd = socket.descriptor.rawValue else { return }
+            let id = nextID
+            nextID += 1
+            let connection = Connection(socket: socket, maxLineBytes: maxLineBytes)
+            guard handlers.accepted(id, try? socket.peerCredentials()) else {
+                try? socket.close()
+                continue
+            }
+            do {
+                connection.source = try loop.addIO(fd: fd, events: .readable) { [unowned self] _, events in
+                    ready(id, events)
+                }
+            } catch {
+                try? socket.close()
+                continue
+            }
+            connections[id] = connection
+        }
+    }
+
+    private func ready(_ id: ConnectionID, _ events: IOEvents) {
+        if events.contains(.writable) { flush(id) }
+        if events.contains(.readable) || events.contains(.hangup) || events.contains(.error) { read(id) }
+    }
+
+    /// Reads what is there, a read at a time, and hands each line over.
+    private func read(_ id: ConnectionID) {
+        guard let connection = connections[id] else { return }
+        while true {
+            let received: InboundFrames.Received
+            do {
+                received = try connection.inbound.receive(from: connection.socket)
+            } catch {
+                drop(id)
+                return
+            }
+            switch received {
+            case .wouldBlock:
+                return
+            case .endOfStream:
+                drop(id)
+                return
+            case .bytes:
+                while let frame = connection.inbound.nextFrame() {
+                    switch frame {
+                    case .tooLarge:
+                        handlers.tooLarge(id)
+                    case .line(let line):
+                        let declared = handlers.declaredDescriptors(line.bytes) ?? 0
+                        switch connection.inbound.takeDescriptors(declared, for: line) {
+                        case .descriptors(let descriptors):
+                            handlers.line(id, line.bytes, descriptors)
+                        case let claim:
+                            handlers.descriptorMismatch(id, line.bytes, claim)
+                        }
+                    }
+                    // A handler may have closed it.
+                    guard connections[id] != nil else { return }
+                }
+            }
+        }
+    }
+
+    // MARK: - Writing
+
+    private func flushDirty() {
+        guard !dirty.isEmpty else { return }
+        let flushing = dirty
+        dirty.removeAll(keepingCapacity: true)
+        for id in flushing { flush(id) }
+    }
+
+    private func flush(_ id: ConnectionID) {
+        guard let connection = connections[id] else { return }
+        let outcome: WriteOutcome
+        do {
+            outcome = try connection.outbound.write(to: connection.socket)
+        } catch {
+            drop(id)
+            return
+        }
+        switch outcome {
+        case .drained:
+            if connection.closing {
+                drop(id)
+            } else if connection.waitingToWrite {
+                connection.waitingToWrite = false
+                try? connection.source?.setEvents(.readable)
+            }
+        case .wouldBlock:
+            if !connection.waitingToWrite {
+                connection.waitingToWrite = true
+                try? connection.source?.setEvents([.readable, .writable])
+            }
+        }
+    }
+
+    /// Forgets a connection: its source, its socket and every descriptor it still holds.
+    private func drop(_ id: ConnectionID) {
+        guard let connection = connections.removeValue(forKey: id) else { return }
+        dirty.remove(id)
+        connection.source?.cancel()
+        connection.inbound.close()
+        connection.outbound.close()
+        try? connection.socket.close()
+        handlers.closed(id)
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import MediatorEventLoop
+import MediatorSocket
+import MediatorSocketHost
+import SocketTesting
+import Testing
+
+/// A LineServer on a real listening socket, driven by the test's own thread
+/// (`runOnce`), with a client socket in the same thread: no waiting on
+/// timing, every step bounded by a number of loop passes.
+@Suite("LineServer", .timeLimit(.minutes(1)))
+struct LineServerTests {
+    /// What the handlers saw.
+    final class Seen {
+        var lines: [(id: Int, text: String, descriptors: [OwnedDescriptor])] = []
+        var mismatches: [String] = []
+        var tooLarge = 0
+        var closed: [Int] = []
+    }
+
+    /// `fds=N rest`: the test's stand-in for the envelope's `"fds": N`.
+    static func declared(_ line: [UInt8]) -> Int? {
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("fds="), let word = text.dropFirst(4).split(separator: " ").first else { return nil }
+        return Int(word)
+    }
+
+    /// A server on a fresh socket path, its loop, and what it saw;
+    /// `reply` runs for each line (an echo unless given).
+    func start(
+        _ watch: LeakWatch, maxLineBytes: Int = 1024,
+        reply: ((LineServer, Int, [UInt8], [OwnedDescriptor]) -> Void)? = nil
+    ) throws -> (LineServer, SDEventLoop, Seen, String) {
+        let path = NSTemporaryDirectory() + "line-server-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let listener = try UnixListener.listen(path: path, backlog: 16)
+        let loop = try SDEventLoop()
+        let seen = Seen()
+        var server: LineServer?
+        server = try LineServer(
+            loop: loop, listener: listener, maxLineBytes: maxLineBytes,
+            handlers: LineServer.Handlers(
+                declaredDescriptors: Self.declared,
+                line: { id, line, descriptors in
+                    seen.lines.append((id, String(decoding: line, as: UTF8.self), descriptors))
+                    guard let server else { return }
+                    if let reply {
+                        reply(server, id, line, descriptors)
+                    } else {
+                        server.send(id, line: line, descriptors: descriptors)
+                    }
+                },
+                descriptorMismatch: { _, line, _ in seen.mismatches.append(String(decoding: line, as: UTF8.self)) },
+                tooLarge: { _ in seen.tooLarge += 1 },
+                closed: { id in seen.closed.append(id) }))
+        return (try #require(server), loop, seen, path)
+    }
+
+    /// Runs loop passes until `done` or 200 passes (each waits at most 50 ms).
+    func pump(_ loop: SDEventLoop, until done: () throws -> Bool) throws {
+        for _ in 0..<200 {
+            if try done() { return }
+            _ = try loop.runOnce(timeout: .milliseconds(50))
+        }
+        Issue.record("not done after 200 loop passes")
+    }
+
+    @Test func linesAndTheirDescriptorsGoBothWays() throws {
+        try expectNoLeaks { watch in
+            let (server, loop, seen, path) = try start(watch)
+            defer { server.shutdown(); unlink(path) }
+            let client = try UnixStreamSocket.connect(path: path)
+            try watch.watch(client)
+            try client.sendAll("fds=2 two files\nplain\n", descriptors: [try watch.memfd("a"), try watch.memfd("b")])
+            try pump(loop) { seen.lines.count == 2 }
+            #expect(seen.lines.map(\.text) == ["fds=2 two files", "plain"])
+            #expect(seen.lines.map(\.descriptors.count) == [2, 0])
+            seen.lines = []  // the server owns the echoed descriptors now
+
+            var echoed: (bytes: [UInt8], descriptors: [OwnedDescriptor], truncated: Bool)?
+            try pump(loop) {
+                echoed = try client.receiveOnce()
+                return echoed != nil
+            }
+            let echoedText = String(decoding: echoed?.bytes ?? [], as: UTF8.self)
+            #expect(echoedText.hasPrefix("fds=2 two files\n"))
+            #expect(try (echoed?.descriptors ?? []).map(LeakWatch.contents(of:)) == ["a", "b"], "the same files came back")
+            try client.close()
+            try pump(loop) { seen.closed.count == 1 }
+            #expect(server.connectionCount == 0)
+        }
+    }
+
+    @Test func descriptorsThatDidNotComeWithTheirLineAreReportedAndClosed() throws {
+        try expectNoLeaks { watch in
+            let (server, loop, seen, path) = try start(watch)
+            defer { server.shutdown(); unlink(path) }
+            let client = try UnixStreamSocket.connect(path: path)
+            try watch.watch(client)
+            try client.sendAll("fds=1 but none came\n")
+            try client.sendAll("fds=1 and two came\n", descriptors: [try watch.memfd(), try watch.memfd()])
+            try pump(loop) { seen.mismatches.count == 2 }
+            #expect(seen.lines.isEmpty)
+            try client.close()
+            try pump(loop) { seen.closed.count == 1 }
+        }
+    }
+
+    @Test func aLineOverTheLimitIsReportedAndTheNextOneStillArrives() throws {
+        try expectNoLeaks { watch in
+            let (server, loop, seen, path) = try start(watch, maxLineBytes: 16)
+            defer { server.shutdown(); unlink(path) }
+            let client = try UnixStreamSocket.connect(path: path)
+            try watch.watch(client)
+            try client.sendAll(String(repeating: "x", count: 100) + "\nshort\n")
+            try pump(loop) { seen.lines.count == 1 }
+            #expect(seen.tooLarge == 1)
+            #expect(seen.lines.first?.text == "short")
+            try client.close()
+            try pump(loop) { seen.closed.count == 1 }
+        }
+    }
+
+    @Test func closeWritesWhatIsQueuedFirst() throws {
+        try expectNoLeaks { watch in
+            let (server, loop, seen, path) = try start(watch) { server, id, _, _ in
+                server.send(id, line: Array("bye".utf8))
+                server.close(id)
+            }
+            defer { server.shutdown(); unlink(path) }
+            let client = try UnixStreamSocket.connect(path: path)
+            try watch.watch(client)
+            try client.sendAll("hello\n")
+            var received: [UInt8] = []
+            try pump(loop) {
+                if let chunk = try client.receiveOnce() { received += chunk.bytes }
+                return seen.closed.count == 1
+            }
+            while let chunk = try client.receiveOnce() { received += chunk.bytes }
+            #expect(String(decoding: received, as: UTF8.self) == "bye\n")
+            #expect(server.send(1, line: Array("late".utf8)) == false, "a closed connection takes nothing more")
+            try client.close()
+        }
+    }
+
+    @Test func manyLinesToOnePeerInOneIterationLeaveInOneFlush() throws {
+        try expectNoLeaks { watch in
+            let (server, loop, seen, path) = try start(watch) { server, id, line, _ in
+                for _ in 0..<50 { server.send(id, line: line) }
+                #expect(server.queuedBytes(id) > 0, "queued until the end of the iteration")
+            }
+            defer { server.shutdown(); unlink(path) }
+            let client = try UnixStreamSocket.connect(path: path)
+            try watch.watch(client)
+            try client.sendAll("x\n")
+            var received: [UInt8] = []
+            try pump(loop) {
+                if let chunk = try client.receiveOnce(capacity: 1 << 16) { received += chunk.bytes }
+                return received.count >= 100
+            }
+            #expect(received == Array(repeating: Array("x\n".utf8), count: 50).flatMap { $0 })
+            #expect(seen.lines.count == 1)
+            try client.close()
+            try pump(loop) { seen.closed.count == 1 }
+        }
+    }
+}
