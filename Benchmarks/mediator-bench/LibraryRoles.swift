@@ -88,10 +88,10 @@ enum LibraryBenchClient {
         let matched: Bool
         do {
             switch params {
-            case .json(let value): matched = try await client.call(target, "echo", params: value) == value
+            case .json(let value): matched = try await client.call(target: target, action: "echo", params: value) == value
             case .generated(let params):
                 matched = try await BenchEchoClient(client, target: target).echo(params).s == params.s
-            case .codable(let text): matched = try await client.call(target, "echo", text, as: EchoText.self) == text
+            case .codable(let text): matched = try await client.call(target: target, action: "echo", params: text, as: EchoText.self) == text
             }
         } catch {
             throw BenchError("call failed: \(error)")

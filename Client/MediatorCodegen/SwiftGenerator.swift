@@ -136,7 +136,7 @@ struct SwiftWriter {
                     out.line("/// Oneway: sent without an id; nothing is answered, not even an error.")
                     out.line("public func \(method)(\(params)) async throws(MediatorError) {")
                     out.indented { out in
-                        out.line("try await client.send(target, \(action_), params)")
+                        out.line("try await client.send(target: target, action: \(action_), params: params)")
                     }
                 } else if action.more {
                     out.line("/// Streams: yields each partial result, then the final one. Ending the iteration early")
@@ -145,13 +145,13 @@ struct SwiftWriter {
                         "public func \(method)(\(params), timeout: Duration? = nil) -> MediatorStream<\(action.resultType)> {")
                     out.indented { out in
                         out.line(
-                            "client.stream(target, \(action_), params, as: \(action.resultType).self, timeout: timeout)")
+                            "client.stream(target: target, action: \(action_), params: params, as: \(action.resultType).self, timeout: timeout)")
                     }
                 } else {
                     out.line(
                         "public func \(method)(\(params), timeout: Duration? = nil) async throws(MediatorError) -> \(action.resultType) {")
                     out.indented { out in
-                        out.line("try await client.call(target, \(action_), params, as: \(action.resultType).self, timeout: timeout)")
+                        out.line("try await client.call(target: target, action: \(action_), params: params, as: \(action.resultType).self, timeout: timeout)")
                     }
                 }
                 out.line("}")

@@ -83,7 +83,7 @@ struct ComponentTests {
             "hello \(greeting.name)"
         }
         component.action("nested") { context in
-            try await context.client.call("Echo", "echo", params: ["via": "component"])
+            try await context.client.call(target: "Echo", action: "echo", params: ["via": "component"])
         }
         component.notFound { action, params, context in
             ["missing": .string(action), "params": params, "contextAction": .string(context.action)]

@@ -376,7 +376,7 @@ public struct BoundsClient: Sendable {
 
     /// Defaults the generators write, and those they leave out
     public func search(_ params: SearchParams, timeout: Duration? = nil) async throws(MediatorError) -> SearchResult {
-        try await client.call(target, "search", params, as: SearchResult.self, timeout: timeout)
+        try await client.call(target: target, action: "search", params: params, as: SearchResult.self, timeout: timeout)
     }
 }
 

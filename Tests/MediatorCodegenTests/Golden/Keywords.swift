@@ -651,20 +651,20 @@ public struct KeywordsClient: Sendable {
 
     /// An action named like a keyword
     public func `class`(_ params: ClassParams, timeout: Duration? = nil) async throws(MediatorError) -> ClassResult {
-        try await client.call(target, "class", params, as: ClassResult.self, timeout: timeout)
+        try await client.call(target: target, action: "class", params: params, as: ClassResult.self, timeout: timeout)
     }
 
     public func `default`(_ params: DefaultParams, timeout: Duration? = nil) async throws(MediatorError) -> DefaultResult {
-        try await client.call(target, "default", params, as: DefaultResult.self, timeout: timeout)
+        try await client.call(target: target, action: "default", params: params, as: DefaultResult.self, timeout: timeout)
     }
 
     public func importThing2(_ params: ImportThing2Params, timeout: Duration? = nil) async throws(MediatorError) -> ImportThing2Result {
-        try await client.call(target, "import.thing-2", params, as: ImportThing2Result.self, timeout: timeout)
+        try await client.call(target: target, action: "import.thing-2", params: params, as: ImportThing2Result.self, timeout: timeout)
     }
 
     /// Names that are not identifiers in Python (², NFKC folds), and soft keywords
     public func unicode(_ params: UnicodeParams, timeout: Duration? = nil) async throws(MediatorError) -> UnicodeResult {
-        try await client.call(target, "unicode", params, as: UnicodeResult.self, timeout: timeout)
+        try await client.call(target: target, action: "unicode", params: params, as: UnicodeResult.self, timeout: timeout)
     }
 }
 

@@ -252,22 +252,22 @@ public struct NotesClient: Sendable {
 
     /// Add a note
     public func add(_ params: AddParams, timeout: Duration? = nil) async throws(MediatorError) -> AddResult {
-        try await client.call(target, "add", params, as: AddResult.self, timeout: timeout)
+        try await client.call(target: target, action: "add", params: params, as: AddResult.self, timeout: timeout)
     }
 
     public func list(_ params: ListParams = [:], timeout: Duration? = nil) async throws(MediatorError) -> ListResult {
-        try await client.call(target, "list", params, as: ListResult.self, timeout: timeout)
+        try await client.call(target: target, action: "list", params: params, as: ListResult.self, timeout: timeout)
     }
 
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
     public func watch(_ params: WatchParams = [:], timeout: Duration? = nil) -> MediatorStream<WatchResult> {
-        client.stream(target, "watch", params, as: WatchResult.self, timeout: timeout)
+        client.stream(target: target, action: "watch", params: params, as: WatchResult.self, timeout: timeout)
     }
 
     /// Oneway: sent without an id; nothing is answered, not even an error.
     public func touch(_ params: TouchParams = [:]) async throws(MediatorError) {
-        try await client.send(target, "touch", params)
+        try await client.send(target: target, action: "touch", params: params)
     }
 }
 

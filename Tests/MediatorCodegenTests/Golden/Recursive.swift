@@ -467,11 +467,11 @@ public struct RecursiveClient: Sendable {
     }
 
     public func walk(_ params: WalkParams, timeout: Duration? = nil) async throws(MediatorError) -> WalkResult {
-        try await client.call(target, "walk", params, as: WalkResult.self, timeout: timeout)
+        try await client.call(target: target, action: "walk", params: params, as: WalkResult.self, timeout: timeout)
     }
 
     public func nest(_ params: NestParams, timeout: Duration? = nil) async throws(MediatorError) -> NestResult {
-        try await client.call(target, "nest", params, as: NestResult.self, timeout: timeout)
+        try await client.call(target: target, action: "nest", params: params, as: NestResult.self, timeout: timeout)
     }
 }
 

@@ -571,20 +571,20 @@ public struct OrgExampleShapesClient: Sendable {
 
     /// Draws a scene
     public func draw(_ params: DrawParams, timeout: Duration? = nil) async throws(MediatorError) -> DrawResult {
-        try await client.call(target, "draw", params, as: DrawResult.self, timeout: timeout)
+        try await client.call(target: target, action: "draw", params: params, as: DrawResult.self, timeout: timeout)
     }
 
     public func measure(_ params: MeasureParams, timeout: Duration? = nil) async throws(MediatorError) -> MeasureResult {
-        try await client.call(target, "measure", params, as: MeasureResult.self, timeout: timeout)
+        try await client.call(target: target, action: "measure", params: params, as: MeasureResult.self, timeout: timeout)
     }
 
     /// No params schema; result is a list
     public func listAll(_ params: ListAllParams = [:], timeout: Duration? = nil) async throws(MediatorError) -> ListAllResult {
-        try await client.call(target, "list_all", params, as: ListAllResult.self, timeout: timeout)
+        try await client.call(target: target, action: "list_all", params: params, as: ListAllResult.self, timeout: timeout)
     }
 
     public func pingShapes(_ params: PingShapesParams = [:], timeout: Duration? = nil) async throws(MediatorError) -> PingShapesResult {
-        try await client.call(target, "ping_shapes", params, as: PingShapesResult.self, timeout: timeout)
+        try await client.call(target: target, action: "ping_shapes", params: params, as: PingShapesResult.self, timeout: timeout)
     }
 }
 

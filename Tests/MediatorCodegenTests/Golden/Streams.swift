@@ -207,23 +207,23 @@ public struct StreamsTestClient: Sendable {
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
     public func count(_ params: CountParams, timeout: Duration? = nil) -> MediatorStream<CountResult> {
-        client.stream(target, "count", params, as: CountResult.self, timeout: timeout)
+        client.stream(target: target, action: "count", params: params, as: CountResult.self, timeout: timeout)
     }
 
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
     public func follow(_ params: FollowParams, timeout: Duration? = nil) -> MediatorStream<FollowResult> {
-        client.stream(target, "follow", params, as: FollowResult.self, timeout: timeout)
+        client.stream(target: target, action: "follow", params: params, as: FollowResult.self, timeout: timeout)
     }
 
     /// Oneway: sent without an id; nothing is answered, not even an error.
     public func poke(_ params: PokeParams) async throws(MediatorError) {
-        try await client.send(target, "poke", params)
+        try await client.send(target: target, action: "poke", params: params)
     }
 
     /// Oneway: sent without an id; nothing is answered, not even an error.
     public func fire(_ params: FireParams = [:]) async throws(MediatorError) {
-        try await client.send(target, "fire", params)
+        try await client.send(target: target, action: "fire", params: params)
     }
 }
 

@@ -58,7 +58,7 @@ case "client":
         let client = try await MediatorClient.connect(socketPath: socket, name: "trace-probe", tracer: tracer)
         let result: JSONValue? = try await tracer.withSpan("probe", ofKind: .internal) { _ in
             do {
-                return try await client.call(target, action, params: ["n": 1])
+                return try await client.call(target: target, action: action, params: ["n": 1])
             } catch let error as MediatorError where error.code == .failed {
                 return nil
             }
