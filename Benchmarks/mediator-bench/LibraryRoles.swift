@@ -19,11 +19,11 @@ enum LibraryEcho {
         // Declared without the interface's schemas (unlike Component(serving:)),
         // so that the daemon's work is the same as for the untyped column.
         if typed && codable {
-            component.action("echo") { (text: EchoText, _: CallContext) in text }
+            component.addAction("echo") { (text: EchoText, _: CallContext) in text }
         } else if typed {
-            component.action("echo") { (params: EchoParams, _: CallContext) in EchoResult(s: params.s) }
+            component.addAction("echo") { (params: EchoParams, _: CallContext) in EchoResult(s: params.s) }
         } else {
-            component.action("echo") { context in context.params }
+            component.addAction("echo") { context in context.params }
         }
         do {
             try await component.run(socketPath: socketPath, name: "mediator-bench", onRegistered: {

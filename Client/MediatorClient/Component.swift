@@ -9,7 +9,7 @@ import Tracing
 ///
 /// ```swift
 /// var component = Component(target: "Detail", description: "shows details")
-/// component.action("show", params: try Schema(json: ["type": "object"])) { context in
+/// component.addAction("show", params: try Schema(json: ["type": "object"])) { context in
 ///     ["shown": true]
 /// }
 /// try await component.run()
@@ -109,7 +109,7 @@ public struct Component: Sendable {
     private var handlers: [String: ActionHandler] = [:]
     private var notFoundHandler: NotFoundHandler?
 
-    /// A component with no actions yet: declare them with the `action`
+    /// A component with no actions yet: declare them with the `addAction`
     /// methods, then ``run()``.
     ///
     /// - Parameters:
@@ -148,7 +148,7 @@ public struct Component: Sendable {
     ///     a URL reach it.
     ///   - handler: answers one call with its result. A `MediatorError` it
     ///     throws is answered as it is; any other error as `failed`.
-    public mutating func action(
+    public mutating func addAction(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (CallContext) async throws -> JSONValue
     ) {
@@ -162,7 +162,7 @@ public struct Component: Sendable {
     /// ``HandlerExecutor/connection`` and no tracing bootstrapped it runs
     /// where the call is read, on the connection's thread, with no task made
     /// for it: the fastest way to answer. Otherwise as the `async` form.
-    public mutating func action(
+    public mutating func addAction(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (CallContext) throws -> JSONValue
     ) {
@@ -174,7 +174,7 @@ public struct Component: Sendable {
     /// Declares an action with `Decodable` params and an `Encodable` result
     /// (Foundation's JSON coders). Params that do not decode are answered
     /// with `invalid_params`.
-    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+    public mutating func addAction<P: Decodable & Sendable, R: Encodable & Sendable>(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (P, CallContext) async throws -> R
     ) {
@@ -183,7 +183,7 @@ public struct Component: Sendable {
 
     /// Declares an action with `Decodable` params and an `Encodable` result
     /// whose handler does not suspend (see the untyped form).
-    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+    public mutating func addAction<P: Decodable & Sendable, R: Encodable & Sendable>(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (P, CallContext) throws -> R
     ) {
@@ -196,7 +196,7 @@ public struct Component: Sendable {
     /// Inlinable, as the converting forms below: specialized in the caller's
     /// module, each call converts without a trip through witness tables.
     @inlinable
-    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+    public mutating func addAction<P: JSONValueConvertible, R: JSONValueConvertible>(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (P, CallContext) async throws -> R
     ) {
@@ -205,7 +205,7 @@ public struct Component: Sendable {
 
     /// The same for a handler that does not suspend.
     @inlinable
-    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+    public mutating func addAction<P: JSONValueConvertible, R: JSONValueConvertible>(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (P, CallContext) throws -> R
     ) {
@@ -281,7 +281,7 @@ public struct Component: Sendable {
     /// daemon sends it every call to an action the component does not
     /// declare. The handler gets the action asked for and its params; so
     /// does its context's `action` and `params`.
-    public mutating func notFound(
+    public mutating func handleNotFound(
         _ handler: @escaping @Sendable (_ action: String, _ params: JSONValue, CallContext) async throws -> JSONValue
     ) {
         specs.removeAll { $0.name == "notFound" }

@@ -86,3 +86,100 @@ extension MediatorSession {
         try await call(target: target, action: action, params: params, timeout: timeout)
     }
 }
+
+extension Component {
+    /// Deprecated: `addAction(_:description:params:result:url:_:)`.
+    @available(*, deprecated, renamed: "addAction(_:description:params:result:url:_:)")
+    public mutating func action(
+        _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
+        _ handler: @escaping @Sendable (CallContext) async throws -> JSONValue
+    ) {
+        addAction(name, description: description, params: params, result: result, url: url, handler)
+    }
+
+    /// Deprecated: `addAction(_:description:params:result:url:_:)`, a handler that does not suspend.
+    @available(*, deprecated, renamed: "addAction(_:description:params:result:url:_:)")
+    public mutating func action(
+        _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
+        _ handler: @escaping @Sendable (CallContext) throws -> JSONValue
+    ) {
+        addAction(name, description: description, params: params, result: result, url: url, handler)
+    }
+
+    /// Deprecated: the `Codable` `addAction(_:description:params:result:url:_:)`.
+    @available(*, deprecated, renamed: "addAction(_:description:params:result:url:_:)")
+    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+        _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
+        _ handler: @escaping @Sendable (P, CallContext) async throws -> R
+    ) {
+        addAction(name, description: description, params: params, result: result, url: url, handler)
+    }
+
+    /// Deprecated: the `Codable` `addAction(_:description:params:result:url:_:)`, a handler that does not suspend.
+    @available(*, deprecated, renamed: "addAction(_:description:params:result:url:_:)")
+    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+        _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
+        _ handler: @escaping @Sendable (P, CallContext) throws -> R
+    ) {
+        addAction(name, description: description, params: params, result: result, url: url, handler)
+    }
+
+    /// Deprecated: the ``JSONValueConvertible`` `addAction(_:description:params:result:url:_:)`.
+    @available(*, deprecated, renamed: "addAction(_:description:params:result:url:_:)")
+    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+        _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
+        _ handler: @escaping @Sendable (P, CallContext) async throws -> R
+    ) {
+        addAction(name, description: description, params: params, result: result, url: url, handler)
+    }
+
+    /// Deprecated: the ``JSONValueConvertible`` `addAction(_:description:params:result:url:_:)`, a handler that
+    /// does not suspend.
+    @available(*, deprecated, renamed: "addAction(_:description:params:result:url:_:)")
+    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+        _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
+        _ handler: @escaping @Sendable (P, CallContext) throws -> R
+    ) {
+        addAction(name, description: description, params: params, result: result, url: url, handler)
+    }
+
+    /// Deprecated: the `Codable` `addAction(_:_:)` from a complete ActionSpec.
+    @available(*, deprecated, renamed: "addAction(_:_:)")
+    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+        _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) async throws -> R
+    ) {
+        addAction(spec, handler)
+    }
+
+    /// Deprecated: the `Codable` `addAction(_:_:)`, a handler that does not suspend.
+    @available(*, deprecated, renamed: "addAction(_:_:)")
+    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+        _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) throws -> R
+    ) {
+        addAction(spec, handler)
+    }
+
+    /// Deprecated: the ``JSONValueConvertible`` `addAction(_:_:)`.
+    @available(*, deprecated, renamed: "addAction(_:_:)")
+    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+        _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) async throws -> R
+    ) {
+        addAction(spec, handler)
+    }
+
+    /// Deprecated: the ``JSONValueConvertible`` `addAction(_:_:)`, a handler that does not suspend.
+    @available(*, deprecated, renamed: "addAction(_:_:)")
+    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+        _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) throws -> R
+    ) {
+        addAction(spec, handler)
+    }
+
+    /// Deprecated: ``handleNotFound(_:)``.
+    @available(*, deprecated, renamed: "handleNotFound(_:)")
+    public mutating func notFound(
+        _ handler: @escaping @Sendable (_ action: String, _ params: JSONValue, CallContext) async throws -> JSONValue
+    ) {
+        handleNotFound(handler)
+    }
+}

@@ -224,14 +224,14 @@ struct SwiftWriter {
                         out.line("case \(Self.stringLiteral(action.name)):")
                         out.indented { out in
                             if action.oneway {
-                                out.line("action(spec) { (params: \(action.paramsType), context: CallContext) async throws -> JSONValue in")
+                                out.line("addAction(spec) { (params: \(action.paramsType), context: CallContext) async throws -> JSONValue in")
                                 out.indented { out in
                                     out.line("try await service.\(method)(params, context: context)")
                                     out.line("return [:]")
                                 }
                             } else {
                                 out.line(
-                                    "action(spec) { (params: \(action.paramsType), context: CallContext) async throws -> \(action.resultType) in")
+                                    "addAction(spec) { (params: \(action.paramsType), context: CallContext) async throws -> \(action.resultType) in")
                                 out.indented { $0.line("try await service.\(method)(params, context: context)") }
                             }
                             out.line("}")

@@ -39,12 +39,12 @@ struct ExecServer: Sendable {
         var component = Component(target: target, description: description, mode: pool ? .pool : .exclusive)
         let program = program
         if actions.isEmpty {
-            component.notFound { action, params, context in
+            component.handleNotFound { action, params, context in
                 try await Self.execute(program, action: action, params: params, context: context)
             }
         } else {
             for action in actions {
-                component.action(action) { context in
+                component.addAction(action) { context in
                     try await Self.execute(program, action: action, params: context.params, context: context)
                 }
             }

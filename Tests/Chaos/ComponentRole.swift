@@ -78,15 +78,15 @@ enum ChaosComponent {
     static func make(target: String, mode: Component.Mode) -> Component {
         var component = Component(target: target, description: "mediator-chaos component", mode: mode)
 
-        component.action("echo", description: "Returns the params.") { context in context.params }
+        component.addAction("echo", description: "Returns the params.") { context in context.params }
 
-        component.action("slow", description: "{ms}: sleeps (cancellable), then {slept: ms}.") { context in
+        component.addAction("slow", description: "{ms}: sleeps (cancellable), then {slept: ms}.") { context in
             let ms = max(context.params["ms"]?.intValue ?? 0, 0)
             try await Task.sleep(for: .milliseconds(ms))
             return ["slept": .int(ms)]
         }
 
-        component.action("stream", description: "{count, interval_ms}: partials {i: 1...count}, then {done, count}.") { context in
+        component.addAction("stream", description: "{count, interval_ms}: partials {i: 1...count}, then {done, count}.") { context in
             let count = min(max(context.params["count"]?.intValue ?? 0, 0), 1000)
             let interval = max(context.params["interval_ms"]?.intValue ?? 0, 0)
             var i: Int64 = 1
@@ -99,7 +99,7 @@ enum ChaosComponent {
             return ["done": true, "count": .int(count)]
         }
 
-        component.action("fail", description: "{code}: answers that error code, passed through by the daemon.") { context in
+        component.addAction("fail", description: "{code}: answers that error code, passed through by the daemon.") { context in
             let code = context.params["code"]?.stringValue ?? "chaos_failure"
             throw MediatorError(ErrorCode(code), "asked to fail")
         }

@@ -54,7 +54,7 @@ extension Integration {
             let gate = Gate()
 
             var component = Component(target: "Drained")
-            component.action("slow") { _ in
+            component.addAction("slow") { _ in
                 seen.bump("slow started")
                 await gate.wait()
                 return "finished"

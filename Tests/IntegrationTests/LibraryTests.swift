@@ -125,7 +125,7 @@ extension Component {
     /// `hang`: sleeps for a minute unless cancelled, counting "hang started"
     /// and "hang cancelled" in `seen`.
     mutating func hangAction(counting seen: Observations) {
-        action("hang") { _ in
+        addAction("hang") { _ in
             seen.bump("hang started")
             do {
                 try await Task.sleep(for: .seconds(60))
@@ -392,12 +392,12 @@ extension Integration {
             let seen = Observations()
 
             var component = Component(target: "InTest", description: "in the test process")
-            component.action("add", params: try Schema(json: ["type": "object", "required": ["a", "b"]])) { context in
+            component.addAction("add", params: try Schema(json: ["type": "object", "required": ["a", "b"]])) { context in
                 .int((context.params["a"]?.intValue ?? 0) + (context.params["b"]?.intValue ?? 0))
             }
             component.hangAction(counting: seen)
-            component.action("fail") { _ in throw MediatorError(ErrorCode("custom"), "it failed", data: ["k": 1]) }
-            component.action("own") { _ in throw OwnError.noSuchKey("k1") }
+            component.addAction("fail") { _ in throw MediatorError(ErrorCode("custom"), "it failed", data: ["k": 1]) }
+            component.addAction("own") { _ in throw OwnError.noSuchKey("k1") }
             let frozen = component
             let service = Task {
                 try await frozen.run(socketPath: path, name: "in-test", onRegistered: { seen.bump("registered") })
@@ -446,7 +446,7 @@ extension Integration {
             let path = daemon.socketPath
             let seen = Observations()
             var component = Component(target: "Ticker")
-            component.action("ticks") { context in
+            component.addAction("ticks") { context in
                 var n = 0
                 do {
                     while true {
@@ -515,7 +515,7 @@ extension Integration {
             _ = try world.notes(daemon)
             let path = daemon.socketPath
             var component = Component(target: "Notes")
-            component.action("x") { _ in .null }
+            component.addAction("x") { _ in .null }
             let frozen = component
             let code = await errorCode { try await within("run") { try await frozen.run(socketPath: path) } }
             #expect(code == "already_registered")

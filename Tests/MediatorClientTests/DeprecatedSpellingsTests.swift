@@ -37,12 +37,21 @@ struct DeprecatedSpellingsTests {
         let echoed = try await withTimeout { try await Self.oldSpellings.sessionCall(session) }
         #expect(echoed == ["text": "session"])
     }
+
+    @Test func actionAndNotFoundForward() {
+        let component = Self.oldSpellings.declaredWithOldNames()
+        #expect(component.actionSpecs.map(\.name) == [
+            "plain", "immediate", "codable", "codableImmediate", "converted", "convertedImmediate",
+            "spec", "specImmediate", "specConverted", "specConvertedImmediate", "notFound",
+        ])
+    }
 }
 
 /// Calls each old spelling once.
 protocol OldSpellings {
     static func exercise(_ client: MediatorClient, onewaySeen: @Sendable (Int) async throws -> Void) async throws
     static func sessionCall(_ session: MediatorSession) async throws -> JSONValue
+    static func declaredWithOldNames() -> Component
 }
 
 /// Deprecated itself, so that the old spellings it calls warn of nothing.
@@ -78,5 +87,26 @@ enum DeprecatedCalls: OldSpellings {
     @available(*, deprecated)
     static func sessionCall(_ session: MediatorSession) async throws -> JSONValue {
         try await session.call("Echo", "echo", params: ["text": "session"])
+    }
+
+    @available(*, deprecated)
+    static func declaredWithOldNames() -> Component {
+        var component = Component(target: "Old")
+        component.action("plain") { (context: CallContext) async throws -> JSONValue in context.params }
+        component.action("immediate") { (context: CallContext) throws -> JSONValue in context.params }
+        component.action("codable") { (text: Text, _: CallContext) async throws -> Text in text }
+        component.action("codableImmediate") { (text: Text, _: CallContext) throws -> Text in text }
+        component.action("converted") { (value: JSONValue, _: CallContext) async throws -> JSONValue in value }
+        component.action("convertedImmediate") { (value: JSONValue, _: CallContext) throws -> JSONValue in value }
+        component.action(ActionSpec(name: "spec")) { (text: Text, _: CallContext) async throws -> Text in text }
+        component.action(ActionSpec(name: "specImmediate")) { (text: Text, _: CallContext) throws -> Text in text }
+        component.action(ActionSpec(name: "specConverted")) { (value: JSONValue, _: CallContext) async throws -> JSONValue in
+            value
+        }
+        component.action(ActionSpec(name: "specConvertedImmediate")) { (value: JSONValue, _: CallContext) throws -> JSONValue in
+            value
+        }
+        component.notFound { action, _, _ in .string(action) }
+        return component
     }
 }

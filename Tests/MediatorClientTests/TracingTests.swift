@@ -99,7 +99,7 @@ struct TracingTests {
         defer { Task { await fake.shutdown() } }
         let tracer = W3CInMemoryTracer()
         var component = Component(target: "Svc", tracer: tracer)
-        component.action("nested") { context in
+        component.addAction("nested") { context in
             try await context.client.call(target: "Echo", action: "echo", params: ["via": "component"])
         }
         try await serving(component, on: fake) { peer in
@@ -129,7 +129,7 @@ struct TracingTests {
         defer { Task { await fake.shutdown() } }
         let tracer = W3CInMemoryTracer()
         var component = Component(target: "Svc", tracer: tracer)
-        component.action("fail") { _ in throw MediatorError(ErrorCode("custom"), "custom failure") }
+        component.addAction("fail") { _ in throw MediatorError(ErrorCode("custom"), "custom failure") }
         try await serving(component, on: fake) { peer in
             peer.send(["id": 7, "target": "Svc", "action": "fail", "params": [:]])
             let answer = try await fake.received.first("answer") { $0.id == 7 }

@@ -497,7 +497,7 @@ extension Component {
         for spec in try AlternativesInterface.actionSpecs() {
             switch spec.name {
             case "set":
-                action(spec) { (params: SetParams, context: CallContext) async throws -> SetResult in
+                addAction(spec) { (params: SetParams, context: CallContext) async throws -> SetResult in
                     try await service.set(params, context: context)
                 }
             default:

@@ -395,7 +395,7 @@ extension Component {
         for spec in try BoundsInterface.actionSpecs() {
             switch spec.name {
             case "search":
-                action(spec) { (params: SearchParams, context: CallContext) async throws -> SearchResult in
+                addAction(spec) { (params: SearchParams, context: CallContext) async throws -> SearchResult in
                     try await service.search(params, context: context)
                 }
             default:

@@ -690,19 +690,19 @@ extension Component {
         for spec in try KeywordsInterface.actionSpecs() {
             switch spec.name {
             case "class":
-                action(spec) { (params: ClassParams, context: CallContext) async throws -> ClassResult in
+                addAction(spec) { (params: ClassParams, context: CallContext) async throws -> ClassResult in
                     try await service.`class`(params, context: context)
                 }
             case "default":
-                action(spec) { (params: DefaultParams, context: CallContext) async throws -> DefaultResult in
+                addAction(spec) { (params: DefaultParams, context: CallContext) async throws -> DefaultResult in
                     try await service.`default`(params, context: context)
                 }
             case "import.thing-2":
-                action(spec) { (params: ImportThing2Params, context: CallContext) async throws -> ImportThing2Result in
+                addAction(spec) { (params: ImportThing2Params, context: CallContext) async throws -> ImportThing2Result in
                     try await service.importThing2(params, context: context)
                 }
             case "unicode":
-                action(spec) { (params: UnicodeParams, context: CallContext) async throws -> UnicodeResult in
+                addAction(spec) { (params: UnicodeParams, context: CallContext) async throws -> UnicodeResult in
                     try await service.unicode(params, context: context)
                 }
             default:

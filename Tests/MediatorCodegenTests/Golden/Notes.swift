@@ -302,19 +302,19 @@ extension Component {
         for spec in try NotesInterface.actionSpecs() {
             switch spec.name {
             case "add":
-                action(spec) { (params: AddParams, context: CallContext) async throws -> AddResult in
+                addAction(spec) { (params: AddParams, context: CallContext) async throws -> AddResult in
                     try await service.add(params, context: context)
                 }
             case "list":
-                action(spec) { (params: ListParams, context: CallContext) async throws -> ListResult in
+                addAction(spec) { (params: ListParams, context: CallContext) async throws -> ListResult in
                     try await service.list(params, context: context)
                 }
             case "watch":
-                action(spec) { (params: WatchParams, context: CallContext) async throws -> WatchResult in
+                addAction(spec) { (params: WatchParams, context: CallContext) async throws -> WatchResult in
                     try await service.watch(params, context: context)
                 }
             case "touch":
-                action(spec) { (params: TouchParams, context: CallContext) async throws -> JSONValue in
+                addAction(spec) { (params: TouchParams, context: CallContext) async throws -> JSONValue in
                     try await service.touch(params, context: context)
                     return [:]
                 }

@@ -491,11 +491,11 @@ extension Component {
         for spec in try RecursiveInterface.actionSpecs() {
             switch spec.name {
             case "walk":
-                action(spec) { (params: WalkParams, context: CallContext) async throws -> WalkResult in
+                addAction(spec) { (params: WalkParams, context: CallContext) async throws -> WalkResult in
                     try await service.walk(params, context: context)
                 }
             case "nest":
-                action(spec) { (params: NestParams, context: CallContext) async throws -> NestResult in
+                addAction(spec) { (params: NestParams, context: CallContext) async throws -> NestResult in
                     try await service.nest(params, context: context)
                 }
             default:

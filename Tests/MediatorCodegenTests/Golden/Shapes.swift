@@ -610,19 +610,19 @@ extension Component {
         for spec in try OrgExampleShapesInterface.actionSpecs() {
             switch spec.name {
             case "draw":
-                action(spec) { (params: DrawParams, context: CallContext) async throws -> DrawResult in
+                addAction(spec) { (params: DrawParams, context: CallContext) async throws -> DrawResult in
                     try await service.draw(params, context: context)
                 }
             case "measure":
-                action(spec) { (params: MeasureParams, context: CallContext) async throws -> MeasureResult in
+                addAction(spec) { (params: MeasureParams, context: CallContext) async throws -> MeasureResult in
                     try await service.measure(params, context: context)
                 }
             case "list_all":
-                action(spec) { (params: ListAllParams, context: CallContext) async throws -> ListAllResult in
+                addAction(spec) { (params: ListAllParams, context: CallContext) async throws -> ListAllResult in
                     try await service.listAll(params, context: context)
                 }
             case "ping_shapes":
-                action(spec) { (params: PingShapesParams, context: CallContext) async throws -> PingShapesResult in
+                addAction(spec) { (params: PingShapesParams, context: CallContext) async throws -> PingShapesResult in
                     try await service.pingShapes(params, context: context)
                 }
             default:

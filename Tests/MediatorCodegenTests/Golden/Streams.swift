@@ -266,20 +266,20 @@ extension Component {
         for spec in try StreamsTestInterface.actionSpecs() {
             switch spec.name {
             case "count":
-                action(spec) { (params: CountParams, context: CallContext) async throws -> CountResult in
+                addAction(spec) { (params: CountParams, context: CallContext) async throws -> CountResult in
                     try await service.count(params, context: context)
                 }
             case "follow":
-                action(spec) { (params: FollowParams, context: CallContext) async throws -> FollowResult in
+                addAction(spec) { (params: FollowParams, context: CallContext) async throws -> FollowResult in
                     try await service.follow(params, context: context)
                 }
             case "poke":
-                action(spec) { (params: PokeParams, context: CallContext) async throws -> JSONValue in
+                addAction(spec) { (params: PokeParams, context: CallContext) async throws -> JSONValue in
                     try await service.poke(params, context: context)
                     return [:]
                 }
             case "fire":
-                action(spec) { (params: FireParams, context: CallContext) async throws -> JSONValue in
+                addAction(spec) { (params: FireParams, context: CallContext) async throws -> JSONValue in
                     try await service.fire(params, context: context)
                     return [:]
                 }

@@ -37,8 +37,8 @@ let tracer = W3CInMemoryTracer()
 switch role {
 case "component":
     var component = Component(target: target, tracer: tracer)
-    component.action("echo") { context in context.params }
-    component.action("fail") { _ in throw MediatorError(.failed, "asked to fail") }
+    component.addAction("echo") { context in context.params }
+    component.addAction("fail") { _ in throw MediatorError(.failed, "asked to fail") }
     // Spans end after the response is sent: they are printed as they finish.
     let printer = Task {
         while !Task.isCancelled {
