@@ -25,10 +25,11 @@ enum LibraryEcho {
         } else {
             component.addAction("echo") { context in context.params }
         }
+        component.socketPath = socketPath
+        component.connectionName = "mediator-bench"
+        component.onRegistered = { EchoComponent.announceReady() }
         do {
-            try await component.run(socketPath: socketPath, name: "mediator-bench", onRegistered: {
-                EchoComponent.announceReady()
-            })
+            try await component.run()
         } catch {
             throw BenchError("\(error)")
         }

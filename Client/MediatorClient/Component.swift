@@ -385,26 +385,10 @@ public struct Component: Sendable {
     static let initialBackoff: Duration = .milliseconds(50)
     static let maxBackoff: Duration = .seconds(2)
 
-    /// Connects, registers the target, calls `onRegistered`, and serves calls
-    /// concurrently (a task per call, except a handler without `await` on
-    /// ``HandlerExecutor/connection``, answered at once) until the enclosing task is cancelled;
-    /// then it cancels the handlers still running, closes the connection and
-    /// returns.
-    ///
-    /// A `mediator.cancel` event cancels the task of the handler concerned,
-    /// and nothing is answered for that call. When the connection drops (a
-    /// daemon restart), it reconnects with exponential backoff (50 ms,
-    /// doubling up to 2 s, for as long as it is not cancelled), registers
-    /// again and calls `onRegistered` again. A `mediator.stop` event (the
-    /// daemon started this component on demand and it has been idle, or it
-    /// was stopped by hand) makes it close the connection and return.
-    ///
-    /// - Throws: when the first connection or the first registration fails
-    ///   (`unreachable`, `already_registered`, `bad_request` for bad specs...),
-    ///   so that a misconfiguration shows at once. Later failures are
-    ///   retried.
-    public func run(
-        socketPath: String? = nil, name: String? = nil, onRegistered: (@Sendable () async -> Void)? = nil
+    /// The loop of ``run()``, with the configuration given (the deprecated
+    /// `run(socketPath:name:onRegistered:)` passes its own).
+    func serve(
+        socketPath: String?, name: String?, onRegistered: (@Sendable () async -> Void)?
     ) async throws(MediatorError) {
         var logger = self.logger
         logger[metadataKey: "target"] = "\(target)"
@@ -470,19 +454,36 @@ public struct Component: Sendable {
 // MARK: - As a Service
 
 extension Component: Service {
-    /// Runs the component as ``run(socketPath:name:onRegistered:)`` does,
-    /// with ``socketPath``, ``connectionName`` and ``onRegistered``: put it
-    /// in a ServiceLifecycle `ServiceGroup` as it is.
+    /// Connects to ``socketPath`` (named ``connectionName``), registers the
+    /// target, calls ``onRegistered``, and serves calls
+    /// concurrently (a task per call, except a handler without `await` on
+    /// ``HandlerExecutor/connection``, answered at once) until the enclosing task is cancelled;
+    /// then it cancels the handlers still running, closes the connection and
+    /// returns.
     ///
+    /// A `mediator.cancel` event cancels the task of the handler concerned,
+    /// and nothing is answered for that call. When the connection drops (a
+    /// daemon restart), it reconnects with exponential backoff (50 ms,
+    /// doubling up to 2 s, for as long as it is not cancelled), registers
+    /// again and calls `onRegistered` again. A `mediator.stop` event (the
+    /// daemon started this component on demand and it has been idle, or it
+    /// was stopped by hand) makes it close the connection and return.
+    ///
+    /// A ServiceLifecycle `Service`: put it in a `ServiceGroup` as it is.
     /// On graceful shutdown (SIGTERM through the group) it first
     /// unregisters its target, so that the daemon sends new calls to other
     /// instances of a pool (or holds them for the next start of an
     /// activatable component); it then lets the calls in flight finish for
     /// up to ``shutdownGracePeriod``, cancels the handlers still running,
     /// closes the connection and returns. Cancelling the task stops it at
-    /// once, as before.
+    /// once.
+    ///
+    /// - Throws: when the first connection or the first registration fails
+    ///   (`unreachable`, `already_registered`, `bad_request` for bad specs...),
+    ///   so that a misconfiguration shows at once. Later failures are
+    ///   retried.
     public func run() async throws(MediatorError) {
-        try await run(socketPath: socketPath, name: connectionName, onRegistered: onRegistered)
+        try await serve(socketPath: socketPath, name: connectionName, onRegistered: onRegistered)
     }
 
     /// Graceful shutdown: unregister, let the calls in flight finish within

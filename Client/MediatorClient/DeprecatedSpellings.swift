@@ -12,7 +12,7 @@ extension MediatorClient {
         try await call(target: target, action: action, params: params, timeout: timeout)
     }
 
-    /// Deprecated: ``send(target:action:params:)``.
+    /// Deprecated: ``send(target:action:params:)-(_,_,JSONValue)``.
     @available(*, deprecated, renamed: "send(target:action:params:)")
     public func send(_ target: String, _ action: String, params: JSONValue = .object([:])) async throws(MediatorError) {
         try await send(target: target, action: action, params: params)
@@ -181,5 +181,19 @@ extension Component {
         _ handler: @escaping @Sendable (_ action: String, _ params: JSONValue, CallContext) async throws -> JSONValue
     ) {
         handleNotFound(handler)
+    }
+}
+
+extension Component {
+    /// Deprecated: set ``socketPath``, ``connectionName`` and
+    /// ``onRegistered``, then call ``run()``, so that a component's
+    /// configuration is in one place (and the same whether it runs alone or
+    /// in a `ServiceGroup`). The arguments here are used instead of those
+    /// properties.
+    @available(*, deprecated, message: "set socketPath, connectionName and onRegistered, then call run()")
+    public func run(
+        socketPath: String? = nil, name: String? = nil, onRegistered: (@Sendable () async -> Void)? = nil
+    ) async throws(MediatorError) {
+        try await serve(socketPath: socketPath, name: name, onRegistered: onRegistered)
     }
 }

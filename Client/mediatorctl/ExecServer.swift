@@ -50,9 +50,10 @@ struct ExecServer: Sendable {
             }
         }
         let target = target
-        try await component.run(socketPath: socketPath, name: name, onRegistered: {
-            Output.log("serving \(target)")
-        })
+        component.socketPath = socketPath
+        component.connectionName = name
+        component.onRegistered = { Output.log("serving \(target)") }
+        try await component.run()
     }
 
     /// Runs the program once for a call.

@@ -37,9 +37,11 @@ struct ComponentRole: AsyncParsableCommand {
         guard let socketPath = socket ?? environment["MEDIATOR_SOCKET"] else {
             throw ValidationError("give --socket or MEDIATOR_SOCKET")
         }
-        let component = ChaosComponent.make(target: target, mode: pool ? .pool : .exclusive)
-        let service = Task {
-            try await component.run(socketPath: socketPath, name: "chaos-\(target)")
+        var component = ChaosComponent.make(target: target, mode: pool ? .pool : .exclusive)
+        component.socketPath = socketPath
+        component.connectionName = "chaos-\(target)"
+        let service = Task { [component] in
+            try await component.run()
         }
         // SIGTERM ends it cleanly (exit 0): the graceful half of the chaos.
         let sources = TerminationSignals.cancel(service, on: [SIGTERM, SIGINT])

@@ -398,10 +398,11 @@ extension Integration {
             component.hangAction(counting: seen)
             component.addAction("fail") { _ in throw MediatorError(ErrorCode("custom"), "it failed", data: ["k": 1]) }
             component.addAction("own") { _ in throw OwnError.noSuchKey("k1") }
+            component.socketPath = path
+            component.connectionName = "in-test"
+            component.onRegistered = { seen.bump("registered") }
             let frozen = component
-            let service = Task {
-                try await frozen.run(socketPath: path, name: "in-test", onRegistered: { seen.bump("registered") })
-            }
+            let service = Task { try await frozen.run() }
             defer { service.cancel() }
 
             try await waitUntilAsync("the first registration") { seen.count("registered") == 1 }
@@ -459,8 +460,10 @@ extension Integration {
                     throw error
                 }
             }
+            component.socketPath = path
+            component.onRegistered = { seen.bump("registered") }
             let frozen = component
-            let service = Task { try await frozen.run(socketPath: path, onRegistered: { seen.bump("registered") }) }
+            let service = Task { try await frozen.run() }
             defer { service.cancel() }
             try await waitUntilAsync("registration") { seen.count("registered") == 1 }
 
@@ -516,8 +519,9 @@ extension Integration {
             let path = daemon.socketPath
             var component = Component(target: "Notes")
             component.addAction("x") { _ in .null }
+            component.socketPath = path
             let frozen = component
-            let code = await errorCode { try await within("run") { try await frozen.run(socketPath: path) } }
+            let code = await errorCode { try await within("run") { try await frozen.run() } }
             #expect(code == "already_registered")
         }
 

@@ -23,14 +23,16 @@ func serving(
     _ body: (FakePeer) async throws -> Void
 ) async throws {
     let counter = NIOLockedValueBox(0)
-    let run = Task {
-        try await component.run(socketPath: fake.path, name: "comp") {
-            registrations.post(counter.withLockedValue { count in
-                count += 1
-                return count
-            })
-        }
+    var component = component
+    component.socketPath = fake.path
+    component.connectionName = "comp"
+    component.onRegistered = {
+        registrations.post(counter.withLockedValue { count in
+            count += 1
+            return count
+        })
     }
+    let run = Task { [component] in try await component.run() }
     do {
         _ = try await registrations.first("registration") { _ in true }
         let register = try await fake.received.first("register") { $0.action == "register" }
@@ -312,8 +314,10 @@ struct ComponentTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let registrations = Mailbox<Int>()
-        let component = try Self.makeComponent(signals: Mailbox())
-        let run = Task { try await component.run(socketPath: fake.path) { registrations.post(1) } }
+        var component = try Self.makeComponent(signals: Mailbox())
+        component.socketPath = fake.path
+        component.onRegistered = { registrations.post(1) }
+        let run = Task { [component] in try await component.run() }
         _ = try await registrations.first("registration") { _ in true }
         let register = try await fake.received.first("register") { $0.action == "register" }
         register.peer.send(["event": "mediator.stop", "data": ["target": "Svc", "reason": "idle"]])
@@ -326,12 +330,10 @@ struct ComponentTests {
         let path = temporarySocketPath()
         let first = try await FakeDaemon.start(path: path)
         let registrations = Mailbox<Int>()
-        let component = try Self.makeComponent(signals: Mailbox())
-        let run = Task {
-            try await component.run(socketPath: path) {
-                registrations.post(registrations.items.count + 1)
-            }
-        }
+        var component = try Self.makeComponent(signals: Mailbox())
+        component.socketPath = path
+        component.onRegistered = { registrations.post(registrations.items.count + 1) }
+        let run = Task { [component] in try await component.run() }
         do {
             _ = try await registrations.first("first registration") { $0 == 1 }
             await first.stop()
@@ -385,10 +387,11 @@ struct ComponentTests {
             FakeDaemon.standard(core, peer, message)
         }
         defer { Task { await fake.shutdown() } }
-        let component = try Self.makeComponent(signals: Mailbox())
-        let error = try await withTimeout {
+        var component = try Self.makeComponent(signals: Mailbox())
+        component.socketPath = fake.path
+        let error = try await withTimeout { [component] in
             do {
-                try await component.run(socketPath: fake.path)
+                try await component.run()
                 return nil as MediatorError?
             } catch let error as MediatorError {
                 return error
@@ -398,10 +401,11 @@ struct ComponentTests {
     }
 
     @Test func firstConnectionFailureIsThrown() async throws {
-        let component = Component(target: "Svc")
-        let error = try await withTimeout {
+        var component = Component(target: "Svc")
+        component.socketPath = temporarySocketPath()
+        let error = try await withTimeout { [component] in
             do {
-                try await component.run(socketPath: temporarySocketPath())
+                try await component.run()
                 return nil as MediatorError?
             } catch let error as MediatorError {
                 return error

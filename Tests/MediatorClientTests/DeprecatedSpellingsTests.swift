@@ -45,6 +45,23 @@ struct DeprecatedSpellingsTests {
             "spec", "specImmediate", "specConverted", "specConvertedImmediate", "notFound",
         ])
     }
+
+    @Test func runWithArgumentsForwards() async throws {
+        let fake = try await FakeDaemon.start()
+        defer { Task { await fake.shutdown() } }
+        let registrations = Mailbox<Int>()
+        // The properties are not what the arguments say: the arguments win.
+        var component = Component(target: "Old")
+        component.socketPath = temporarySocketPath()
+        component.connectionName = "from-property"
+        let running = Task { [component] in
+            try await Self.oldSpellings.run(component, socketPath: fake.path, name: "old-run") { registrations.post(1) }
+        }
+        defer { running.cancel() }
+        _ = try await registrations.first("registration") { _ in true }
+        let hello = try await fake.received.first("hello") { $0.action == "hello" }
+        #expect(hello.message["params"]?["name"] == "old-run")
+    }
 }
 
 /// Calls each old spelling once.
@@ -52,6 +69,8 @@ protocol OldSpellings {
     static func exercise(_ client: MediatorClient, onewaySeen: @Sendable (Int) async throws -> Void) async throws
     static func sessionCall(_ session: MediatorSession) async throws -> JSONValue
     static func declaredWithOldNames() -> Component
+    static func run(_ component: Component, socketPath: String, name: String, onRegistered: @escaping @Sendable () async -> Void)
+        async throws
 }
 
 /// Deprecated itself, so that the old spellings it calls warn of nothing.
@@ -108,5 +127,12 @@ enum DeprecatedCalls: OldSpellings {
         }
         component.notFound { action, _, _ in .string(action) }
         return component
+    }
+
+    @available(*, deprecated)
+    static func run(
+        _ component: Component, socketPath: String, name: String, onRegistered: @escaping @Sendable () async -> Void
+    ) async throws {
+        try await component.run(socketPath: socketPath, name: name, onRegistered: onRegistered)
     }
 }

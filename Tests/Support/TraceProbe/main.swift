@@ -46,8 +46,10 @@ case "component":
             try? await Task.sleep(for: .milliseconds(20))
         }
     }
+    component.socketPath = socket
+    component.onRegistered = { emit("ready") }
     do {
-        try await component.run(socketPath: socket) { emit("ready") }
+        try await component.run()
     } catch {
         fail("\(error)")
     }
