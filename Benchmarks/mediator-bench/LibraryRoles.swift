@@ -19,16 +19,17 @@ enum LibraryEcho {
         // Declared without the interface's schemas (unlike Component(serving:)),
         // so that the daemon's work is the same as for the untyped column.
         if typed && codable {
-            component.action("echo") { (text: EchoText, _: CallContext) in text }
+            component.addAction("echo") { (text: EchoText, _: CallContext) in text }
         } else if typed {
-            component.action("echo") { (params: EchoParams, _: CallContext) in EchoResult(s: params.s) }
+            component.addAction("echo") { (params: EchoParams, _: CallContext) in EchoResult(s: params.s) }
         } else {
-            component.action("echo") { context in context.params }
+            component.addAction("echo") { context in context.params }
         }
+        component.socketPath = socketPath
+        component.connectionName = "mediator-bench"
+        component.onRegistered = { EchoComponent.announceReady() }
         do {
-            try await component.run(socketPath: socketPath, name: "mediator-bench", onRegistered: {
-                EchoComponent.announceReady()
-            })
+            try await component.run()
         } catch {
             throw BenchError("\(error)")
         }
@@ -88,10 +89,10 @@ enum LibraryBenchClient {
         let matched: Bool
         do {
             switch params {
-            case .json(let value): matched = try await client.call(target, "echo", params: value) == value
+            case .json(let value): matched = try await client.call(target: target, action: "echo", params: value) == value
             case .generated(let params):
                 matched = try await BenchEchoClient(client, target: target).echo(params).s == params.s
-            case .codable(let text): matched = try await client.call(target, "echo", text, as: EchoText.self) == text
+            case .codable(let text): matched = try await client.call(target: target, action: "echo", params: text, as: EchoText.self) == text
             }
         } catch {
             throw BenchError("call failed: \(error)")

@@ -5,9 +5,9 @@ extension Component {
     /// interface file with `ActionSpec(json:)`), with `Decodable` params and
     /// an `Encodable` result; what generated `Component(serving:)`
     /// initializers use. Serving, streams and cancellation are those of
-    /// the typed `action(_:description:params:result:url:_:)`: params that
+    /// the typed `addAction(_:description:params:result:url:_:)`: params that
     /// do not decode are answered with `invalid_params`.
-    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+    public mutating func addAction<P: Decodable & Sendable, R: Encodable & Sendable>(
         _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) async throws -> R
     ) {
         // Registered as given, every member included (`more`, `oneway`):
@@ -17,7 +17,7 @@ extension Component {
 
     /// The same for a handler that does not suspend (no task per call with
     /// ``Component/HandlerExecutor/connection``).
-    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+    public mutating func addAction<P: Decodable & Sendable, R: Encodable & Sendable>(
         _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) throws -> R
     ) {
         declareDecoding(spec, handler)
@@ -26,7 +26,7 @@ extension Component {
     /// An action from a complete ActionSpec whose params and result convert
     /// to and from `JSONValue` directly (generated interface types).
     @inlinable
-    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+    public mutating func addAction<P: JSONValueConvertible, R: JSONValueConvertible>(
         _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) async throws -> R
     ) {
         declareConverting(spec, handler)
@@ -34,7 +34,7 @@ extension Component {
 
     /// The same for a handler that does not suspend.
     @inlinable
-    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+    public mutating func addAction<P: JSONValueConvertible, R: JSONValueConvertible>(
         _ spec: ActionSpec, _ handler: @escaping @Sendable (P, CallContext) throws -> R
     ) {
         declareConverting(spec, handler)

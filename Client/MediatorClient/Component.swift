@@ -9,7 +9,7 @@ import Tracing
 ///
 /// ```swift
 /// var component = Component(target: "Detail", description: "shows details")
-/// component.action("show", params: try Schema(json: ["type": "object"])) { context in
+/// component.addAction("show", params: try Schema(json: ["type": "object"])) { context in
 ///     ["shown": true]
 /// }
 /// try await component.run()
@@ -109,7 +109,7 @@ public struct Component: Sendable {
     private var handlers: [String: ActionHandler] = [:]
     private var notFoundHandler: NotFoundHandler?
 
-    /// A component with no actions yet: declare them with the `action`
+    /// A component with no actions yet: declare them with the `addAction`
     /// methods, then ``run()``.
     ///
     /// - Parameters:
@@ -148,7 +148,7 @@ public struct Component: Sendable {
     ///     a URL reach it.
     ///   - handler: answers one call with its result. A `MediatorError` it
     ///     throws is answered as it is; any other error as `failed`.
-    public mutating func action(
+    public mutating func addAction(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (CallContext) async throws -> JSONValue
     ) {
@@ -162,7 +162,7 @@ public struct Component: Sendable {
     /// ``HandlerExecutor/connection`` and no tracing bootstrapped it runs
     /// where the call is read, on the connection's thread, with no task made
     /// for it: the fastest way to answer. Otherwise as the `async` form.
-    public mutating func action(
+    public mutating func addAction(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (CallContext) throws -> JSONValue
     ) {
@@ -174,7 +174,7 @@ public struct Component: Sendable {
     /// Declares an action with `Decodable` params and an `Encodable` result
     /// (Foundation's JSON coders). Params that do not decode are answered
     /// with `invalid_params`.
-    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+    public mutating func addAction<P: Decodable & Sendable, R: Encodable & Sendable>(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (P, CallContext) async throws -> R
     ) {
@@ -183,7 +183,7 @@ public struct Component: Sendable {
 
     /// Declares an action with `Decodable` params and an `Encodable` result
     /// whose handler does not suspend (see the untyped form).
-    public mutating func action<P: Decodable & Sendable, R: Encodable & Sendable>(
+    public mutating func addAction<P: Decodable & Sendable, R: Encodable & Sendable>(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (P, CallContext) throws -> R
     ) {
@@ -196,7 +196,7 @@ public struct Component: Sendable {
     /// Inlinable, as the converting forms below: specialized in the caller's
     /// module, each call converts without a trip through witness tables.
     @inlinable
-    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+    public mutating func addAction<P: JSONValueConvertible, R: JSONValueConvertible>(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (P, CallContext) async throws -> R
     ) {
@@ -205,7 +205,7 @@ public struct Component: Sendable {
 
     /// The same for a handler that does not suspend.
     @inlinable
-    public mutating func action<P: JSONValueConvertible, R: JSONValueConvertible>(
+    public mutating func addAction<P: JSONValueConvertible, R: JSONValueConvertible>(
         _ name: String, description: String? = nil, params: Schema? = nil, result: Schema? = nil, url: Bool? = nil,
         _ handler: @escaping @Sendable (P, CallContext) throws -> R
     ) {
@@ -281,7 +281,7 @@ public struct Component: Sendable {
     /// daemon sends it every call to an action the component does not
     /// declare. The handler gets the action asked for and its params; so
     /// does its context's `action` and `params`.
-    public mutating func notFound(
+    public mutating func handleNotFound(
         _ handler: @escaping @Sendable (_ action: String, _ params: JSONValue, CallContext) async throws -> JSONValue
     ) {
         specs.removeAll { $0.name == "notFound" }
@@ -385,26 +385,10 @@ public struct Component: Sendable {
     static let initialBackoff: Duration = .milliseconds(50)
     static let maxBackoff: Duration = .seconds(2)
 
-    /// Connects, registers the target, calls `onRegistered`, and serves calls
-    /// concurrently (a task per call, except a handler without `await` on
-    /// ``HandlerExecutor/connection``, answered at once) until the enclosing task is cancelled;
-    /// then it cancels the handlers still running, closes the connection and
-    /// returns.
-    ///
-    /// A `mediator.cancel` event cancels the task of the handler concerned,
-    /// and nothing is answered for that call. When the connection drops (a
-    /// daemon restart), it reconnects with exponential backoff (50 ms,
-    /// doubling up to 2 s, for as long as it is not cancelled), registers
-    /// again and calls `onRegistered` again. A `mediator.stop` event (the
-    /// daemon started this component on demand and it has been idle, or it
-    /// was stopped by hand) makes it close the connection and return.
-    ///
-    /// - Throws: when the first connection or the first registration fails
-    ///   (`unreachable`, `already_registered`, `bad_request` for bad specs...),
-    ///   so that a misconfiguration shows at once. Later failures are
-    ///   retried.
-    public func run(
-        socketPath: String? = nil, name: String? = nil, onRegistered: (@Sendable () async -> Void)? = nil
+    /// The loop of ``run()``, with the configuration given (the deprecated
+    /// `run(socketPath:name:onRegistered:)` passes its own).
+    func serve(
+        socketPath: String?, name: String?, onRegistered: (@Sendable () async -> Void)?
     ) async throws(MediatorError) {
         var logger = self.logger
         logger[metadataKey: "target"] = "\(target)"
@@ -470,19 +454,36 @@ public struct Component: Sendable {
 // MARK: - As a Service
 
 extension Component: Service {
-    /// Runs the component as ``run(socketPath:name:onRegistered:)`` does,
-    /// with ``socketPath``, ``connectionName`` and ``onRegistered``: put it
-    /// in a ServiceLifecycle `ServiceGroup` as it is.
+    /// Connects to ``socketPath`` (named ``connectionName``), registers the
+    /// target, calls ``onRegistered``, and serves calls
+    /// concurrently (a task per call, except a handler without `await` on
+    /// ``HandlerExecutor/connection``, answered at once) until the enclosing task is cancelled;
+    /// then it cancels the handlers still running, closes the connection and
+    /// returns.
     ///
+    /// A `mediator.cancel` event cancels the task of the handler concerned,
+    /// and nothing is answered for that call. When the connection drops (a
+    /// daemon restart), it reconnects with exponential backoff (50 ms,
+    /// doubling up to 2 s, for as long as it is not cancelled), registers
+    /// again and calls `onRegistered` again. A `mediator.stop` event (the
+    /// daemon started this component on demand and it has been idle, or it
+    /// was stopped by hand) makes it close the connection and return.
+    ///
+    /// A ServiceLifecycle `Service`: put it in a `ServiceGroup` as it is.
     /// On graceful shutdown (SIGTERM through the group) it first
     /// unregisters its target, so that the daemon sends new calls to other
     /// instances of a pool (or holds them for the next start of an
     /// activatable component); it then lets the calls in flight finish for
     /// up to ``shutdownGracePeriod``, cancels the handlers still running,
     /// closes the connection and returns. Cancelling the task stops it at
-    /// once, as before.
+    /// once.
+    ///
+    /// - Throws: when the first connection or the first registration fails
+    ///   (`unreachable`, `already_registered`, `bad_request` for bad specs...),
+    ///   so that a misconfiguration shows at once. Later failures are
+    ///   retried.
     public func run() async throws(MediatorError) {
-        try await run(socketPath: socketPath, name: connectionName, onRegistered: onRegistered)
+        try await serve(socketPath: socketPath, name: connectionName, onRegistered: onRegistered)
     }
 
     /// Graceful shutdown: unregister, let the calls in flight finish within

@@ -8,7 +8,7 @@ import NIOConcurrencyHelpers
 /// target. The NATS bridge serves all its stand-ins over one, so the
 /// daemon connections it takes do not grow with what other hosts announce.
 ///
-/// Unlike ``Component/run(socketPath:name:onRegistered:)`` it registers
+/// Unlike ``Component/run()`` it registers
 /// nothing by itself: a registration ends with the connection, and
 /// `onConnected` (called after each connect, with nothing registered) is
 /// where the owner registers its components again.

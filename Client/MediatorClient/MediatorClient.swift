@@ -19,7 +19,7 @@ import Tracing
 /// `disconnected`, and every stream and subscription ends.
 ///
 /// Keep the client alive while you use it: when the last reference goes, the
-/// connection is closed. Live ``stream(_:_:params:timeout:)`` and
+/// connection is closed. Live ``stream(target:action:params:timeout:)`` and
 /// ``subscribe(_:)`` streams keep their client alive until they end.
 public final class MediatorClient: Sendable {
     let connection: Connection
@@ -36,7 +36,7 @@ public final class MediatorClient: Sendable {
     ///
     /// ```swift
     /// try await withTaskExecutorPreference(client.executor) {
-    ///     for item in items { _ = try await client.call("Notes", "add", params: item) }
+    ///     for item in items { _ = try await client.call(target: "Notes", action: "add", params: item) }
     /// }
     /// ```
     @available(macOS 15.0, *)
@@ -129,7 +129,7 @@ public final class MediatorClient: Sendable {
     ///   cancelled (the daemon is told with `mediator/cancel`);
     ///   `disconnected` when the connection closes first.
     public func call(
-        _ target: String, _ action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
+        target: String, action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
     ) async throws(MediatorError) -> JSONValue {
         let timeoutMs = timeout.map(Connection.milliseconds)
         return try await withTraceMembers(target, action) { (trace) async throws(MediatorError) in
@@ -137,7 +137,7 @@ public final class MediatorClient: Sendable {
         }
     }
 
-    /// ``call(_:_:params:timeout:)`` with params as one JSON object's text,
+    /// ``call(target:action:params:timeout:)`` with params as one JSON object's text,
     /// answered with the result's text (the Codable calls' path).
     func callEncoded(
         _ target: String, _ action: String, encodedParams: [UInt8], timeout: Duration?
@@ -148,7 +148,7 @@ public final class MediatorClient: Sendable {
         }
     }
 
-    /// ``call(_:_:params:timeout:)`` with params that `writeParams` appends
+    /// ``call(target:action:params:timeout:)`` with params that `writeParams` appends
     /// as JSON text (the generated types' path: no JSONValue built for them).
     @usableFromInline
     func call(
@@ -174,7 +174,7 @@ public final class MediatorClient: Sendable {
         }
     }
 
-    /// ``stream(_:_:params:timeout:)`` with each response marked final or
+    /// ``stream(target:action:params:timeout:)`` with each response marked final or
     /// not, for a relay that must pass each on as it comes (the NATS bridge).
     @_spi(NATSBridge) public func markedStream(
         _ target: String, _ action: String, params: JSONValue, timeout: Duration? = nil, remoteCaller: JSONValue? = nil
@@ -184,7 +184,7 @@ public final class MediatorClient: Sendable {
             remoteCaller: remoteCaller)
     }
 
-    /// ``call(_:_:params:timeout:)`` on behalf of a caller on another host
+    /// ``call(target:action:params:timeout:)`` on behalf of a caller on another host
     /// (`remote_caller`, docs/protocol.md): the daemon honours it from its
     /// own NATS bridge only.
     @_spi(NATSBridge) public func call(
@@ -203,7 +203,7 @@ public final class MediatorClient: Sendable {
     ///   - params: the request's `params`, a JSON object.
     /// - Throws: `frame_too_large` (nothing sent) when the request is over the
     ///   daemon's frame limit; `disconnected` when the connection is closed.
-    public func send(_ target: String, _ action: String, params: JSONValue = .object([:])) async throws(MediatorError) {
+    public func send(target: String, action: String, params: JSONValue = .object([:])) async throws(MediatorError) {
         switch tracing.mode {
         case .off:
             try connection.sendOneway(target, action, params: params)
@@ -230,9 +230,9 @@ public final class MediatorClient: Sendable {
     ///   - params: the request's `params`, a JSON object.
     ///   - timeout: sent as `timeout_ms`; nil for the daemon's default.
     /// - Returns: the responses, each a ``StreamItem``; iterating throws the
-    ///   errors ``call(_:_:params:timeout:)`` throws.
+    ///   errors ``call(target:action:params:timeout:)`` throws.
     public func stream(
-        _ target: String, _ action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
+        target: String, action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
     ) -> MediatorStream<JSONValue> {
         let timeoutMs = timeout.map(Connection.milliseconds)
         switch tracing.mode {
@@ -274,9 +274,9 @@ public final class MediatorClient: Sendable {
     ///   - timeout: the routed call's timeout; nil for the daemon's default.
     /// - Throws: `bad_request` for a URL that does not parse; `forbidden`
     ///   for an action whose spec says `"url": false`; else the routed
-    ///   call's errors, as ``call(_:_:params:timeout:)``.
+    ///   call's errors, as ``call(target:action:params:timeout:)``.
     public func open(_ url: String, timeout: Duration? = nil) async throws(MediatorError) -> JSONValue {
-        try await call(ProtocolConstants.daemonTarget, "open", params: ["url": .string(url)], timeout: timeout)
+        try await call(target: ProtocolConstants.daemonTarget, action: "open", params: ["url": .string(url)], timeout: timeout)
     }
 
     /// `mediator/list`: `{"targets": [...]}`.
@@ -286,7 +286,7 @@ public final class MediatorClient: Sendable {
     /// page's `invalid_manifests` and `invalid_manifests_omitted` (manifest
     /// files the daemon skipped) when it has them.
     ///
-    /// - Throws: as ``call(_:_:params:timeout:)`` (the access policy does
+    /// - Throws: as ``call(target:action:params:timeout:)`` (the access policy does
     ///   not gate `list`): `disconnected` when the connection closed.
     public func list() async throws(MediatorError) -> JSONValue {
         var targets: [JSONValue] = []
@@ -294,7 +294,7 @@ public final class MediatorClient: Sendable {
         var result: [String: JSONValue] = [:]
         // Bounded: each page moves past at least one target, by name.
         while true {
-            let page = try await call(ProtocolConstants.daemonTarget, "list", params: params)
+            let page = try await call(target: ProtocolConstants.daemonTarget, action: "list", params: params)
             targets += page["targets"]?.arrayValue ?? []
             if params["after"] == nil {
                 for member in ["invalid_manifests", "invalid_manifests_omitted"] { result[member] = page[member] }
@@ -316,18 +316,18 @@ public final class MediatorClient: Sendable {
     ///   - target: that target alone; nil for every target.
     ///   - slowCalls: false leaves the slow-call log out.
     /// - Throws: `forbidden` without the monitor grant; else as
-    ///   ``call(_:_:params:timeout:)``.
+    ///   ``call(target:action:params:timeout:)``.
     public func stats(target: String? = nil, slowCalls: Bool = true) async throws(MediatorError) -> JSONValue {
         var params: [String: JSONValue] = ["slow": .bool(slowCalls)]
         if let target { params["target"] = .string(target) }
-        var first = try await call(ProtocolConstants.daemonTarget, "stats", params: .object(params))
+        var first = try await call(target: ProtocolConstants.daemonTarget, action: "stats", params: .object(params))
         var targets = first["targets"]?.arrayValue ?? []
         var cursor = (first["next"]?.stringValue, first["next_action"]?.stringValue)
         // Bounded: each page moves past at least one target or action.
         while let after = cursor.0 {
             params["after"] = .string(after)
             params["after_action"] = cursor.1.map { .string($0) }
-            let page = try await call(ProtocolConstants.daemonTarget, "stats", params: .object(params))
+            let page = try await call(target: ProtocolConstants.daemonTarget, action: "stats", params: .object(params))
             var entries = page["targets"]?.arrayValue ?? []
             if cursor.1 != nil, let continued = entries.first, continued["target"]?.stringValue == after,
                 case .object(var members)? = targets.popLast()
@@ -353,17 +353,17 @@ public final class MediatorClient: Sendable {
     /// `mediator/describe`: the target, its description, ActionSpecs and instances.
     ///
     /// - Throws: `target_not_found` when no component serves `target` and no
-    ///   manifest declares it; else as ``call(_:_:params:timeout:)``.
+    ///   manifest declares it; else as ``call(target:action:params:timeout:)``.
     public func describe(_ target: String) async throws(MediatorError) -> JSONValue {
-        try await call(ProtocolConstants.daemonTarget, "describe", params: ["target": .string(target)])
+        try await call(target: ProtocolConstants.daemonTarget, action: "describe", params: ["target": .string(target)])
     }
 
     /// `mediator/ping`: a round trip to the daemon, which answers `{}`.
     ///
-    /// - Throws: as ``call(_:_:params:timeout:)``: `disconnected` when the
+    /// - Throws: as ``call(target:action:params:timeout:)``: `disconnected` when the
     ///   connection closed.
     public func ping() async throws(MediatorError) {
-        _ = try await call(ProtocolConstants.daemonTarget, "ping")
+        _ = try await call(target: ProtocolConstants.daemonTarget, action: "ping")
     }
 
     /// `mediator/publish`; returns how many connections the event was
@@ -375,12 +375,12 @@ public final class MediatorClient: Sendable {
     /// - Throws: `forbidden` for a name starting with `mediator.` (the
     ///   daemon's own events) or when the access policy denies it;
     ///   `bad_request` for a name the name rules refuse; else as
-    ///   ``call(_:_:params:timeout:)``.
+    ///   ``call(target:action:params:timeout:)``.
     @discardableResult
     public func publish(_ event: String, data: JSONValue? = nil) async throws(MediatorError) -> Int {
         var params: [String: JSONValue] = ["event": .string(event)]
         if let data { params["data"] = data }
-        let result = try await call(ProtocolConstants.daemonTarget, "publish", params: .object(params))
+        let result = try await call(target: ProtocolConstants.daemonTarget, action: "publish", params: .object(params))
         return result["delivered"]?.intValue.flatMap { Int(exactly: $0) } ?? 0
     }
 
@@ -403,7 +403,7 @@ public final class MediatorClient: Sendable {
     /// - Throws: `bad_request` for a pattern that is not a valid one;
     ///   `forbidden` when the access policy does not allow a pattern;
     ///   `disconnected` when the connection is closed; else as
-    ///   ``call(_:_:params:timeout:)``.
+    ///   ``call(target:action:params:timeout:)``.
     public func events(_ patterns: [String]) async throws(MediatorError) -> MediatorStream<MediatorEvent> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: MediatorEvent.self)
         guard let token = connection.subscriptions.add(patterns, continuation) else {
@@ -413,7 +413,7 @@ public final class MediatorClient: Sendable {
         }
         do {
             _ = try await call(
-                ProtocolConstants.daemonTarget, "subscribe", params: ["events": .array(patterns.map(JSONValue.string))])
+                target: ProtocolConstants.daemonTarget, action: "subscribe", params: ["events": .array(patterns.map(JSONValue.string))])
         } catch {
             _ = connection.subscriptions.remove(token)
             continuation.finish()
@@ -447,11 +447,11 @@ public final class MediatorClient: Sendable {
     /// `mediator/unsubscribe`; then removes `patterns` from this client's
     /// subscriptions, ending those left without a pattern.
     ///
-    /// - Throws: as ``call(_:_:params:timeout:)``; the subscriptions are
+    /// - Throws: as ``call(target:action:params:timeout:)``; the subscriptions are
     ///   then left as they were.
     public func unsubscribe(_ patterns: [String]) async throws(MediatorError) {
         _ = try await call(
-            ProtocolConstants.daemonTarget, "unsubscribe", params: ["events": .array(patterns.map(JSONValue.string))])
+            target: ProtocolConstants.daemonTarget, action: "unsubscribe", params: ["events": .array(patterns.map(JSONValue.string))])
         connection.subscriptions.removePatterns(patterns)
     }
 

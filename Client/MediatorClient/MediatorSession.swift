@@ -136,17 +136,17 @@ public final class MediatorSession: Service, Sendable {
 
     // MARK: - Calls
 
-    /// ``MediatorClient/call(_:_:params:timeout:)`` on the current
+    /// ``MediatorClient/call(target:action:params:timeout:)`` on the current
     /// connection, waiting for one (up to `timeout`) when there is none.
     ///
     /// - Throws: `unreachable` when no connection came in time;
     ///   `disconnected` (with `delivered` unknown) when the connection was
     ///   lost with the call in flight; else as the call.
     public func call(
-        _ target: String, _ action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
+        target: String, action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
     ) async throws(MediatorError) -> JSONValue {
         let client = try await connectedClient(within: timeout ?? Self.defaultWait)
-        return try await client.call(target, action, params: params, timeout: timeout)
+        return try await client.call(target: target, action: action, params: params, timeout: timeout)
     }
 
     /// The current connection's client, waiting for one up to `bound`.

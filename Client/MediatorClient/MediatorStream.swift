@@ -1,5 +1,5 @@
 /// The responses of a call with several of them (`more`), in order: what
-/// ``MediatorClient/stream(_:_:params:timeout:)`` and the typed and
+/// ``MediatorClient/stream(target:action:params:timeout:)`` and the typed and
 /// generated streams return.
 ///
 /// Its failure type is `MediatorError`: after `for try await`, a `catch`

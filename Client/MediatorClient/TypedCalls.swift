@@ -15,9 +15,9 @@ extension MediatorClient {
     /// - Throws: `invalid_params` (locally, nothing sent) when `params` does
     ///   not encode to a JSON object; `invalid_result` when the
     ///   result does not decode as `Result`; else as
-    ///   ``call(_:_:params:timeout:)``.
+    ///   ``call(target:action:params:timeout:)``.
     public func call<Params: Encodable & Sendable, Result: Decodable & Sendable>(
-        _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
+        target: String, action: String, params: Params, as: Result.Type, timeout: Duration? = nil
     ) async throws(MediatorError) -> Result {
         // Codable to bytes and back: no JSONValue tree in between.
         let bytes = try await callEncoded(target, action, encodedParams: JSONBridge.encodedParams(params), timeout: timeout)
@@ -28,11 +28,14 @@ extension MediatorClient {
 extension MediatorClient {
     /// A oneway call with `Encodable` params: sent without an id, nothing
     /// comes back. Throws `invalid_params` (locally, nothing sent) when
-    /// `params` does not encode to a JSON object.
+    /// `params` does not encode to a JSON object. Disfavoured so that a
+    /// dictionary literal goes to the `JSONValue` form, as it did before
+    /// both were spelled `send(target:action:params:)`.
+    @_disfavoredOverload
     public func send<Params: Encodable & Sendable>(
-        _ target: String, _ action: String, _ params: Params
+        target: String, action: String, params: Params
     ) async throws(MediatorError) {
-        try await send(target, action, params: JSONBridge.params(params))
+        try await send(target: target, action: action, params: JSONBridge.params(params))
     }
 
     /// A call with several responses (`more`), each decoded as `Result`:
@@ -40,13 +43,13 @@ extension MediatorClient {
     /// cancelling the iterating task, cancels the call. A response that does
     /// not decode ends the stream with `invalid_result`.
     public func stream<Params: Encodable & Sendable, Result: Decodable & Sendable>(
-        _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
+        target: String, action: String, params: Params, as: Result.Type, timeout: Duration? = nil
     ) -> MediatorStream<Result> {
         MediatorStream(AsyncThrowingStream { continuation in
             let task = Task {
                 do {
                     let json = try JSONBridge.params(params)
-                    for try await value in stream(target, action, params: json, timeout: timeout) {
+                    for try await value in stream(target: target, action: action, params: json, timeout: timeout) {
                         continuation.yield(try JSONBridge.result(Result.self, from: value))
                     }
                     continuation.finish()
@@ -147,31 +150,32 @@ extension MediatorClient {
     /// caller's module, the conversions are direct calls.
     @inlinable
     public func call<Params: JSONValueConvertible, Result: JSONValueConvertible>(
-        _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
+        target: String, action: String, params: Params, as: Result.Type, timeout: Duration? = nil
     ) async throws(MediatorError) -> Result {
         let params = try JSONConversion.validatedParams(params)
         let value = try await call(target, action, writingParams: { params.encodeJSON(into: &$0) }, timeout: timeout)
         return try JSONBridge.result(Result.self, converting: value)
     }
 
-    /// A oneway call with ``JSONValueConvertible`` params.
-    @inlinable
+    /// A oneway call with ``JSONValueConvertible`` params (disfavoured as
+    /// the `Codable` form).
+    @inlinable @_disfavoredOverload
     public func send<Params: JSONValueConvertible>(
-        _ target: String, _ action: String, _ params: Params
+        target: String, action: String, params: Params
     ) async throws(MediatorError) {
-        try await send(target, action, params: JSONBridge.objectParams(JSONConversion.validatedParams(params).jsonValue))
+        try await send(target: target, action: action, params: JSONBridge.objectParams(JSONConversion.validatedParams(params).jsonValue))
     }
 
     /// A call with several responses, each converted as `Result`
     /// (``JSONValueConvertible``); as the `Codable` form otherwise.
     public func stream<Params: JSONValueConvertible, Result: JSONValueConvertible>(
-        _ target: String, _ action: String, _ params: Params, as: Result.Type, timeout: Duration? = nil
+        target: String, action: String, params: Params, as: Result.Type, timeout: Duration? = nil
     ) -> MediatorStream<Result> {
         MediatorStream(AsyncThrowingStream { continuation in
             let task = Task {
                 do {
                     let json = try JSONBridge.objectParams(JSONConversion.validatedParams(params).jsonValue)
-                    for try await value in stream(target, action, params: json, timeout: timeout) {
+                    for try await value in stream(target: target, action: action, params: json, timeout: timeout) {
                         continuation.yield(try JSONBridge.result(Result.self, converting: value))
                     }
                     continuation.finish()

@@ -9,7 +9,7 @@ import Tracing
 ///
 /// ```swift
 /// let notes = try await withMediatorClient(name: "my-app") { client in
-///     try await client.call("Notes", "list")
+///     try await client.call(target: "Notes", action: "list")
 /// }
 /// ```
 ///

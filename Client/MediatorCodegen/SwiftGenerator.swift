@@ -136,7 +136,7 @@ struct SwiftWriter {
                     out.line("/// Oneway: sent without an id; nothing is answered, not even an error.")
                     out.line("public func \(method)(\(params)) async throws(MediatorError) {")
                     out.indented { out in
-                        out.line("try await client.send(target, \(action_), params)")
+                        out.line("try await client.send(target: target, action: \(action_), params: params)")
                     }
                 } else if action.more {
                     out.line("/// Streams: yields each partial result, then the final one. Ending the iteration early")
@@ -145,13 +145,13 @@ struct SwiftWriter {
                         "public func \(method)(\(params), timeout: Duration? = nil) -> MediatorStream<\(action.resultType)> {")
                     out.indented { out in
                         out.line(
-                            "client.stream(target, \(action_), params, as: \(action.resultType).self, timeout: timeout)")
+                            "client.stream(target: target, action: \(action_), params: params, as: \(action.resultType).self, timeout: timeout)")
                     }
                 } else {
                     out.line(
                         "public func \(method)(\(params), timeout: Duration? = nil) async throws(MediatorError) -> \(action.resultType) {")
                     out.indented { out in
-                        out.line("try await client.call(target, \(action_), params, as: \(action.resultType).self, timeout: timeout)")
+                        out.line("try await client.call(target: target, action: \(action_), params: params, as: \(action.resultType).self, timeout: timeout)")
                     }
                 }
                 out.line("}")
@@ -224,14 +224,14 @@ struct SwiftWriter {
                         out.line("case \(Self.stringLiteral(action.name)):")
                         out.indented { out in
                             if action.oneway {
-                                out.line("action(spec) { (params: \(action.paramsType), context: CallContext) async throws -> JSONValue in")
+                                out.line("addAction(spec) { (params: \(action.paramsType), context: CallContext) async throws -> JSONValue in")
                                 out.indented { out in
                                     out.line("try await service.\(method)(params, context: context)")
                                     out.line("return [:]")
                                 }
                             } else {
                                 out.line(
-                                    "action(spec) { (params: \(action.paramsType), context: CallContext) async throws -> \(action.resultType) in")
+                                    "addAction(spec) { (params: \(action.paramsType), context: CallContext) async throws -> \(action.resultType) in")
                                 out.indented { $0.line("try await service.\(method)(params, context: context)") }
                             }
                             out.line("}")

@@ -101,10 +101,10 @@ struct Call: AsyncParsableCommand {
             try await options.withClient(wait: .backstop) { client in
                 let params = try await call.paramsValue(using: client)
                 if oneway {
-                    try await client.send(target, action, params: params)
+                    try await client.send(target: target, action: action, params: params)
                     return nil
                 }
-                return try await client.call(target, action, params: params, timeout: timeout)
+                return try await client.call(target: target, action: action, params: params, timeout: timeout)
             }
         }
         if let result { output.result(result) }
@@ -128,7 +128,7 @@ struct StreamCommand: AsyncParsableCommand {
         try await trace.run { try await options.withClient(wait: .unlimited) { client in
             let params = try await call.paramsValue(using: client)
             do {
-                for try await value in client.stream(target, action, params: params, timeout: timeout) {
+                for try await value in client.stream(target: target, action: action, params: params, timeout: timeout) {
                     output.line(value)
                 }
             } catch let error as MediatorError {

@@ -33,7 +33,7 @@ private func callDaemon(_ action: String, _ options: GlobalOptions, _ target: Ta
 private func askDaemon(_ action: String, _ options: GlobalOptions, _ target: TargetArgument) async throws -> JSONValue {
     let params: JSONValue = ["target": .string(target.target)]
     return try await options.withClient(wait: .timeout) { client in
-        try await client.call(ProtocolConstants.daemonTarget, action, params: params)
+        try await client.call(target: ProtocolConstants.daemonTarget, action: action, params: params)
     }
 }
 

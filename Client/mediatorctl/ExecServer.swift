@@ -39,20 +39,21 @@ struct ExecServer: Sendable {
         var component = Component(target: target, description: description, mode: pool ? .pool : .exclusive)
         let program = program
         if actions.isEmpty {
-            component.notFound { action, params, context in
+            component.handleNotFound { action, params, context in
                 try await Self.execute(program, action: action, params: params, context: context)
             }
         } else {
             for action in actions {
-                component.action(action) { context in
+                component.addAction(action) { context in
                     try await Self.execute(program, action: action, params: context.params, context: context)
                 }
             }
         }
         let target = target
-        try await component.run(socketPath: socketPath, name: name, onRegistered: {
-            Output.log("serving \(target)")
-        })
+        component.socketPath = socketPath
+        component.connectionName = name
+        component.onRegistered = { Output.log("serving \(target)") }
+        try await component.run()
     }
 
     /// Runs the program once for a call.

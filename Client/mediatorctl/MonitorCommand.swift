@@ -56,7 +56,7 @@ struct Monitor: AsyncParsableCommand {
             var params: [String: JSONValue] = [:]
             if !targets.isEmpty { params["targets"] = .array(targets.map { .string($0) }) }
             if !events.isEmpty { params["events"] = .array(events.map { .string($0) }) }
-            _ = try await client.call(ProtocolConstants.daemonTarget, "monitor", params: .object(params))
+            _ = try await client.call(target: ProtocolConstants.daemonTarget, action: "monitor", params: .object(params))
             return stream
         }, line: { $0.data ?? .null },
         text: asLines ? { MonitorLine.render($0.data ?? .null, at: .now()) } : nil)

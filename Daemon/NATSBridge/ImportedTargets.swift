@@ -262,10 +262,10 @@ final class ImportedTargets: Sendable {
             return try await calls.forward(name, over: nats, context)
         }
         for spec in target.actions where spec.name != "notFound" {
-            component.action(spec.name, description: spec.description, params: spec.params, result: spec.result, url: spec.url, forward)
+            component.addAction(spec.name, description: spec.description, params: spec.params, result: spec.result, url: spec.url, forward)
         }
         if target.actions.contains(where: { $0.name == "notFound" }) {
-            component.notFound { action, params, context in
+            component.handleNotFound { action, params, context in
                 var context = context
                 context.action = action
                 context.params = params

@@ -60,19 +60,19 @@ struct Options {
 }
 
 let options = Options(Array(CommandLine.arguments.dropFirst()))
-let component: Component
+var component: Component
 do {
     component = try WeatherServer.component(target: options.target, mode: options.mode)
 } catch {
     FileHandle.standardError.write(Data("example-component: \(error)\n".utf8))
     exit(1)
 }
-let (socketPath, name) = (options.socketPath, options.name)
+component.socketPath = options.socketPath
+component.connectionName = options.name
+component.onRegistered = { FileHandle.standardOutput.write(Data("ready\n".utf8)) }
 
-let service = Task {
-    try await component.run(socketPath: socketPath, name: name, onRegistered: {
-        FileHandle.standardOutput.write(Data("ready\n".utf8))
-    })
+let service = Task { [component] in
+    try await component.run()
 }
 
 // SIGTERM and SIGINT cancel the service; it then unregisters by closing.

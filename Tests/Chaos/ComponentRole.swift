@@ -37,9 +37,11 @@ struct ComponentRole: AsyncParsableCommand {
         guard let socketPath = socket ?? environment["MEDIATOR_SOCKET"] else {
             throw ValidationError("give --socket or MEDIATOR_SOCKET")
         }
-        let component = ChaosComponent.make(target: target, mode: pool ? .pool : .exclusive)
-        let service = Task {
-            try await component.run(socketPath: socketPath, name: "chaos-\(target)")
+        var component = ChaosComponent.make(target: target, mode: pool ? .pool : .exclusive)
+        component.socketPath = socketPath
+        component.connectionName = "chaos-\(target)"
+        let service = Task { [component] in
+            try await component.run()
         }
         // SIGTERM ends it cleanly (exit 0): the graceful half of the chaos.
         let sources = TerminationSignals.cancel(service, on: [SIGTERM, SIGINT])
@@ -78,15 +80,15 @@ enum ChaosComponent {
     static func make(target: String, mode: Component.Mode) -> Component {
         var component = Component(target: target, description: "mediator-chaos component", mode: mode)
 
-        component.action("echo", description: "Returns the params.") { context in context.params }
+        component.addAction("echo", description: "Returns the params.") { context in context.params }
 
-        component.action("slow", description: "{ms}: sleeps (cancellable), then {slept: ms}.") { context in
+        component.addAction("slow", description: "{ms}: sleeps (cancellable), then {slept: ms}.") { context in
             let ms = max(context.params["ms"]?.intValue ?? 0, 0)
             try await Task.sleep(for: .milliseconds(ms))
             return ["slept": .int(ms)]
         }
 
-        component.action("stream", description: "{count, interval_ms}: partials {i: 1...count}, then {done, count}.") { context in
+        component.addAction("stream", description: "{count, interval_ms}: partials {i: 1...count}, then {done, count}.") { context in
             let count = min(max(context.params["count"]?.intValue ?? 0, 0), 1000)
             let interval = max(context.params["interval_ms"]?.intValue ?? 0, 0)
             var i: Int64 = 1
@@ -99,7 +101,7 @@ enum ChaosComponent {
             return ["done": true, "count": .int(count)]
         }
 
-        component.action("fail", description: "{code}: answers that error code, passed through by the daemon.") { context in
+        component.addAction("fail", description: "{code}: answers that error code, passed through by the daemon.") { context in
             let code = context.params["code"]?.stringValue ?? "chaos_failure"
             throw MediatorError(ErrorCode(code), "asked to fail")
         }

@@ -54,7 +54,7 @@ extension Integration {
             let gate = Gate()
 
             var component = Component(target: "Drained")
-            component.action("slow") { _ in
+            component.addAction("slow") { _ in
                 seen.bump("slow started")
                 await gate.wait()
                 return "finished"
@@ -68,13 +68,13 @@ extension Integration {
             try await waitUntilAsync("registration") { seen.count("registered") == 1 }
 
             let client = try await within("connect") { try await MediatorClient.connect(socketPath: daemon.socketPath) }
-            let call = Task { try await client.call("Drained", "slow") }
+            let call = Task { try await client.call(target: "Drained", action: "slow") }
             try await waitUntilAsync("the handler to start") { seen.count("slow started") == 1 }
 
             await group.triggerGracefulShutdown()
             // Unregistered while its call is still in flight: new calls are not routed to it.
             try await offPool { try daemon.waitForTargetGone("Drained") }
-            #expect(await errorCode { _ = try await client.call("Drained", "slow") } == "target_not_found")
+            #expect(await errorCode { _ = try await client.call(target: "Drained", action: "slow") } == "target_not_found")
             #expect(seen.count("slow started") == 1)
 
             gate.open()
@@ -103,7 +103,7 @@ extension Integration {
             let client = try await within("connect") { try await MediatorClient.connect(socketPath: daemon.socketPath) }
             let call = Task { () async -> String? in
                 do {
-                    _ = try await client.call("Stubborn", "hang")
+                    _ = try await client.call(target: "Stubborn", action: "hang")
                     return nil
                 } catch {
                     return (error as? MediatorError)?.code.rawValue ?? "\(error)"
@@ -124,11 +124,11 @@ extension Integration {
             let daemon = try world.daemon()
             let (escaped, pong) = try await within("the scoped client") {
                 try await withMediatorClient(socketPath: daemon.socketPath, name: "scoped") { client in
-                    (client, try await client.call("mediator", "ping"))
+                    (client, try await client.call(target: "mediator", action: "ping"))
                 }
             }
             #expect(pong == .object([:]))
-            #expect(await errorCode { _ = try await escaped.call("mediator", "ping") } == "disconnected")
+            #expect(await errorCode { _ = try await escaped.call(target: "mediator", action: "ping") } == "disconnected")
         }
     }
 }

@@ -125,7 +125,7 @@ extension Component {
     /// `hang`: sleeps for a minute unless cancelled, counting "hang started"
     /// and "hang cancelled" in `seen`.
     mutating func hangAction(counting seen: Observations) {
-        action("hang") { _ in
+        addAction("hang") { _ in
             seen.bump("hang started")
             do {
                 try await Task.sleep(for: .seconds(60))
@@ -152,7 +152,7 @@ extension Integration {
             let path = daemon.socketPath
 
             let client = try await within("connect") { try await MediatorClient.connect(socketPath: path, name: "lib-test") }
-            let echoed = try await within("echo") { try await client.call("Notes", "echo", params: ["a": 1]) }
+            let echoed = try await within("echo") { try await client.call(target: "Notes", action: "echo", params: ["a": 1]) }
             #expect(echoed["a"] == 1)
             #expect(echoed["caller"]?["pid"]?.intValue == Int64(getpid()))
             #expect(echoed["caller"]?["name"] == "lib-test")
@@ -162,7 +162,7 @@ extension Integration {
                 try await withThrowingTaskGroup(of: Bool.self) { group in
                     for n in 0..<200 {
                         group.addTask {
-                            let result = try await client.call("Notes", "echo", params: ["n": .int(Int64(n))])
+                            let result = try await client.call(target: "Notes", action: "echo", params: ["n": .int(Int64(n))])
                             return result["n"] == .int(Int64(n))
                         }
                     }
@@ -171,12 +171,12 @@ extension Integration {
             }
             #expect(mismatches == 0)
 
-            #expect(await errorCode { _ = try await client.call("Nobody", "x") } == "target_not_found")
-            #expect(await errorCode { _ = try await client.call("Notes", "get", params: ["id": 77]) } == "not_found")
-            #expect(await errorCode { _ = try await client.call("Notes", "add", params: ["text": 1]) } == "invalid_params")
+            #expect(await errorCode { _ = try await client.call(target: "Nobody", action: "x") } == "target_not_found")
+            #expect(await errorCode { _ = try await client.call(target: "Notes", action: "get", params: ["id": 77]) } == "not_found")
+            #expect(await errorCode { _ = try await client.call(target: "Notes", action: "add", params: ["text": 1]) } == "invalid_params")
             let timedOut = await errorCode {
                 _ = try await within("a call with a timeout") {
-                    try await client.call("Notes", "sleep", params: ["ms": 30_000], timeout: .milliseconds(200))
+                    try await client.call(target: "Notes", action: "sleep", params: ["ms": 30_000], timeout: .milliseconds(200))
                 }
             }
             #expect(timedOut == "timeout")
@@ -184,7 +184,7 @@ extension Integration {
             // Typed call.
             struct Echo: Codable, Sendable { var text: String; var count: Int }
             let typed = try await within("typed call") {
-                try await client.call("Notes", "echo", Echo(text: "hi", count: 2), as: Echo.self)
+                try await client.call(target: "Notes", action: "echo", params: Echo(text: "hi", count: 2), as: Echo.self)
             }
             #expect(typed.text == "hi" && typed.count == 2)
 
@@ -194,14 +194,14 @@ extension Integration {
             #expect(url["q"] == "1")
 
             // A call in flight when the client closes fails at once.
-            let inFlight = Task { await errorCode { _ = try await client.call("Notes", "sleep", params: ["ms": 30_000]) } }
+            let inFlight = Task { await errorCode { _ = try await client.call(target: "Notes", action: "sleep", params: ["ms": 30_000]) } }
             try await waitUntilAsync("the sleep to be in flight") {
                 try daemon.listing("Notes")?["instances"]?[0]?["in_flight"]?.intValue == 1
             }
             await client.close()
             let closedCode = try await within("the call in flight to fail") { await inFlight.value }
             #expect(closedCode == "disconnected")
-            #expect(await errorCode { _ = try await client.call("Notes", "echo") } == "disconnected")
+            #expect(await errorCode { _ = try await client.call(target: "Notes", action: "echo") } == "disconnected")
             #expect(await errorCode { _ = try await MediatorClient.connect(socketPath: world.directory.socket("none")) }
                     == "unreachable")
         }
@@ -217,7 +217,7 @@ extension Integration {
             let client = try await within("connect") { try await MediatorClient.connect(socketPath: path) }
             defer { Task { await client.close() } }
 
-            let call = Task { await errorCode { _ = try await client.call("Hang", "wait") } }
+            let call = Task { await errorCode { _ = try await client.call(target: "Hang", action: "wait") } }
             let forwarded = try await offPool { try component.incomingRequest() }
             call.cancel()
             #expect(try await within("the cancelled call") { await call.value } == "cancelled")
@@ -248,13 +248,13 @@ extension Integration {
             let client = try await within("connect") { try await MediatorClient.connect(socketPath: path) }
             let tooMany = Tagged(tags: ["a", "b", "c", "d"])
             // Sent, these would be answered target_not_found (or, oneway, not at all).
-            #expect(await errorCode { _ = try await client.call("Nobody", "x", Tagged(tags: ["a"]), as: JSONValue.self) }
+            #expect(await errorCode { _ = try await client.call(target: "Nobody", action: "x", params: Tagged(tags: ["a"]), as: JSONValue.self) }
                     == "target_not_found")
-            #expect(await errorCode { _ = try await client.call("Nobody", "x", tooMany, as: JSONValue.self) } == "invalid_params")
-            #expect(await errorCode { try await client.send("Nobody", "x", tooMany) } == "invalid_params")
+            #expect(await errorCode { _ = try await client.call(target: "Nobody", action: "x", params: tooMany, as: JSONValue.self) } == "invalid_params")
+            #expect(await errorCode { try await client.send(target: "Nobody", action: "x", params: tooMany) } == "invalid_params")
             let streamed = await errorCode {
                 try await within("a stream of params out of bounds") {
-                    for try await _ in client.stream("Nobody", "x", tooMany, as: JSONValue.self) {}
+                    for try await _ in client.stream(target: "Nobody", action: "x", params: tooMany, as: JSONValue.self) {}
                 }
             }
             #expect(streamed == "invalid_params")
@@ -271,7 +271,7 @@ extension Integration {
             let values = try await within("countdown") {
                 let client = try await MediatorClient.connect(socketPath: path)
                 var values: [JSONValue] = []
-                for try await value in client.stream("Weather", "countdown", params: ["from": 4, "interval_ms": 10]) {
+                for try await value in client.stream(target: "Weather", action: "countdown", params: ["from": 4, "interval_ms": 10]) {
                     values.append(value)
                 }
                 await client.close()
@@ -283,7 +283,7 @@ extension Integration {
             let first = try await within("the first value") {
                 let client = try await MediatorClient.connect(socketPath: path)
                 var first: JSONValue?
-                for try await value in client.stream("Weather", "countdown", params: ["from": 1000, "interval_ms": 20]) {
+                for try await value in client.stream(target: "Weather", action: "countdown", params: ["from": 1000, "interval_ms": 20]) {
                     first = value
                     break
                 }
@@ -297,7 +297,7 @@ extension Integration {
                 _ = try await within("invalid stream") {
                     let client = try await MediatorClient.connect(socketPath: path)
                     defer { Task { await client.close() } }
-                    for try await _ in client.stream("Weather", "countdown", params: ["from": "x"]) {}
+                    for try await _ in client.stream(target: "Weather", action: "countdown", params: ["from": "x"]) {}
                 }
             }
             #expect(invalid == "invalid_params")
@@ -307,7 +307,7 @@ extension Integration {
                 guard let client = try? await MediatorClient.connect(socketPath: path) else { return nil }
                 defer { Task { await client.close() } }
                 do throws(MediatorError) {
-                    for try await _ in client.stream("Weather", "countdown", params: ["from": "x"]) {}
+                    for try await _ in client.stream(target: "Weather", action: "countdown", params: ["from": "x"]) {}
                     return nil
                 } catch {
                     return error.code
@@ -347,7 +347,7 @@ extension Integration {
             let before = try await within("forecast") {
                 let client = try await MediatorClient.connect(socketPath: path)
                 defer { Task { await client.close() } }
-                return try await client.call("Weather", "forecast", params: ["city": "Lyon"])
+                return try await client.call(target: "Weather", action: "forecast", params: ["city": "Lyon"])
             }
             #expect(before["city"] == "Lyon")
 
@@ -358,7 +358,7 @@ extension Integration {
             let after = try await within("forecast after the restart") {
                 let client = try await MediatorClient.connect(socketPath: path)
                 defer { Task { await client.close() } }
-                return try await client.call("Weather", "forecast", params: ["city": "Lyon"])
+                return try await client.call(target: "Weather", action: "forecast", params: ["city": "Lyon"])
             }
             #expect(after == before)
             #expect(try second.listing("Weather")?["instances"]?[0]?["pid"]?.intValue == Int64(weather.pid))
@@ -392,35 +392,36 @@ extension Integration {
             let seen = Observations()
 
             var component = Component(target: "InTest", description: "in the test process")
-            component.action("add", params: try Schema(json: ["type": "object", "required": ["a", "b"]])) { context in
+            component.addAction("add", params: try Schema(json: ["type": "object", "required": ["a", "b"]])) { context in
                 .int((context.params["a"]?.intValue ?? 0) + (context.params["b"]?.intValue ?? 0))
             }
             component.hangAction(counting: seen)
-            component.action("fail") { _ in throw MediatorError(ErrorCode("custom"), "it failed", data: ["k": 1]) }
-            component.action("own") { _ in throw OwnError.noSuchKey("k1") }
+            component.addAction("fail") { _ in throw MediatorError(ErrorCode("custom"), "it failed", data: ["k": 1]) }
+            component.addAction("own") { _ in throw OwnError.noSuchKey("k1") }
+            component.socketPath = path
+            component.connectionName = "in-test"
+            component.onRegistered = { seen.bump("registered") }
             let frozen = component
-            let service = Task {
-                try await frozen.run(socketPath: path, name: "in-test", onRegistered: { seen.bump("registered") })
-            }
+            let service = Task { try await frozen.run() }
             defer { service.cancel() }
 
             try await waitUntilAsync("the first registration") { seen.count("registered") == 1 }
             let client = try await within("connect") { try await MediatorClient.connect(socketPath: path) }
-            #expect(try await within("add") { try await client.call("InTest", "add", params: ["a": 2, "b": 3]) } == 5)
-            #expect(await errorCode { _ = try await client.call("InTest", "add", params: ["a": 2]) } == "invalid_params")
+            #expect(try await within("add") { try await client.call(target: "InTest", action: "add", params: ["a": 2, "b": 3]) } == 5)
+            #expect(await errorCode { _ = try await client.call(target: "InTest", action: "add", params: ["a": 2]) } == "invalid_params")
             do {
-                _ = try await within("fail") { try await client.call("InTest", "fail") }
+                _ = try await within("fail") { try await client.call(target: "InTest", action: "fail") }
                 Issue.record("fail succeeded")
             } catch let error as MediatorError {
                 #expect(error == MediatorError(ErrorCode("custom"), "it failed", data: ["k": 1]))
             }
             do {
-                _ = try await within("own") { try await client.call("InTest", "own") }
+                _ = try await within("own") { try await client.call(target: "InTest", action: "own") }
                 Issue.record("own succeeded")
             } catch let error as MediatorError {
                 #expect(error == OwnError.noSuchKey("k1").mediatorError, "a handler's own error chose its code and data")
             }
-            #expect(await errorCode { _ = try await client.call("InTest", "hang", timeout: .milliseconds(200)) } == "timeout")
+            #expect(await errorCode { _ = try await client.call(target: "InTest", action: "hang", timeout: .milliseconds(200)) } == "timeout")
             try await waitUntilAsync("the handler to be cancelled") { seen.count("hang cancelled") == 1 }
             await client.close()
 
@@ -429,7 +430,7 @@ extension Integration {
             try await waitUntilAsync("the second registration", within: .seconds(20)) { seen.count("registered") == 2 }
             let again = try await within("connect") { try await MediatorClient.connect(socketPath: path) }
             #expect(try await within("add after the restart") {
-                try await again.call("InTest", "add", params: ["a": 40, "b": 2])
+                try await again.call(target: "InTest", action: "add", params: ["a": 40, "b": 2])
             } == 42)
 
             service.cancel()
@@ -446,7 +447,7 @@ extension Integration {
             let path = daemon.socketPath
             let seen = Observations()
             var component = Component(target: "Ticker")
-            component.action("ticks") { context in
+            component.addAction("ticks") { context in
                 var n = 0
                 do {
                     while true {
@@ -459,15 +460,17 @@ extension Integration {
                     throw error
                 }
             }
+            component.socketPath = path
+            component.onRegistered = { seen.bump("registered") }
             let frozen = component
-            let service = Task { try await frozen.run(socketPath: path, onRegistered: { seen.bump("registered") }) }
+            let service = Task { try await frozen.run() }
             defer { service.cancel() }
             try await waitUntilAsync("registration") { seen.count("registered") == 1 }
 
             let client = try await within("connect") { try await MediatorClient.connect(socketPath: path) }
             let firstTwo = try await within("two ticks") {
                 var values: [JSONValue] = []
-                for try await value in client.stream("Ticker", "ticks") {
+                for try await value in client.stream(target: "Ticker", action: "ticks") {
                     values.append(value)
                     if values.count == 2 { break }
                 }
@@ -499,7 +502,7 @@ extension Integration {
             _ = try world.notes(daemon)
             let path = daemon.socketPath
             let client = try await within("connect") { try await MediatorClient.connect(socketPath: path) }
-            let call = Task { await errorCode { _ = try await client.call("Notes", "sleep", params: ["ms": 60_000]) } }
+            let call = Task { await errorCode { _ = try await client.call(target: "Notes", action: "sleep", params: ["ms": 60_000]) } }
             try await waitUntilAsync("the sleep to be in flight") {
                 try daemon.listing("Notes")?["instances"]?[0]?["in_flight"]?.intValue == 1
             }
@@ -515,9 +518,10 @@ extension Integration {
             _ = try world.notes(daemon)
             let path = daemon.socketPath
             var component = Component(target: "Notes")
-            component.action("x") { _ in .null }
+            component.addAction("x") { _ in .null }
+            component.socketPath = path
             let frozen = component
-            let code = await errorCode { try await within("run") { try await frozen.run(socketPath: path) } }
+            let code = await errorCode { try await within("run") { try await frozen.run() } }
             #expect(code == "already_registered")
         }
 
@@ -532,7 +536,7 @@ extension Integration {
                 _ = try await within("crash") {
                     let client = try await MediatorClient.connect(socketPath: path)
                     defer { Task { await client.close() } }
-                    return try await client.call("Weather", "crash")
+                    return try await client.call(target: "Weather", action: "crash")
                 }
             }
             #expect(code == "component_unavailable")

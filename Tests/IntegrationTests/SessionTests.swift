@@ -72,7 +72,7 @@ extension Integration {
             defer { listening.cancel() }
 
             try await waitUntilAsync("connected") { states.all.contains(where: isConnected) }
-            #expect(try await within("a call") { try await session.call("mediator", "ping") } == .object([:]))
+            #expect(try await within("a call") { try await session.call(target: "mediator", action: "ping") } == .object([:]))
 
             // The subscription is made on the session's connection in a task
             // of its own: publish until it is seen.
@@ -88,7 +88,7 @@ extension Integration {
                 states.all.contains { if case .disconnected(let error) = $0 { error.code == .disconnected } else { false } }
             }
             // A call while there is no daemon waits for the next connection.
-            let waiting = Task { try await session.call("mediator", "ping", timeout: .seconds(20)) }
+            let waiting = Task { try await session.call(target: "mediator", action: "ping", timeout: .seconds(20)) }
             let second = try world.daemon(socketPath: path)
             try await waitUntilAsync("connected again", within: .seconds(20)) { states.all.filter(isConnected).count == 2 }
             #expect(try await within("the waiting call") { try await waiting.value } == .object([:]))
@@ -115,7 +115,7 @@ extension Integration {
             let session = MediatorSession(socketPath: world.directory.path + "/none.sock")
             let running = Task { await session.run() }
             defer { running.cancel() }
-            let code = await errorCode { _ = try await session.call("mediator", "ping", timeout: .milliseconds(300)) }
+            let code = await errorCode { _ = try await session.call(target: "mediator", action: "ping", timeout: .milliseconds(300)) }
             #expect(code == "unreachable")
         }
     }

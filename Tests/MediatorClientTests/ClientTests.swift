@@ -65,7 +65,7 @@ struct ClientTests {
         let results = try await withTimeout(10, "held calls") {
             try await withThrowingTaskGroup(of: (Int, JSONValue).self) { group in
                 for index in 0..<count {
-                    group.addTask { (index, try await client.call("Echo", "hold", params: ["i": .int(Int64(index))])) }
+                    group.addTask { (index, try await client.call(target: "Echo", action: "hold", params: ["i": .int(Int64(index))])) }
                 }
                 var results: [Int: JSONValue] = [:]
                 for try await (index, value) in group { results[index] = value }
@@ -89,7 +89,7 @@ struct ClientTests {
             try await withThrowingTaskGroup(of: (onLoop: Bool, matched: Bool).self) { group in
                 for index in 0..<500 {
                     group.addTask(executorPreference: client.executor) {
-                        let value = try await client.call("Echo", "echo", params: ["n": .int(Int64(index))])
+                        let value = try await client.call(target: "Echo", action: "echo", params: ["n": .int(Int64(index))])
                         let onLoop = client.connection.channel.eventLoop.inEventLoop
                         return (onLoop, value["n"]?.intValue == Int64(index))
                     }
@@ -115,7 +115,7 @@ struct ClientTests {
             try await withThrowingTaskGroup(of: Bool.self) { group in
                 for index in 0..<count {
                     group.addTask {
-                        let value = try await client.call("Echo", "echo", params: ["n": .int(Int64(index))])
+                        let value = try await client.call(target: "Echo", action: "echo", params: ["n": .int(Int64(index))])
                         return value["n"]?.intValue == Int64(index)
                     }
                 }
@@ -140,7 +140,7 @@ struct ClientTests {
         let calls = Task {
             await withTaskGroup(of: MediatorError?.self) { group in
                 for _ in 0..<count {
-                    group.addTask { await mediatorError { try await client.call("Echo", "hang") } }
+                    group.addTask { await mediatorError { try await client.call(target: "Echo", action: "hang") } }
                 }
                 var errors: [MediatorError?] = []
                 for await error in group { errors.append(error) }
@@ -155,7 +155,7 @@ struct ClientTests {
         // Later calls fail at once too.
         let later = await mediatorError { try await client.ping() }
         #expect(later?.code == .disconnected)
-        let oneway = await mediatorError { try await client.send("Echo", "echo") }
+        let oneway = await mediatorError { try await client.send(target: "Echo", action: "echo") }
         #expect(oneway?.code == .disconnected)
     }
 
@@ -163,8 +163,8 @@ struct ClientTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
-        let call = Task { await mediatorError { try await client.call("Echo", "hang") } }
-        let stream = client.stream("Echo", "hang")
+        let call = Task { await mediatorError { try await client.call(target: "Echo", action: "hang") } }
+        let stream = client.stream(target: "Echo", action: "hang")
         _ = try await fake.received.wait(for: 2, "hanging calls") { $0.action == "hang" }
         try await withTimeout { await client.close() }
         let error = try await withTimeout { await call.value }
@@ -184,7 +184,7 @@ struct ClientTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
-        let call = Task { await mediatorError { try await client.call("Echo", "hang", timeout: .seconds(10)) } }
+        let call = Task { await mediatorError { try await client.call(target: "Echo", action: "hang", timeout: .seconds(10)) } }
         let hang = try await fake.received.first("hanging call") { $0.action == "hang" }
         #expect(hang.message["timeout_ms"] == 10_000)
         let id = try #require(hang.id)
@@ -200,7 +200,7 @@ struct ClientTests {
         // A task cancelled before the call sends nothing at all.
         let early = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            return await mediatorError { try await client.call("Echo", "echo", params: ["early": true]) }
+            return await mediatorError { try await client.call(target: "Echo", action: "echo", params: ["early": true]) }
         }
         #expect(try await withTimeout { await early.value }?.code == .cancelled)
         try await withTimeout { try await client.ping() }
@@ -229,7 +229,7 @@ struct ClientTests {
 
         let values = try await withTimeout {
             var values: [JSONValue] = []
-            for try await value in client.stream("Counter", "count", params: ["n": 3], timeout: .seconds(2)) {
+            for try await value in client.stream(target: "Counter", action: "count", params: ["n": 3], timeout: .seconds(2)) {
                 values.append(value)
             }
             return values
@@ -242,7 +242,7 @@ struct ClientTests {
         let (partials, error) = try await withTimeout {
             var partials: [JSONValue] = []
             do {
-                for try await value in client.stream("Counter", "fail", params: ["n": 1]) { partials.append(value) }
+                for try await value in client.stream(target: "Counter", action: "fail", params: ["n": 1]) { partials.append(value) }
                 return (partials, nil as MediatorError?)
             } catch let error as MediatorError {
                 return (partials, error)
@@ -252,7 +252,7 @@ struct ClientTests {
         #expect(error == MediatorError(ErrorCode("broken"), "it broke", data: [1, 2]))
 
         // A plain call to a streaming target takes the first response as final.
-        let first = try await withTimeout { try await client.call("Counter", "count", params: ["n": 2]) }
+        let first = try await withTimeout { try await client.call(target: "Counter", action: "count", params: ["n": 2]) }
         #expect(first == ["i": 0])
         #expect(client.connection.pending.count == 0)
         await client.close()
@@ -269,7 +269,7 @@ struct ClientTests {
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
         let first = try await withTimeout {
-            for try await value in client.stream("Ticker", "ticks") { return value }
+            for try await value in client.stream(target: "Ticker", action: "ticks") { return value }
             return nil
         }
         #expect(first == 1)
@@ -285,7 +285,7 @@ struct ClientTests {
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
         let started = ContinuousClock.now
         let error = try await withTimeout(5) {
-            await mediatorError { try await client.call("Echo", "hang", timeout: .milliseconds(20)) }
+            await mediatorError { try await client.call(target: "Echo", action: "hang", timeout: .milliseconds(20)) }
         }
         #expect(error?.code == .timeout)
         #expect(ContinuousClock.now - started >= .seconds(1))
@@ -297,7 +297,7 @@ struct ClientTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
-        try await client.send("Echo", "echo", params: ["note": "hi"])
+        try await client.send(target: "Echo", action: "echo", params: ["note": "hi"])
         let note = try await fake.received.first("oneway") { $0.message["params"]?["note"] != nil }
         #expect(note.id == nil)
         #expect(note.message["target"] == "Echo")
@@ -417,11 +417,11 @@ struct ClientTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
-        let point = try await withTimeout { try await client.call("Echo", "echo", Point(x: 1, y: -2), as: Point.self) }
+        let point = try await withTimeout { try await client.call(target: "Echo", action: "echo", params: Point(x: 1, y: -2), as: Point.self) }
         #expect(point == Point(x: 1, y: -2))
-        let wrongType = await mediatorError { try await client.call("Echo", "echo", Point(x: 1, y: 2), as: [String].self) }
+        let wrongType = await mediatorError { try await client.call(target: "Echo", action: "echo", params: Point(x: 1, y: 2), as: [String].self) }
         #expect(wrongType?.code == .invalidResult)
-        let notObject = await mediatorError { try await client.call("Echo", "echo", [1, 2], as: Point.self) }
+        let notObject = await mediatorError { try await client.call(target: "Echo", action: "echo", params: [1, 2], as: Point.self) }
         #expect(notObject?.code == .invalidParams)
         await client.close()
     }
@@ -453,12 +453,12 @@ struct ClientTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
-        let point = try await withTimeout { try await client.call("Echo", "echo", DirectPoint(x: 1, y: -2), as: DirectPoint.self) }
+        let point = try await withTimeout { try await client.call(target: "Echo", action: "echo", params: DirectPoint(x: 1, y: -2), as: DirectPoint.self) }
         #expect(point == DirectPoint(x: 1, y: -2))
-        let wrongType = await mediatorError { try await client.call("Echo", "echo", DirectPoint(x: 1, y: 2), as: [DirectPoint].self) }
+        let wrongType = await mediatorError { try await client.call(target: "Echo", action: "echo", params: DirectPoint(x: 1, y: 2), as: [DirectPoint].self) }
         #expect(wrongType?.code == .invalidResult)
         #expect(wrongType?.message.contains("expected an array") == true)
-        let notObject = await mediatorError { try await client.call("Echo", "echo", [1, 2], as: DirectPoint.self) }
+        let notObject = await mediatorError { try await client.call(target: "Echo", action: "echo", params: [1, 2], as: DirectPoint.self) }
         #expect(notObject?.code == .invalidParams)
         #expect(notObject?.message == "params must encode to a JSON object, not array")
         // Refused before sending: the daemon never saw it.
@@ -472,7 +472,7 @@ struct ClientTests {
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
         let big = JSONValue.string(String(repeating: "x", count: 1 << 20))
-        let error = await mediatorError { try await client.call("Echo", "echo", params: ["big": big]) }
+        let error = await mediatorError { try await client.call(target: "Echo", action: "echo", params: ["big": big]) }
         #expect(error?.code == .frameTooLarge)
         #expect(error?.delivered == .no, "never sent: a retry is safe")
         #expect(client.connection.pending.count == 0)

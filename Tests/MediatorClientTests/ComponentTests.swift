@@ -23,14 +23,16 @@ func serving(
     _ body: (FakePeer) async throws -> Void
 ) async throws {
     let counter = NIOLockedValueBox(0)
-    let run = Task {
-        try await component.run(socketPath: fake.path, name: "comp") {
-            registrations.post(counter.withLockedValue { count in
-                count += 1
-                return count
-            })
-        }
+    var component = component
+    component.socketPath = fake.path
+    component.connectionName = "comp"
+    component.onRegistered = {
+        registrations.post(counter.withLockedValue { count in
+            count += 1
+            return count
+        })
     }
+    let run = Task { [component] in try await component.run() }
     do {
         _ = try await registrations.first("registration") { _ in true }
         let register = try await fake.received.first("register") { $0.action == "register" }
@@ -47,15 +49,15 @@ func serving(
 struct ComponentTests {
     static func makeComponent(signals: Mailbox<String>, executor: Component.HandlerExecutor = .connection) throws -> Component {
         var component = Component(target: "Svc", description: "a test service", mode: .pool, handlerExecutor: executor)
-        component.action("echo", description: "echoes") { context in
+        component.addAction("echo", description: "echoes") { context in
             ["params": context.params, "caller": context.caller.map(\.json) ?? .null, "action": .string(context.action)]
         }
         let gate = Gate(count: 2)
-        component.action("rendezvous") { _ in
+        component.addAction("rendezvous") { _ in
             await gate.arrive()  // returns only when two calls run at once
             return "met"
         }
-        component.action("block", params: try Schema(json: ["type": "object"]), url: false) { context in
+        component.addAction("block", params: try Schema(json: ["type": "object"]), url: false) { context in
             signals.post("started \(context.params["n"]?.intValue ?? 0)")
             do {
                 try await Task.sleep(for: .seconds(60))
@@ -64,28 +66,28 @@ struct ComponentTests {
             }
             return "late"
         }
-        component.action("fail") { context in
+        component.addAction("fail") { context in
             if context.params["mediator"] == true {
                 throw MediatorError(ErrorCode("custom"), "custom failure", data: ["k": 1])
             }
             throw Boom()
         }
-        component.action("note") { context in
+        component.addAction("note") { context in
             signals.post("note \(context.params["text"]?.stringValue ?? "")")
             return .null
         }
-        component.action("parts") { context in
+        component.addAction("parts") { context in
             await context.send(partial: 1)
             await context.send(partial: 2)
             return 3
         }
-        component.action("greet") { (greeting: Greeting, _: CallContext) in
+        component.addAction("greet") { (greeting: Greeting, _: CallContext) in
             "hello \(greeting.name)"
         }
-        component.action("nested") { context in
-            try await context.client.call("Echo", "echo", params: ["via": "component"])
+        component.addAction("nested") { context in
+            try await context.client.call(target: "Echo", action: "echo", params: ["via": "component"])
         }
-        component.notFound { action, params, context in
+        component.handleNotFound { action, params, context in
             ["missing": .string(action), "params": params, "contextAction": .string(context.action)]
         }
         return component
@@ -191,13 +193,13 @@ struct ComponentTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         var component = Component(target: "Svc", handlerExecutor: executor)
-        component.action("immediate") { _ in
+        component.addAction("immediate") { _ in
             withUnsafeCurrentTask { $0 == nil } ? "no task" : "task"
         }
-        component.action("typed") { (greeting: Greeting, _: CallContext) in
+        component.addAction("typed") { (greeting: Greeting, _: CallContext) in
             (withUnsafeCurrentTask { $0 == nil } ? "no task " : "task ") + greeting.name
         }
-        component.action("suspends") { _ in
+        component.addAction("suspends") { _ in
             await Task.yield()
             return withUnsafeCurrentTask { $0 == nil } ? "no task" : "task"
         }
@@ -223,8 +225,8 @@ struct ComponentTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         var component = Component(target: "Svc")
-        component.action("flip") { (point: DirectPoint, _: CallContext) in DirectPoint(x: point.y, y: point.x) }
-        component.action("flipLater") { (point: DirectPoint, _: CallContext) async in
+        component.addAction("flip") { (point: DirectPoint, _: CallContext) in DirectPoint(x: point.y, y: point.x) }
+        component.addAction("flipLater") { (point: DirectPoint, _: CallContext) async in
             await Task.yield()
             return DirectPoint(x: point.y, y: point.x)
         }
@@ -294,7 +296,7 @@ struct ComponentTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         var component = Component(target: "Svc", handlerExecutor: executor)
-        component.action("where") { _ in
+        component.addAction("where") { _ in
             let before = MultiThreadedEventLoopGroup.currentEventLoop != nil
             try await Task.sleep(for: .milliseconds(1))  // and after a suspension
             let after = MultiThreadedEventLoopGroup.currentEventLoop != nil
@@ -312,8 +314,10 @@ struct ComponentTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let registrations = Mailbox<Int>()
-        let component = try Self.makeComponent(signals: Mailbox())
-        let run = Task { try await component.run(socketPath: fake.path) { registrations.post(1) } }
+        var component = try Self.makeComponent(signals: Mailbox())
+        component.socketPath = fake.path
+        component.onRegistered = { registrations.post(1) }
+        let run = Task { [component] in try await component.run() }
         _ = try await registrations.first("registration") { _ in true }
         let register = try await fake.received.first("register") { $0.action == "register" }
         register.peer.send(["event": "mediator.stop", "data": ["target": "Svc", "reason": "idle"]])
@@ -326,12 +330,10 @@ struct ComponentTests {
         let path = temporarySocketPath()
         let first = try await FakeDaemon.start(path: path)
         let registrations = Mailbox<Int>()
-        let component = try Self.makeComponent(signals: Mailbox())
-        let run = Task {
-            try await component.run(socketPath: path) {
-                registrations.post(registrations.items.count + 1)
-            }
-        }
+        var component = try Self.makeComponent(signals: Mailbox())
+        component.socketPath = path
+        component.onRegistered = { registrations.post(registrations.items.count + 1) }
+        let run = Task { [component] in try await component.run() }
         do {
             _ = try await registrations.first("first registration") { $0 == 1 }
             await first.stop()
@@ -358,8 +360,8 @@ struct ComponentTests {
         defer { Task { await fake.shutdown() } }
         var component = Component(target: "Big")
         let huge = JSONValue.string(String(repeating: "x", count: (1 << 20) + 1))
-        component.action("result") { _ in huge }
-        component.action("partial") { context in
+        component.addAction("result") { _ in huge }
+        component.addAction("partial") { context in
             await context.send(partial: huge)
             await context.send(partial: 1)
             return 2
@@ -385,10 +387,11 @@ struct ComponentTests {
             FakeDaemon.standard(core, peer, message)
         }
         defer { Task { await fake.shutdown() } }
-        let component = try Self.makeComponent(signals: Mailbox())
-        let error = try await withTimeout {
+        var component = try Self.makeComponent(signals: Mailbox())
+        component.socketPath = fake.path
+        let error = try await withTimeout { [component] in
             do {
-                try await component.run(socketPath: fake.path)
+                try await component.run()
                 return nil as MediatorError?
             } catch let error as MediatorError {
                 return error
@@ -398,10 +401,11 @@ struct ComponentTests {
     }
 
     @Test func firstConnectionFailureIsThrown() async throws {
-        let component = Component(target: "Svc")
-        let error = try await withTimeout {
+        var component = Component(target: "Svc")
+        component.socketPath = temporarySocketPath()
+        let error = try await withTimeout { [component] in
             do {
-                try await component.run(socketPath: temporarySocketPath())
+                try await component.run()
                 return nil as MediatorError?
             } catch let error as MediatorError {
                 return error

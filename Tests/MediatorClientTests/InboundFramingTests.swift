@@ -42,12 +42,12 @@ struct InboundFramingTests {
         let fake = try await FakeDaemon.start(behavior: Self.behavior)
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path, maxFrameBytes: 1024) }
-        let split = try await withTimeout { try await client.call("Split", "x") }
+        let split = try await withTimeout { try await client.call(target: "Split", action: "x") }
         #expect(split == ["n": 1])
-        let two = try await withTimeout { try await client.call("Split", "two") }
+        let two = try await withTimeout { try await client.call(target: "Split", action: "two") }
         #expect(two == "first")
         // The connection still works after both.
-        let echoed = try await withTimeout { try await client.call("Echo", "echo", params: ["k": "v"]) }
+        let echoed = try await withTimeout { try await client.call(target: "Echo", action: "echo", params: ["k": "v"]) }
         #expect(echoed == ["k": "v"])
         await client.close()
     }
@@ -56,7 +56,7 @@ struct InboundFramingTests {
         let fake = try await FakeDaemon.start(behavior: Self.behavior)
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path, maxFrameBytes: 1024) }
-        let result = try await withTimeout { try await client.call("Split", "big") }
+        let result = try await withTimeout { try await client.call(target: "Split", action: "big") }
         #expect(result == "small")
         let report = try await fake.received.first("the frame_too_large report") {
             $0.message["error"]?["code"] == "frame_too_large"

@@ -36,8 +36,8 @@ struct NotFoundCallTests {
     /// A component with one declared action and a fallback that reports each call it gets.
     static func component(handled: Mailbox<String>) -> Component {
         var component = Component(target: "Svc")
-        component.action("echo") { context in context.params }
-        component.notFound { action, params, _ in
+        component.addAction("echo") { context in context.params }
+        component.handleNotFound { action, params, _ in
             handled.post(action)
             return ["missing": .string(action), "params": params]
         }

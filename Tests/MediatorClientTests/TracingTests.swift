@@ -21,7 +21,7 @@ struct TracingTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
-        _ = try await withTimeout { try await client.call("Echo", "echo", params: ["n": 1]) }
+        _ = try await withTimeout { try await client.call(target: "Echo", action: "echo", params: ["n": 1]) }
         let call = try await fake.received.first("echo") { $0.action == "echo" }
         #expect(call.message["traceparent"] == nil)
         #expect(call.message["tracestate"] == nil)
@@ -34,7 +34,7 @@ struct TracingTests {
         let tracer = W3CInMemoryTracer()
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path, tracer: tracer) }
         try await tracer.withSpan("root") { _ in
-            _ = try await withTimeout { try await client.call("Echo", "echo", params: ["n": 1]) }
+            _ = try await withTimeout { try await client.call(target: "Echo", action: "echo", params: ["n": 1]) }
         }
         let spans = tracer.recorder.finishedSpans
         let root = try #require(spans.first { $0.operationName == "root" })
@@ -57,7 +57,7 @@ struct TracingTests {
         defer { Task { await fake.shutdown() } }
         let tracer = W3CInMemoryTracer()
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path, tracer: tracer) }
-        let error = await mediatorError { try await client.call("Nope", "x") }
+        let error = await mediatorError { try await client.call(target: "Nope", action: "x") }
         #expect(error?.code == .targetNotFound)
         let span = try #require(tracer.recorder.finishedSpans.first { $0.operationName == "Nope/x" })
         #expect(span.status?.code == .error)
@@ -81,7 +81,7 @@ struct TracingTests {
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path, tracer: tracer) }
         let values = try await withTimeout {
             var values: [JSONValue] = []
-            for try await value in client.stream("Counter", "count") { values.append(value) }
+            for try await value in client.stream(target: "Counter", action: "count") { values.append(value) }
             return values
         }
         #expect(values == [1, 2])
@@ -99,8 +99,8 @@ struct TracingTests {
         defer { Task { await fake.shutdown() } }
         let tracer = W3CInMemoryTracer()
         var component = Component(target: "Svc", tracer: tracer)
-        component.action("nested") { context in
-            try await context.client.call("Echo", "echo", params: ["via": "component"])
+        component.addAction("nested") { context in
+            try await context.client.call(target: "Echo", action: "echo", params: ["via": "component"])
         }
         try await serving(component, on: fake) { peer in
             peer.send([
@@ -129,7 +129,7 @@ struct TracingTests {
         defer { Task { await fake.shutdown() } }
         let tracer = W3CInMemoryTracer()
         var component = Component(target: "Svc", tracer: tracer)
-        component.action("fail") { _ in throw MediatorError(ErrorCode("custom"), "custom failure") }
+        component.addAction("fail") { _ in throw MediatorError(ErrorCode("custom"), "custom failure") }
         try await serving(component, on: fake) { peer in
             peer.send(["id": 7, "target": "Svc", "action": "fail", "params": [:]])
             let answer = try await fake.received.first("answer") { $0.id == 7 }

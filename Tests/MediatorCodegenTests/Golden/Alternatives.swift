@@ -479,7 +479,7 @@ public struct AlternativesClient: Sendable {
     }
 
     public func set(_ params: SetParams, timeout: Duration? = nil) async throws(MediatorError) -> SetResult {
-        try await client.call(target, "set", params, as: SetResult.self, timeout: timeout)
+        try await client.call(target: target, action: "set", params: params, as: SetResult.self, timeout: timeout)
     }
 }
 
@@ -497,7 +497,7 @@ extension Component {
         for spec in try AlternativesInterface.actionSpecs() {
             switch spec.name {
             case "set":
-                action(spec) { (params: SetParams, context: CallContext) async throws -> SetResult in
+                addAction(spec) { (params: SetParams, context: CallContext) async throws -> SetResult in
                     try await service.set(params, context: context)
                 }
             default:

@@ -376,7 +376,7 @@ public struct BoundsClient: Sendable {
 
     /// Defaults the generators write, and those they leave out
     public func search(_ params: SearchParams, timeout: Duration? = nil) async throws(MediatorError) -> SearchResult {
-        try await client.call(target, "search", params, as: SearchResult.self, timeout: timeout)
+        try await client.call(target: target, action: "search", params: params, as: SearchResult.self, timeout: timeout)
     }
 }
 
@@ -395,7 +395,7 @@ extension Component {
         for spec in try BoundsInterface.actionSpecs() {
             switch spec.name {
             case "search":
-                action(spec) { (params: SearchParams, context: CallContext) async throws -> SearchResult in
+                addAction(spec) { (params: SearchParams, context: CallContext) async throws -> SearchResult in
                     try await service.search(params, context: context)
                 }
             default:

@@ -651,20 +651,20 @@ public struct KeywordsClient: Sendable {
 
     /// An action named like a keyword
     public func `class`(_ params: ClassParams, timeout: Duration? = nil) async throws(MediatorError) -> ClassResult {
-        try await client.call(target, "class", params, as: ClassResult.self, timeout: timeout)
+        try await client.call(target: target, action: "class", params: params, as: ClassResult.self, timeout: timeout)
     }
 
     public func `default`(_ params: DefaultParams, timeout: Duration? = nil) async throws(MediatorError) -> DefaultResult {
-        try await client.call(target, "default", params, as: DefaultResult.self, timeout: timeout)
+        try await client.call(target: target, action: "default", params: params, as: DefaultResult.self, timeout: timeout)
     }
 
     public func importThing2(_ params: ImportThing2Params, timeout: Duration? = nil) async throws(MediatorError) -> ImportThing2Result {
-        try await client.call(target, "import.thing-2", params, as: ImportThing2Result.self, timeout: timeout)
+        try await client.call(target: target, action: "import.thing-2", params: params, as: ImportThing2Result.self, timeout: timeout)
     }
 
     /// Names that are not identifiers in Python (², NFKC folds), and soft keywords
     public func unicode(_ params: UnicodeParams, timeout: Duration? = nil) async throws(MediatorError) -> UnicodeResult {
-        try await client.call(target, "unicode", params, as: UnicodeResult.self, timeout: timeout)
+        try await client.call(target: target, action: "unicode", params: params, as: UnicodeResult.self, timeout: timeout)
     }
 }
 
@@ -690,19 +690,19 @@ extension Component {
         for spec in try KeywordsInterface.actionSpecs() {
             switch spec.name {
             case "class":
-                action(spec) { (params: ClassParams, context: CallContext) async throws -> ClassResult in
+                addAction(spec) { (params: ClassParams, context: CallContext) async throws -> ClassResult in
                     try await service.`class`(params, context: context)
                 }
             case "default":
-                action(spec) { (params: DefaultParams, context: CallContext) async throws -> DefaultResult in
+                addAction(spec) { (params: DefaultParams, context: CallContext) async throws -> DefaultResult in
                     try await service.`default`(params, context: context)
                 }
             case "import.thing-2":
-                action(spec) { (params: ImportThing2Params, context: CallContext) async throws -> ImportThing2Result in
+                addAction(spec) { (params: ImportThing2Params, context: CallContext) async throws -> ImportThing2Result in
                     try await service.importThing2(params, context: context)
                 }
             case "unicode":
-                action(spec) { (params: UnicodeParams, context: CallContext) async throws -> UnicodeResult in
+                addAction(spec) { (params: UnicodeParams, context: CallContext) async throws -> UnicodeResult in
                     try await service.unicode(params, context: context)
                 }
             default:

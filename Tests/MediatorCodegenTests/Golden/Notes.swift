@@ -252,22 +252,22 @@ public struct NotesClient: Sendable {
 
     /// Add a note
     public func add(_ params: AddParams, timeout: Duration? = nil) async throws(MediatorError) -> AddResult {
-        try await client.call(target, "add", params, as: AddResult.self, timeout: timeout)
+        try await client.call(target: target, action: "add", params: params, as: AddResult.self, timeout: timeout)
     }
 
     public func list(_ params: ListParams = [:], timeout: Duration? = nil) async throws(MediatorError) -> ListResult {
-        try await client.call(target, "list", params, as: ListResult.self, timeout: timeout)
+        try await client.call(target: target, action: "list", params: params, as: ListResult.self, timeout: timeout)
     }
 
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
     public func watch(_ params: WatchParams = [:], timeout: Duration? = nil) -> MediatorStream<WatchResult> {
-        client.stream(target, "watch", params, as: WatchResult.self, timeout: timeout)
+        client.stream(target: target, action: "watch", params: params, as: WatchResult.self, timeout: timeout)
     }
 
     /// Oneway: sent without an id; nothing is answered, not even an error.
     public func touch(_ params: TouchParams = [:]) async throws(MediatorError) {
-        try await client.send(target, "touch", params)
+        try await client.send(target: target, action: "touch", params: params)
     }
 }
 
@@ -302,19 +302,19 @@ extension Component {
         for spec in try NotesInterface.actionSpecs() {
             switch spec.name {
             case "add":
-                action(spec) { (params: AddParams, context: CallContext) async throws -> AddResult in
+                addAction(spec) { (params: AddParams, context: CallContext) async throws -> AddResult in
                     try await service.add(params, context: context)
                 }
             case "list":
-                action(spec) { (params: ListParams, context: CallContext) async throws -> ListResult in
+                addAction(spec) { (params: ListParams, context: CallContext) async throws -> ListResult in
                     try await service.list(params, context: context)
                 }
             case "watch":
-                action(spec) { (params: WatchParams, context: CallContext) async throws -> WatchResult in
+                addAction(spec) { (params: WatchParams, context: CallContext) async throws -> WatchResult in
                     try await service.watch(params, context: context)
                 }
             case "touch":
-                action(spec) { (params: TouchParams, context: CallContext) async throws -> JSONValue in
+                addAction(spec) { (params: TouchParams, context: CallContext) async throws -> JSONValue in
                     try await service.touch(params, context: context)
                     return [:]
                 }

@@ -467,11 +467,11 @@ public struct RecursiveClient: Sendable {
     }
 
     public func walk(_ params: WalkParams, timeout: Duration? = nil) async throws(MediatorError) -> WalkResult {
-        try await client.call(target, "walk", params, as: WalkResult.self, timeout: timeout)
+        try await client.call(target: target, action: "walk", params: params, as: WalkResult.self, timeout: timeout)
     }
 
     public func nest(_ params: NestParams, timeout: Duration? = nil) async throws(MediatorError) -> NestResult {
-        try await client.call(target, "nest", params, as: NestResult.self, timeout: timeout)
+        try await client.call(target: target, action: "nest", params: params, as: NestResult.self, timeout: timeout)
     }
 }
 
@@ -491,11 +491,11 @@ extension Component {
         for spec in try RecursiveInterface.actionSpecs() {
             switch spec.name {
             case "walk":
-                action(spec) { (params: WalkParams, context: CallContext) async throws -> WalkResult in
+                addAction(spec) { (params: WalkParams, context: CallContext) async throws -> WalkResult in
                     try await service.walk(params, context: context)
                 }
             case "nest":
-                action(spec) { (params: NestParams, context: CallContext) async throws -> NestResult in
+                addAction(spec) { (params: NestParams, context: CallContext) async throws -> NestResult in
                     try await service.nest(params, context: context)
                 }
             default:

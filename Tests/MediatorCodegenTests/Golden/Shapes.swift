@@ -571,20 +571,20 @@ public struct OrgExampleShapesClient: Sendable {
 
     /// Draws a scene
     public func draw(_ params: DrawParams, timeout: Duration? = nil) async throws(MediatorError) -> DrawResult {
-        try await client.call(target, "draw", params, as: DrawResult.self, timeout: timeout)
+        try await client.call(target: target, action: "draw", params: params, as: DrawResult.self, timeout: timeout)
     }
 
     public func measure(_ params: MeasureParams, timeout: Duration? = nil) async throws(MediatorError) -> MeasureResult {
-        try await client.call(target, "measure", params, as: MeasureResult.self, timeout: timeout)
+        try await client.call(target: target, action: "measure", params: params, as: MeasureResult.self, timeout: timeout)
     }
 
     /// No params schema; result is a list
     public func listAll(_ params: ListAllParams = [:], timeout: Duration? = nil) async throws(MediatorError) -> ListAllResult {
-        try await client.call(target, "list_all", params, as: ListAllResult.self, timeout: timeout)
+        try await client.call(target: target, action: "list_all", params: params, as: ListAllResult.self, timeout: timeout)
     }
 
     public func pingShapes(_ params: PingShapesParams = [:], timeout: Duration? = nil) async throws(MediatorError) -> PingShapesResult {
-        try await client.call(target, "ping_shapes", params, as: PingShapesResult.self, timeout: timeout)
+        try await client.call(target: target, action: "ping_shapes", params: params, as: PingShapesResult.self, timeout: timeout)
     }
 }
 
@@ -610,19 +610,19 @@ extension Component {
         for spec in try OrgExampleShapesInterface.actionSpecs() {
             switch spec.name {
             case "draw":
-                action(spec) { (params: DrawParams, context: CallContext) async throws -> DrawResult in
+                addAction(spec) { (params: DrawParams, context: CallContext) async throws -> DrawResult in
                     try await service.draw(params, context: context)
                 }
             case "measure":
-                action(spec) { (params: MeasureParams, context: CallContext) async throws -> MeasureResult in
+                addAction(spec) { (params: MeasureParams, context: CallContext) async throws -> MeasureResult in
                     try await service.measure(params, context: context)
                 }
             case "list_all":
-                action(spec) { (params: ListAllParams, context: CallContext) async throws -> ListAllResult in
+                addAction(spec) { (params: ListAllParams, context: CallContext) async throws -> ListAllResult in
                     try await service.listAll(params, context: context)
                 }
             case "ping_shapes":
-                action(spec) { (params: PingShapesParams, context: CallContext) async throws -> PingShapesResult in
+                addAction(spec) { (params: PingShapesParams, context: CallContext) async throws -> PingShapesResult in
                     try await service.pingShapes(params, context: context)
                 }
             default:

@@ -207,23 +207,23 @@ public struct StreamsTestClient: Sendable {
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
     public func count(_ params: CountParams, timeout: Duration? = nil) -> MediatorStream<CountResult> {
-        client.stream(target, "count", params, as: CountResult.self, timeout: timeout)
+        client.stream(target: target, action: "count", params: params, as: CountResult.self, timeout: timeout)
     }
 
     /// Streams: yields each partial result, then the final one. Ending the iteration early
     /// (or cancelling the iterating task) cancels the call.
     public func follow(_ params: FollowParams, timeout: Duration? = nil) -> MediatorStream<FollowResult> {
-        client.stream(target, "follow", params, as: FollowResult.self, timeout: timeout)
+        client.stream(target: target, action: "follow", params: params, as: FollowResult.self, timeout: timeout)
     }
 
     /// Oneway: sent without an id; nothing is answered, not even an error.
     public func poke(_ params: PokeParams) async throws(MediatorError) {
-        try await client.send(target, "poke", params)
+        try await client.send(target: target, action: "poke", params: params)
     }
 
     /// Oneway: sent without an id; nothing is answered, not even an error.
     public func fire(_ params: FireParams = [:]) async throws(MediatorError) {
-        try await client.send(target, "fire", params)
+        try await client.send(target: target, action: "fire", params: params)
     }
 }
 
@@ -266,20 +266,20 @@ extension Component {
         for spec in try StreamsTestInterface.actionSpecs() {
             switch spec.name {
             case "count":
-                action(spec) { (params: CountParams, context: CallContext) async throws -> CountResult in
+                addAction(spec) { (params: CountParams, context: CallContext) async throws -> CountResult in
                     try await service.count(params, context: context)
                 }
             case "follow":
-                action(spec) { (params: FollowParams, context: CallContext) async throws -> FollowResult in
+                addAction(spec) { (params: FollowParams, context: CallContext) async throws -> FollowResult in
                     try await service.follow(params, context: context)
                 }
             case "poke":
-                action(spec) { (params: PokeParams, context: CallContext) async throws -> JSONValue in
+                addAction(spec) { (params: PokeParams, context: CallContext) async throws -> JSONValue in
                     try await service.poke(params, context: context)
                     return [:]
                 }
             case "fire":
-                action(spec) { (params: FireParams, context: CallContext) async throws -> JSONValue in
+                addAction(spec) { (params: FireParams, context: CallContext) async throws -> JSONValue in
                     try await service.fire(params, context: context)
                     return [:]
                 }

@@ -37,8 +37,8 @@ let tracer = W3CInMemoryTracer()
 switch role {
 case "component":
     var component = Component(target: target, tracer: tracer)
-    component.action("echo") { context in context.params }
-    component.action("fail") { _ in throw MediatorError(.failed, "asked to fail") }
+    component.addAction("echo") { context in context.params }
+    component.addAction("fail") { _ in throw MediatorError(.failed, "asked to fail") }
     // Spans end after the response is sent: they are printed as they finish.
     let printer = Task {
         while !Task.isCancelled {
@@ -46,8 +46,10 @@ case "component":
             try? await Task.sleep(for: .milliseconds(20))
         }
     }
+    component.socketPath = socket
+    component.onRegistered = { emit("ready") }
     do {
-        try await component.run(socketPath: socket) { emit("ready") }
+        try await component.run()
     } catch {
         fail("\(error)")
     }
@@ -58,7 +60,7 @@ case "client":
         let client = try await MediatorClient.connect(socketPath: socket, name: "trace-probe", tracer: tracer)
         let result: JSONValue? = try await tracer.withSpan("probe", ofKind: .internal) { _ in
             do {
-                return try await client.call(target, action, params: ["n": 1])
+                return try await client.call(target: target, action: action, params: ["n": 1])
             } catch let error as MediatorError where error.code == .failed {
                 return nil
             }

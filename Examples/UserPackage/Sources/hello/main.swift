@@ -17,10 +17,10 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     switch arguments.first {
     case "serve":
-        try await Component(serving: Greeter()).run(onRegistered: {
-            // Unbuffered: whoever started it may wait for this line.
-            FileHandle.standardOutput.write(Data("ready\n".utf8))
-        })
+        var component = try Component(serving: Greeter())
+        // Unbuffered: whoever started it may wait for this line.
+        component.onRegistered = { FileHandle.standardOutput.write(Data("ready\n".utf8)) }
+        try await component.run()
     case "call" where arguments.count == 2:
         let client = try await MediatorClient.connect(name: "hello")
         let result = try await HelloClient(client).greet(GreetParams(name: arguments[1]))
