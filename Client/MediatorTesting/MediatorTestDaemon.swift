@@ -77,7 +77,7 @@ public struct MediatorTestDaemon: Sendable {
     /// - Parameter name: the connection's name (the `caller.name` of the
     ///   component's own calls).
     /// - Throws: what the first registration throws, as
-    ///   ``Component/run(socketPath:name:onRegistered:)`` does:
+    ///   ``Component/run()`` does:
     ///   `bad_request` for specs the daemon refuses, `already_registered`
     ///   when another component serves the target exclusively; `timeout`
     ///   when it does not register within ``readinessTimeout``; else what
@@ -88,12 +88,16 @@ public struct MediatorTestDaemon: Sendable {
         let (events, registered) = AsyncStream.makeStream(of: Readiness.self)
         let socketPath = self.socketPath
         return try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask {
+            var running = component
+            running.socketPath = socketPath
+            running.connectionName = name
+            running.onRegistered = {
+                registered.yield(.ready)
+                await component.onRegistered?()
+            }
+            tasks.addTask { [running] in
                 defer { registered.finish() }
-                try await component.run(socketPath: socketPath, name: name) {
-                    registered.yield(.ready)
-                    await component.onRegistered?()
-                }
+                try await running.run()
             }
             do {
                 try await Self.waitUntilReady(events, timedOut: registered, tasks: &tasks) {

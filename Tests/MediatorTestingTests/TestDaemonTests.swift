@@ -12,7 +12,7 @@ import Glibc
 @Suite struct TestDaemonTests {
     static func echo(target: String = "Echo") -> Component {
         var component = Component(target: target)
-        component.action("echo") { context in context.params }
+        component.addAction("echo") { context in context.params }
         return component
     }
 
@@ -34,7 +34,7 @@ import Glibc
                 try await first.serving(Self.echo()) {
                     try await second.withClient { client in
                         let error = await #expect(throws: MediatorError.self) {
-                            try await client.call("Echo", "echo")
+                            try await client.call(target: "Echo", action: "echo")
                         }
                         #expect(error?.code == .targetNotFound)
                     }
@@ -47,11 +47,11 @@ import Glibc
         try await withTestDaemon { daemon in
             try await daemon.withClient { client in
                 try await daemon.serving(Self.echo()) {
-                    let answer = try await client.call("Echo", "echo", params: ["word": "hi"])
+                    let answer = try await client.call(target: "Echo", action: "echo", params: ["word": "hi"])
                     #expect(answer == ["word": "hi"])
                 }
                 let error = await #expect(throws: MediatorError.self) {
-                    try await client.call("Echo", "echo")
+                    try await client.call(target: "Echo", action: "echo")
                 }
                 #expect(error?.code == .targetNotFound)
             }

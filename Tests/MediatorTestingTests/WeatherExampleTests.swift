@@ -48,7 +48,7 @@ import Testing
         try await Self.serveWeather { daemon in
             try await daemon.withClient { client in
                 let error = await #expect(throws: MediatorError.self) {
-                    try await client.call("Weather", "forecast", params: ["days": 2])
+                    try await client.call(target: "Weather", action: "forecast", params: ["days": 2])
                 }
                 #expect(error?.code == .invalidParams)
                 #expect(error?.message.contains("city") == true)
