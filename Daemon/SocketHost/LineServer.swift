@@ -30,6 +30,9 @@ package final class LineServer {
         package var tooLarge: (ConnectionID) -> Void
         /// The connection is gone: the peer closed it, it failed, or it was closed here.
         package var closed: (ConnectionID) -> Void
+        /// The bytes queued toward a connection that its socket has not
+        /// taken changed, after a flush: what per-uid quotas count.
+        package var backlogChanged: (ConnectionID, Int) -> Void
 
         package init(
             accepted: @escaping (ConnectionID, UnixCredentials?) -> Bool = { _, _ in true },
@@ -37,7 +40,8 @@ package final class LineServer {
             line: @escaping (ConnectionID, [UInt8], [OwnedDescriptor]) -> Void,
             descriptorMismatch: @escaping (ConnectionID, [UInt8], DescriptorClaim) -> Void = { _, _, _ in },
             tooLarge: @escaping (ConnectionID) -> Void = { _ in },
-            closed: @escaping (ConnectionID) -> Void = { _ in }
+            closed: @escaping (ConnectionID) -> Void = { _ in },
+            backlogChanged: @escaping (ConnectionID, Int) -> Void = { _, _ in }
         ) {
             self.accepted = accepted
             self.declaredDescriptors = declaredDescriptors
@@ -45,6 +49,7 @@ package final class LineServer {
             self.descriptorMismatch = descriptorMismatch
             self.tooLarge = tooLarge
             self.closed = closed
+            self.backlogChanged = backlogChanged
         }
     }
 
@@ -58,6 +63,17 @@ package final class LineServer {
         var closing = false
         /// Waiting for the socket to take more (EPOLLOUT on).
         var waitingToWrite = false
+        /// Reading paused by the user (``LineServer/setReading(_:_:)``).
+        var readingPaused = false
+        /// The backlog last reported through ``Handlers/backlogChanged``.
+        var reportedBacklog = 0
+
+        /// The events to wait for now.
+        var events: IOEvents {
+            var events: IOEvents = readingPaused ? [] : .readable
+            if waitingToWrite { events.insert(.writable) }
+            return events
+        }
 
         init(socket: UnixStreamSocket, maxLineBytes: Int) {
             self.socket = socket
@@ -120,6 +136,14 @@ package final class LineServer {
         guard let open = connections[connection], !open.closing else { return }
         open.closing = true
         dirty.insert(connection)
+    }
+
+    /// Stops or resumes reading from `connection`, e.g. while the peers it
+    /// sends to do not keep up; what it sent is still read later, in order.
+    package func setReading(_ connection: ConnectionID, _ enabled: Bool) {
+        guard let open = connections[connection], open.readingPaused == enabled else { return }
+        open.readingPaused = !enabled
+        try? open.source?.setEvents(open.events)
     }
 
     /// Stops accepting and closes every connection now (what is queued is dropped).
@@ -226,15 +250,22 @@ package final class LineServer {
         case .drained:
             if connection.closing {
                 drop(id)
-            } else if connection.waitingToWrite {
+                return
+            }
+            if connection.waitingToWrite {
                 connection.waitingToWrite = false
-                try? connection.source?.setEvents(.readable)
+                try? connection.source?.setEvents(connection.events)
             }
         case .wouldBlock:
             if !connection.waitingToWrite {
                 connection.waitingToWrite = true
-                try? connection.source?.setEvents([.readable, .writable])
+                try? connection.source?.setEvents(connection.events)
             }
+        }
+        let backlog = connection.outbound.queuedByteCount
+        if backlog != connection.reportedBacklog {
+            connection.reportedBacklog = backlog
+            handlers.backlogChanged(id, backlog)
         }
     }
 

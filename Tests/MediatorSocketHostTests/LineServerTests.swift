@@ -16,6 +16,7 @@ struct LineServerTests {
         var mismatches: [String] = []
         var tooLarge = 0
         var closed: [Int] = []
+        var backlogs: [Int] = []
     }
 
     /// `fds=N rest`: the test's stand-in for the envelope's `"fds": N`.
@@ -51,7 +52,8 @@ struct LineServerTests {
                 },
                 descriptorMismatch: { _, line, _ in seen.mismatches.append(String(decoding: line, as: UTF8.self)) },
                 tooLarge: { _ in seen.tooLarge += 1 },
-                closed: { id in seen.closed.append(id) }))
+                closed: { id in seen.closed.append(id) },
+                backlogChanged: { _, bytes in seen.backlogs.append(bytes) }))
         return (try #require(server), loop, seen, path)
     }
 
@@ -159,6 +161,50 @@ struct LineServerTests {
             }
             #expect(received == Array(repeating: Array("x\n".utf8), count: 50).flatMap { $0 })
             #expect(seen.lines.count == 1)
+            try client.close()
+            try pump(loop) { seen.closed.count == 1 }
+        }
+    }
+
+    @Test func aPeerThatDoesNotReadHasItsBacklogReportedUntilItDrains() throws {
+        try expectNoLeaks { watch in
+            let chunk = [UInt8](repeating: 0x61, count: 64 << 10)
+            let (server, loop, seen, path) = try start(watch) { server, id, _, _ in
+                for _ in 0..<64 { server.send(id, line: chunk) }
+            }
+            defer { server.shutdown(); unlink(path) }
+            let client = try UnixStreamSocket.connect(path: path)
+            try watch.watch(client)
+            try client.sendAll("flood me\n")
+            try pump(loop) { (seen.backlogs.last ?? 0) > 0 }
+            #expect(server.queuedBytes(1) == seen.backlogs.last, "what is reported is what is queued")
+            var received = 0
+            try pump(loop) {
+                while let got = try client.receiveOnce(capacity: 1 << 16) { received += got.bytes.count }
+                return seen.backlogs.last == 0
+            }
+            while let got = try client.receiveOnce(capacity: 1 << 16) { received += got.bytes.count }
+            #expect(received == 64 * (chunk.count + 1))
+            try client.close()
+            try pump(loop) { seen.closed.count == 1 }
+        }
+    }
+
+    @Test func readingPausedKeepsLinesUntilResumed() throws {
+        try expectNoLeaks { watch in
+            let (server, loop, seen, path) = try start(watch)
+            defer { server.shutdown(); unlink(path) }
+            let client = try UnixStreamSocket.connect(path: path)
+            try watch.watch(client)
+            try client.sendAll("first\n")
+            try pump(loop) { seen.lines.count == 1 }
+            server.setReading(1, false)
+            try client.sendAll("second\n")
+            for _ in 0..<5 { _ = try loop.runOnce(timeout: .milliseconds(10)) }
+            #expect(seen.lines.count == 1, "not read while paused")
+            server.setReading(1, true)
+            try pump(loop) { seen.lines.count == 2 }
+            #expect(seen.lines.last?.text == "second")
             try client.close()
             try pump(loop) { seen.closed.count == 1 }
         }
