@@ -409,12 +409,17 @@ struct PythonWriter {
             out.line("mode: str = \"exclusive\",")
             out.line("reconnect: bool = True,")
             out.line("on_registered: typing.Optional[typing.Callable[[], None]] = None,")
+            out.line("grace: float = mediator.SHUTDOWN_GRACE,")
         }
         out.line(") -> None:")
         out.indented { out in
-            out.line("\"\"\"Registers the target and serves `service` until the daemon stops it (mediator.Service.run).\"\"\"")
-            out.line("make_service(service, target=target, mode=mode).run(")
-            out.indented { $0.line("socket=socket, name=name, reconnect=reconnect, on_registered=on_registered") }
+            out.line("\"\"\"Registers the target and serves `service` until the daemon stops it (mediator.serve):")
+            out.line("from the main thread, SIGTERM and SIGINT unregister it and let the calls in flight finish within `grace`.\"\"\"")
+            out.line("mediator.serve(")
+            out.indented {
+                $0.line("make_service(service, target=target, mode=mode), grace=grace,")
+                $0.line("socket=socket, name=name, reconnect=reconnect, on_registered=on_registered,")
+            }
             out.line(")")
         }
     }

@@ -431,13 +431,19 @@ class Service(ServiceBase):
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-def serve(service: Service, *, signals: bool = True, grace: float = SHUTDOWN_GRACE, **run_kwargs: Any) -> None:
+def serve(
+    service: Service, *, signals: Optional[bool] = None, grace: float = SHUTDOWN_GRACE, **run_kwargs: Any
+) -> None:
     """Runs `service.run(**run_kwargs)` in this thread, for a script's main.
-    With `signals` (the main thread only), SIGTERM and SIGINT shut it down
-    gracefully (`Service.graceful_shutdown(grace)`: unregister, let the calls
-    in flight finish within `grace`, close); a second one raises
-    KeyboardInterrupt, which leaves at once. The previous handlers are
-    restored when it returns."""
+    With `signals` (the main thread only; None, the default: when called
+    from the main thread), SIGTERM and SIGINT shut it down gracefully
+    (`Service.graceful_shutdown(grace)`: unregister, let the calls in flight
+    finish within `grace`, close); a second one raises KeyboardInterrupt,
+    which leaves at once. The previous handlers are restored when it
+    returns."""
+    if signals is None:
+        # Python lets only the main thread set signal handlers.
+        signals = threading.current_thread() is threading.main_thread()
     if not signals:
         service.run(**run_kwargs)
         return

@@ -536,8 +536,11 @@ def serve(
     mode: str = "exclusive",
     reconnect: bool = True,
     on_registered: typing.Optional[typing.Callable[[], None]] = None,
+    grace: float = mediator.SHUTDOWN_GRACE,
 ) -> None:
-    """Registers the target and serves `service` until the daemon stops it (mediator.Service.run)."""
-    make_service(service, target=target, mode=mode).run(
-        socket=socket, name=name, reconnect=reconnect, on_registered=on_registered
+    """Registers the target and serves `service` until the daemon stops it (mediator.serve):
+    from the main thread, SIGTERM and SIGINT unregister it and let the calls in flight finish within `grace`."""
+    mediator.serve(
+        make_service(service, target=target, mode=mode), grace=grace,
+        socket=socket, name=name, reconnect=reconnect, on_registered=on_registered,
     )

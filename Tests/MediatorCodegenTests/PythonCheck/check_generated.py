@@ -60,6 +60,12 @@ assert service.actions == streams.INTERFACE["actions"]
 assert [spec["name"] for spec in service.actions] == ["count", "follow", "poke", "fire"]
 ctx = mediator.CallContext()
 assert service.handlers["count"]({"n": 3}, ctx) == {"i": 3, "done": True}
+
+# serve(): mediator.serve (SIGTERM and SIGINT shut down gracefully) with the service made for the target.
+streams.serve(Counter(), socket="/run/x.sock", target="Other", grace=2.5)
+served, grace, run_kwargs = mediator.served[-1]
+assert served.target == "Other" and grace == 2.5, (served.target, grace)
+assert run_kwargs == {"socket": "/run/x.sock", "name": None, "reconnect": True, "on_registered": None}, run_kwargs
 assert ctx.partials == [{"i": 1}]
 
 # Types that lead back to themselves through object properties.

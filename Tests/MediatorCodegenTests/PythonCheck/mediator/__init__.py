@@ -6,6 +6,17 @@ class MediatorError(Exception):
     pass
 
 
+SHUTDOWN_GRACE = 10.0
+
+
+def serve(service, *, signals=None, grace=SHUTDOWN_GRACE, **run_kwargs):
+    """Records what a generated module's serve() asked for."""
+    served.append((service, grace, run_kwargs))
+
+
+served = []
+
+
 class CallContext:
     def __init__(self):
         self.partials = []
