@@ -788,7 +788,7 @@ struct ComponentsFolder {
     ) -> JSONValue {
         let program = directory.file("sequencer.py")
         if !FileManager.default.fileExists(atPath: program) {
-            FileManager.default.createFile(atPath: program, contents: Data(sequencerSource.utf8))
+            _ = FileManager.default.createFile(atPath: program, contents: Data(sequencerSource.utf8))
         }
         var variables = environment
         variables["COMPONENT_LOG"] = log.path
