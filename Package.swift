@@ -148,6 +148,8 @@ let package = Package(
             dependencies: [
                 "MediatorProtocol",
                 "MediatorTransport",
+                // Descriptors with calls and answers (issue 26).
+                "MediatorSocket",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
