@@ -446,6 +446,10 @@ enum GoldenFiles {
 enum DaemonLibrary {
     static let dependencies: [Target.Dependency] = [
         "MediatorProtocol",
+        // The daemon's sockets (recvmsg/sendmsg, descriptors) on sd-event (issue 26).
+        "MediatorSocket",
+        "MediatorEventLoop",
+        "MediatorSocketHost",
         "MediatorStatistics",
         "MediatorConfiguration",
         "MediatorTransport",

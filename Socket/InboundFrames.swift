@@ -29,6 +29,13 @@ package struct InboundFrames: ~Copyable, Sendable {
     }
 
     package let readSize: Int
+    /// Bytes asked of the next read: starts small and doubles while reads
+    /// fill it, up to ``readSize``, and halves while they use a quarter of
+    /// it, so that thousands of idle connections do not each keep a large
+    /// buffer (the buffer itself goes once read empty; see `consume`).
+    private var adaptiveReadSize: Int
+    /// The smallest ``adaptiveReadSize``.
+    package static let minimumReadSize = 2048
     private var framer: LineFramer
     /// The pending bytes are `storage[start..<end]`.
     private var storage: [UInt8] = []
@@ -44,6 +51,7 @@ package struct InboundFrames: ~Copyable, Sendable {
     package init(maxLineBytes: Int, readSize: Int = defaultReadSize) {
         framer = LineFramer(maxFrameBytes: maxLineBytes)
         self.readSize = max(1, readSize)
+        self.adaptiveReadSize = min(self.readSize, Self.minimumReadSize)
     }
 
     deinit {
@@ -68,7 +76,7 @@ package struct InboundFrames: ~Copyable, Sendable {
         maxBytes: Int? = nil,
         descriptorCapacity: Int = UnixStreamSocket.maxDescriptorsPerMessage
     ) throws(SocketError) -> Received {
-        let room = max(1, maxBytes ?? readSize)
+        let room = max(1, maxBytes ?? adaptiveReadSize)
         makeRoom(room)
         let end = end
         let result: Result<ReceiveOutcome, SocketError> = storage.withUnsafeMutableBytes { raw in
@@ -78,9 +86,19 @@ package struct InboundFrames: ~Copyable, Sendable {
         }
         switch try result.get() {
         case .received(let count, let descriptors, let truncated):
+            if maxBytes == nil {
+                if count == room {
+                    adaptiveReadSize = min(readSize, adaptiveReadSize * 2)
+                } else if count < room / 4 {
+                    adaptiveReadSize = max(min(readSize, Self.minimumReadSize), adaptiveReadSize / 2)
+                }
+            }
             recordArrival(byteCount: count, descriptors: descriptors, truncated: truncated)
             return .bytes(count)
-        case .wouldBlock: return .wouldBlock
+        case .wouldBlock:
+            // The room made for this read is not kept for an idle connection.
+            if start == end, storage.count > 2 * Self.minimumReadSize { storage = [] }
+            return .wouldBlock
         case .endOfStream: return .endOfStream
         }
     }
@@ -162,9 +180,9 @@ package struct InboundFrames: ~Copyable, Sendable {
         if start == end {
             start = 0
             end = 0
-            // A long line grew the buffer: give the memory back once it is
-            // read rather than keep it for an idle connection.
-            if storage.count > 2 * readSize { storage = [] }
+            // A long line or a burst grew the buffer: give the memory back
+            // once it is read rather than keep it for an idle connection.
+            if storage.count > 2 * Self.minimumReadSize { storage = [] }
         }
     }
 

@@ -164,7 +164,7 @@ public func withTestDaemon<Result: Sendable>(
     let daemon = MediatorTestDaemon(socketPath: directory.socketPath)
     let (events, ready) = AsyncStream.makeStream(of: MediatorTestDaemon.Readiness.self)
     // Owner only: no other user's process has business with a test's daemon.
-    let server = MediatorServer(
+    let server = try MediatorServer(
         configuration: DaemonConfiguration(), listener: .path(daemon.socketPath), socketMode: 0o600, logger: logger,
         onReady: { _ in ready.yield(.ready) })
     let services = ServiceGroup(configuration: ServiceGroupConfiguration(services: [server], logger: logger))

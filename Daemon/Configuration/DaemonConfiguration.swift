@@ -36,6 +36,15 @@ package struct DaemonConfiguration: Sendable, Equatable {
     /// what `list` and `describe` answer grows with them.
     package var maxRegistrationBytes = 256 << 10
     package var maxRegisteredBytesPerUID = 4 << 20
+    /// Descriptors one message may carry (contract section 8: `max_fds` in
+    /// `hello`), from ``ProtocolConstants/minimumMaxFds`` to the kernel's
+    /// ``ProtocolConstants/maxFdsPerMessageLimit``.
+    package var maxFdsPerMessage = ProtocolConstants.maxFdsPerMessageLimit
+    /// Descriptors the daemon holds for one uid at once (received and not
+    /// yet passed on: held for a starting component, or queued toward a
+    /// peer that has not read them); past it, messages with descriptors
+    /// from that uid are refused `overloaded`. uid 0 is exempt.
+    package var maxFdsInFlightPerUID = 4096
     /// How long a component has, after `mediator.stop`, before it gets SIGTERM.
     package var componentStopGraceMs: Int64 = 3000
     /// Calls answered at least this late go to the slow-call log of `mediator/stats`.
@@ -56,7 +65,7 @@ package struct DaemonConfiguration: Sendable, Equatable {
         "max_outbound_bytes", "max_consecutive_bad_frames", "shutdown_grace_ms", "component_stop_grace_ms",
         "max_connections_per_uid", "max_calls_in_flight_per_uid", "max_subscriptions_per_uid", "max_registrations_per_uid",
         "max_queued_bytes_per_uid", "max_pending_bytes_per_uid", "max_registration_bytes", "max_registered_bytes_per_uid",
-        "slow_call_threshold_ms",
+        "slow_call_threshold_ms", "max_fds_per_message", "max_fds_in_flight_per_uid",
     ]
 
     /// Applies the members of a JSON config object; unknown members are an error
@@ -108,6 +117,13 @@ package struct DaemonConfiguration: Sendable, Equatable {
         case "max_registration_bytes": maxRegistrationBytes = Int(number)
         case "max_registered_bytes_per_uid": maxRegisteredBytesPerUID = Int(number)
         case "slow_call_threshold_ms": slowCallThresholdMs = number
+        case "max_fds_per_message":
+            let range = Int64(ProtocolConstants.minimumMaxFds)...Int64(ProtocolConstants.maxFdsPerMessageLimit)
+            guard range.contains(number) else {
+                throw MediatorError(.badRequest, "max_fds_per_message must be from \(range.lowerBound) to \(range.upperBound) (the kernel's limit)")
+            }
+            maxFdsPerMessage = Int(number)
+        case "max_fds_in_flight_per_uid": maxFdsInFlightPerUID = Int(number)
         default: throw MediatorError(.badRequest, "unknown config member \"\(key)\"")
         }
     }

@@ -16,8 +16,14 @@ package final class LineServer {
 
     /// What the server asks of its user, on the loop's thread.
     package struct Handlers {
-        /// A connection was accepted; false refuses it (it is closed at once).
-        package var accepted: (ConnectionID, UnixCredentials?) -> Bool
+        /// A connection was accepted (its socket, to read credentials
+        /// from); false refuses it (it is closed at once, without
+        /// ``closed``). To refuse with a parting line, return true, then
+        /// ``LineServer/send(_:line:descriptors:)`` and ``LineServer/close(_:)``.
+        package var accepted: (ConnectionID, UnixStreamSocket) -> Bool
+        /// `accept` failed with this errno (EMFILE, ENOMEM, …): how long to
+        /// stop accepting, or nil to try again at the next readiness.
+        package var acceptFailed: (Int32) -> Duration?
         /// How many descriptors a line declares (its `fds`), or nil when it
         /// declares none or cannot be read (then it is delivered with none
         /// and the descriptors that came with it are closed).
@@ -35,7 +41,8 @@ package final class LineServer {
         package var backlogChanged: (ConnectionID, Int) -> Void
 
         package init(
-            accepted: @escaping (ConnectionID, UnixCredentials?) -> Bool = { _, _ in true },
+            accepted: @escaping (ConnectionID, UnixStreamSocket) -> Bool = { _, _ in true },
+            acceptFailed: @escaping (Int32) -> Duration? = { _ in .milliseconds(100) },
             declaredDescriptors: @escaping ([UInt8]) -> Int?,
             line: @escaping (ConnectionID, [UInt8], [OwnedDescriptor]) -> Void,
             descriptorMismatch: @escaping (ConnectionID, [UInt8], DescriptorClaim) -> Void = { _, _, _ in },
@@ -44,6 +51,7 @@ package final class LineServer {
             backlogChanged: @escaping (ConnectionID, Int) -> Void = { _, _ in }
         ) {
             self.accepted = accepted
+            self.acceptFailed = acceptFailed
             self.declaredDescriptors = declaredDescriptors
             self.line = line
             self.descriptorMismatch = descriptorMismatch
@@ -86,6 +94,8 @@ package final class LineServer {
     private let maxLineBytes: Int
     private let handlers: Handlers
     private var listenerSource: IOSource?
+    /// Turns accepting back on after a pause (``Handlers/acceptFailed``).
+    private var acceptResumption: TimerSource?
     private var flushSource: DeferSource?
     private var connections: [ConnectionID: Connection] = [:]
     /// Connections with output queued since the last flush.
@@ -101,14 +111,27 @@ package final class LineServer {
         self.handlers = handlers
         guard let fd = listener.descriptor.rawValue else { throw SDEventError("listener", errno: EBADF) }
         listenerSource = try loop.addIO(fd: fd, events: .readable) { [unowned self] _, _ in acceptWaiting() }
-        flushSource = try loop.addPost { [unowned self] _ in flushDirty() }
+        let flush = try loop.addPost { [unowned self] _ in flushDirty() }
+        // After every read pending in the iteration, so that many lines to
+        // one peer leave in one write.
+        try flush.setPriority(Self.flushPriority)
+        flushSource = flush
     }
+
+    /// sd-event priorities (lower runs first among pending sources): reads
+    /// and accepts at the default, 0; the flush after them.
+    package static let flushPriority: Int64 = 1
 
     package var connectionCount: Int { connections.count }
 
     /// Bytes queued toward `connection` that its socket has not taken.
     package func queuedBytes(_ connection: ConnectionID) -> Int {
         connections[connection]?.outbound.queuedByteCount ?? 0
+    }
+
+    /// Descriptors queued toward `connection` and not yet written.
+    package func queuedDescriptors(_ connection: ConnectionID) -> Int {
+        connections[connection]?.outbound.queuedDescriptorCount ?? 0
     }
 
     /// Queues one line (without its LF) and its descriptors for
@@ -138,6 +161,12 @@ package final class LineServer {
         dirty.insert(connection)
     }
 
+    /// Closes `connection` now, dropping what is queued for it (a peer that
+    /// does not read what it is sent).
+    package func abort(_ connection: ConnectionID) {
+        drop(connection)
+    }
+
     /// Stops or resumes reading from `connection`, e.g. while the peers it
     /// sends to do not keep up; what it sent is still read later, in order.
     package func setReading(_ connection: ConnectionID, _ enabled: Bool) {
@@ -150,6 +179,8 @@ package final class LineServer {
     package func shutdown() {
         listenerSource?.cancel()
         listenerSource = nil
+        acceptResumption?.cancel()
+        acceptResumption = nil
         flushSource?.cancel()
         flushSource = nil
         for connection in Array(connections.keys) { drop(connection) }
@@ -163,16 +194,13 @@ package final class LineServer {
             do {
                 socket = try listener.accept()
             } catch {
-                return  // EMFILE and the like: the next readiness tries again
+                if case .system(_, let code) = error, let pause = handlers.acceptFailed(code) { pauseAccepting(for: pause) }
+                return
             }
             guard let socket, let fd = socket.descriptor.rawValue else { return }
             let id = nextID
             nextID += 1
             let connection = Connection(socket: socket, maxLineBytes: maxLineBytes)
-            guard handlers.accepted(id, try? socket.peerCredentials()) else {
-                try? socket.close()
-                continue
-            }
             do {
                 connection.source = try loop.addIO(fd: fd, events: .readable) { [unowned self] _, events in
                     ready(id, events)
@@ -181,7 +209,27 @@ package final class LineServer {
                 try? socket.close()
                 continue
             }
+            // In the table first, so that the handler may send a parting line.
             connections[id] = connection
+            guard handlers.accepted(id, socket) else {
+                connections[id] = nil
+                dirty.remove(id)
+                connection.source?.cancel()
+                connection.outbound.close()
+                try? socket.close()
+                continue
+            }
+        }
+    }
+
+    /// Takes the listener out of epoll for `pause` (it is level-triggered:
+    /// left in, a failing accept would spin at full CPU).
+    private func pauseAccepting(for pause: Duration) {
+        guard acceptResumption == nil, let source = listenerSource else { return }
+        try? source.setEnablement(.off)
+        acceptResumption = try? loop.addTimer(after: pause) { [unowned self] _, _ in
+            acceptResumption = nil
+            try? listenerSource?.setEnablement(.on)
         }
     }
 
@@ -257,6 +305,11 @@ package final class LineServer {
                 try? connection.source?.setEvents(connection.events)
             }
         case .wouldBlock:
+            // A close does not wait for a peer that does not read.
+            if connection.closing {
+                drop(id)
+                return
+            }
             if !connection.waitingToWrite {
                 connection.waitingToWrite = true
                 try? connection.source?.setEvents(connection.events)

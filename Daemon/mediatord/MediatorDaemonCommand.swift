@@ -84,6 +84,12 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
     @Option(help: "Bytes a uid's calls keep while pending: their ids, held calls' params (default 67108864).")
     var maxPendingBytesPerUid: Int?
 
+    @Option(help: "File descriptors one message may carry, 16 to 253 (default 253, the kernel's limit).")
+    var maxFdsPerMessage: Int?
+
+    @Option(help: "File descriptors the daemon holds for one uid at once, not yet passed on (default 4096).")
+    var maxFdsInFlightPerUid: Int?
+
     @Option(help: "Bytes one register may declare, its params as sent (default 262144).")
     var maxRegistrationBytes: Int?
 
@@ -153,6 +159,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             ("max_queued_bytes_per_uid", maxQueuedBytesPerUid), ("max_pending_bytes_per_uid", maxPendingBytesPerUid),
             ("max_registration_bytes", maxRegistrationBytes), ("max_registered_bytes_per_uid", maxRegisteredBytesPerUid),
             ("slow_call_threshold_ms", slowCallThresholdMs),
+            ("max_fds_per_message", maxFdsPerMessage), ("max_fds_in_flight_per_uid", maxFdsInFlightPerUid),
         ]
         var settings = DaemonSettings(configFile: config, testHooks: testHooks)
         settings.componentDirectories = componentDirectories.isEmpty
@@ -260,14 +267,24 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         }
         let units = UnitStarter(bus: user ? .user : .system)
         let (manifests, skippedManifests) = settings.loadManifests(logger: logger)
-        let server = MediatorServer(
+        // READY=1 waits for the metrics endpoint too, when one is asked for:
+        // a scraper started after it must find it listening.
+        let (metricsListening, metricsListened) = AsyncStream.makeStream(of: Void.self)
+        if metricsAddress == nil { metricsListened.finish() }
+        let server = try MediatorServer(
             configuration: loaded.configuration, listener: listener, socketMode: mode, logger: logger,
             manifests: manifests, skippedManifests: skippedManifests,
             units: UnitControl(start: { await units.start($0) }, stop: { await units.stop($0) }),
             waitForBootComponents: waitForBootComponents,
             heartbeat: heartbeat,
             latencyMetrics: exposition?.latencyFactory,
-            onReady: { server in notifier.ready(status: await StatusReporter.summary(server)) },
+            onReady: { server in
+                // Cancelled when the group stops (an endpoint that cannot bind stops it).
+                try? await cancelWhenGracefulShutdown {
+                    for await _ in metricsListening { break }
+                }
+                notifier.ready(status: await StatusReporter.summary(server))
+            },
             onStopping: { notifier.stopping() })
 
         await server.loadPolicy(settings.loadPolicy(logger: logger))
@@ -283,7 +300,11 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         if let metricsAddress, let exposition {
             let endpoint = MetricsEndpoint(
                 address: metricsAddress, exposition: exposition, settings: metricsSettings, logger: logger,
-                uidSeriesGrant: { await server.grantsMonitor(toPeerOf: $0) }, releaseMemory: { ProcessMemory.trimMalloc() }
+                uidSeriesGrant: { await server.grantsMonitor(toPeerOf: $0) }, releaseMemory: { ProcessMemory.trimMalloc() },
+                onListening: { _ in
+                    metricsListened.yield()
+                    metricsListened.finish()
+                }
             ) {
                 await server.statisticsSnapshot()
             }

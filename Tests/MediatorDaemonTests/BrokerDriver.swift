@@ -28,6 +28,13 @@ final class BrokerDriver {
     var bootCompleted = false
     /// The effects of the last input, as returned by the broker.
     private(set) var lastEffects: [BrokerEffect] = []
+    /// Descriptors handed to the broker and not yet sent on or released:
+    /// each must end in exactly one of the two.
+    private(set) var descriptorsHeld: Set<PassedDescriptors> = []
+    /// Descriptors sent, by the connection they went to, in order.
+    private(set) var descriptorsSent: [ConnectionID: [PassedDescriptors]] = [:]
+    private(set) var descriptorsReleased: [PassedDescriptors] = []
+    private var nextDescriptorHandle: UInt64 = 1
 
     init(version: String = "9.8.7-test", _ configure: (inout DaemonConfiguration) -> Void = { _ in }) {
         var configuration = DaemonConfiguration()
@@ -71,6 +78,20 @@ final class BrokerDriver {
         return apply(broker.receive(.frame(buffer), from: connection, now: now))
     }
 
+    /// Sends one line with `count` descriptors (as the host hands them over:
+    /// a handle, counted as held until an effect sends or releases it).
+    @discardableResult
+    func send(_ line: String, descriptors count: Int, from connection: ConnectionID) -> PassedDescriptors {
+        let passed = PassedDescriptors(
+            handle: nextDescriptorHandle, count: count, uid: broker.credentials(of: connection)?.uid ?? 0)
+        nextDescriptorHandle += 1
+        descriptorsHeld.insert(passed)
+        var buffer = ByteBufferAllocator().buffer(capacity: line.utf8.count)
+        buffer.writeString(line)
+        apply(broker.receive(.frame(buffer), from: connection, descriptors: passed, now: now))
+        return passed
+    }
+
     @discardableResult
     func sendTooLarge(from connection: ConnectionID) -> [BrokerEffect] {
         apply(broker.receive(.tooLarge, from: connection, now: now))
@@ -100,10 +121,14 @@ final class BrokerDriver {
         for effect in effects {
             switch effect {
             case .send(let connection, let buffer):
-                let text = String(buffer: buffer)
-                #expect(text.hasSuffix("\n"), "every line ends with LF: \(text)")
-                #expect(text.dropLast().firstIndex(of: "\n") == nil, "no raw LF inside a line: \(text)")
-                inboxes[connection, default: []].append(String(text.dropLast()))
+                deliver(buffer, to: connection)
+            case .sendWithDescriptors(let connection, let buffer, let passed):
+                #expect(descriptorsHeld.remove(passed) != nil, "\(passed) sent twice, or after a release")
+                descriptorsSent[connection, default: []].append(passed)
+                deliver(buffer, to: connection)
+            case .releaseDescriptors(let passed):
+                #expect(descriptorsHeld.remove(passed) != nil, "\(passed) released twice, or after a send")
+                descriptorsReleased.append(passed)
             case .close(let connection):
                 closed.append(connection)
             case .wakeUp(let deadline):
@@ -123,6 +148,13 @@ final class BrokerDriver {
             }
         }
         return effects
+    }
+
+    private func deliver(_ buffer: ByteBuffer, to connection: ConnectionID) {
+        let text = String(buffer: buffer)
+        #expect(text.hasSuffix("\n"), "every line ends with LF: \(text)")
+        #expect(text.dropLast().firstIndex(of: "\n") == nil, "no raw LF inside a line: \(text)")
+        inboxes[connection, default: []].append(String(text.dropLast()))
     }
 
     /// The lines a connection received since the last take, and forgets them.

@@ -178,4 +178,30 @@ extension InboundFrames {
             #expect(capacity <= 1000, "back to one read's worth")
         }
     }
+
+    /// Reads start small and grow only while they fill up: an idle
+    /// connection after a short line, and one after a burst once it is read,
+    /// keep no large buffer (thousands of idle connections each kept 64 KiB).
+    @Test func readsAdaptTheirSizeAndAnIdleConnectionKeepsLittle() throws {
+        try expectNoLeaks { watch in
+            let (left, right) = try watchedPair(watch)
+            var frames = InboundFrames(maxLineBytes: 1 << 20)
+            try left.sendAll("{\"short\":1}\n")
+            #expect(try frames.receive(from: right) == .bytes(12))
+            #expect(frames.nextFrame() != nil)
+            #expect(frames.bufferCapacity <= InboundFrames.minimumReadSize)
+            // A burst of many lines: reads grow to fill, then the buffer goes once read.
+            let line = "{\"n\":\"" + String(repeating: "y", count: 90) + "\"}"
+            try left.sendAll(String(repeating: line + "\n", count: 1000))
+            var lines = 0
+            var largestRead = 0
+            while case .bytes(let count) = try frames.receive(from: right) {
+                largestRead = max(largestRead, count)
+                while frames.nextFrame() != nil { lines += 1 }
+            }
+            #expect(lines == 1000)
+            #expect(largestRead > InboundFrames.minimumReadSize, "reads grew while they filled up")
+            #expect(frames.bufferCapacity <= 2 * InboundFrames.minimumReadSize)
+        }
+    }
 }

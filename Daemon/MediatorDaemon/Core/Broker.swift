@@ -27,6 +27,8 @@ package final class Broker {
         var consecutiveBadFrames = 0
         /// Said `"fds": true` in `hello` (contract section 8).
         var askedForDescriptors = false
+        /// Was granted `max_fds` in `hello`: it sends and takes descriptors.
+        var passesDescriptors = false
     }
 
     /// Replaced on reload (SIGHUP); read on every use, never cached.
@@ -45,6 +47,13 @@ package final class Broker {
     package internal(set) var inFlight = CallsInFlight()
     var armedWakeUp: NIODeadline?
     var effects: [BrokerEffect] = []
+    /// Whether the host passes descriptors (it reads with recvmsg): only
+    /// then does `hello` grant `max_fds`.
+    package var passesDescriptors = false
+    /// The descriptors of the line being handled, until a path takes them
+    /// (``takeArrivingDescriptors()``); whatever is left when the line is
+    /// done is released, so no path can lose them.
+    var arrivingDescriptors: PassedDescriptors?
     package var callsRouted: Int { statistics.daemon.callsRouted }
     /// What `mediator/stats` reports (Broker+Statistics.swift); `list`'s calls_served comes from it too.
     var statistics: BrokerStatistics
@@ -53,6 +62,9 @@ package final class Broker {
     /// Bytes queued toward a connection that its socket has not taken, as
     /// its host measures them now (nil without a host: unit tests).
     var backlog: ((ConnectionID) -> Int)?
+    /// Descriptors the host holds for a uid (received, not yet written or
+    /// closed), for the quota on them (nil without a host: unit tests).
+    var descriptorsHeld: ((UInt32) -> Int)?
     /// A stream whose caller has more than `max_outbound_bytes` divided by
     /// this queued is ended (``endStream(_:backlog:now:)``) rather than
     /// grown until the caller is disconnected as a peer that does not read.
@@ -108,14 +120,36 @@ package final class Broker {
         return nil
     }
 
-    package func receive(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) -> [BrokerEffect] {
-        handle(line, from: connection, now: now)
+    package func receive(
+        _ line: InboundLine, from connection: ConnectionID, descriptors: PassedDescriptors? = nil, now: NIODeadline
+    ) -> [BrokerEffect] {
+        handle(line, from: connection, descriptors: descriptors, now: now)
         return takeEffects()
     }
 
-    /// ``receive(_:from:now:)`` leaving the effects in ``effects``, for a
-    /// host that takes them with ``takeEffects(reusing:)``.
-    func handle(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) {
+    /// ``receive(_:from:descriptors:now:)`` leaving the effects in
+    /// ``effects``, for a host that takes them with ``takeEffects(reusing:)``.
+    func handle(_ line: InboundLine, from connection: ConnectionID, descriptors: PassedDescriptors? = nil, now: NIODeadline) {
+        if let descriptors {
+            arrivingDescriptors = descriptors
+            handleLine(line, from: connection, now: now)
+            if let left = takeArrivingDescriptors() { release(left) }
+        } else {
+            handleLine(line, from: connection, now: now)
+        }
+    }
+
+    /// The descriptors of the line being handled, now the caller's to send or release.
+    func takeArrivingDescriptors() -> PassedDescriptors? {
+        defer { arrivingDescriptors = nil }
+        return arrivingDescriptors
+    }
+
+    func release(_ descriptors: PassedDescriptors) {
+        effects.append(.releaseDescriptors(descriptors))
+    }
+
+    private func handleLine(_ line: InboundLine, from connection: ConnectionID, now: NIODeadline) {
         // The peer by position: looking at it copies nothing.
         guard let slot = peers.index(forKey: connection) else { return }
         switch line {
@@ -265,6 +299,12 @@ package final class Broker {
 
     func send(_ connection: ConnectionID, _ buffer: ByteBuffer) {
         effects.append(.send(connection, buffer))
+    }
+
+    /// A line with descriptors; released instead when the peer is gone.
+    func send(_ connection: ConnectionID, _ buffer: ByteBuffer, descriptors: PassedDescriptors?) {
+        guard let descriptors else { return send(connection, buffer) }
+        effects.append(peers[connection] == nil ? .releaseDescriptors(descriptors) : .sendWithDescriptors(connection, buffer, descriptors))
     }
 
     func takeEffects() -> [BrokerEffect] {

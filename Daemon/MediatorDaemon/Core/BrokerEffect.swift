@@ -5,6 +5,11 @@ import NIOCore
 package enum BrokerEffect: Sendable {
     /// Queue a line for a connection (flushed once per read cycle).
     case send(ConnectionID, ByteBuffer)
+    /// Queue a line with the descriptors it declares (its `fds`); the host
+    /// closes them once written, or if the connection is gone.
+    case sendWithDescriptors(ConnectionID, ByteBuffer, PassedDescriptors)
+    /// Close descriptors that go nowhere (a refused or ended call's).
+    case releaseDescriptors(PassedDescriptors)
     /// Close a connection after what was queued for it.
     case close(ConnectionID)
     /// Call ``Broker/expireCalls(now:)`` at this time (replaces any earlier request).

@@ -29,16 +29,16 @@ package struct FrameWriter: Sendable {
     /// The request a component receives for a routed call.
     func forwardedRequest(
         daemonID: Int64?, target: String, action: String, params: ByteBuffer?, timeoutMs: Int64,
-        more: Bool, caller: ByteBuffer, trace: ForwardedTrace? = nil
+        more: Bool, caller: ByteBuffer, trace: ForwardedTrace? = nil, fds: Int = 0
     ) -> ByteBuffer {
         // Names are checked ASCII and need no escapes; anything else takes the general path.
         guard Self.isPlain(target), Self.isPlain(action) else {
             return composedRequest(
                 daemonID: daemonID, target: target, action: action, params: params, timeoutMs: timeoutMs, more: more,
-                caller: caller, trace: trace)
+                caller: caller, trace: trace, fds: fds)
         }
         // Every piece is copied into one buffer sized once: this line is written for every call.
-        let capacity = 96 + 2 * LineComposer.maxDecimalBytes + target.utf8.count + action.utf8.count
+        let capacity = 112 + 2 * LineComposer.maxDecimalBytes + target.utf8.count + action.utf8.count
             + (params?.readableBytes ?? 2) + caller.readableBytes + (trace?.lineBytes ?? 0)
         var out = allocator.buffer(capacity: capacity)
         out.writeWithUnsafeMutableBytes(minimumWritableBytes: capacity) { space in
@@ -60,6 +60,10 @@ package struct FrameWriter: Sendable {
             line.append(more ? ",\"more\":true,\"caller\":" : ",\"caller\":")
             line.append(caller)
             if let trace { line.append(trace) }
+            if fds > 0 {
+                line.append(",\"fds\":")
+                line.append(decimal: Int64(fds))
+            }
             line.append("}\n")
             return line.count
         }
@@ -70,7 +74,7 @@ package struct FrameWriter: Sendable {
     /// for names that need escaping (never valid names; kept general).
     func composedRequest(
         daemonID: Int64?, target: String, action: String, params: ByteBuffer?, timeoutMs: Int64,
-        more: Bool, caller: ByteBuffer, trace: ForwardedTrace?
+        more: Bool, caller: ByteBuffer, trace: ForwardedTrace?, fds: Int = 0
     ) -> ByteBuffer {
         var out = allocator.buffer(
             capacity: 96 + (params?.readableBytes ?? 2) + caller.readableBytes + (trace?.lineBytes ?? 0))
@@ -99,6 +103,10 @@ package struct FrameWriter: Sendable {
                 out.writeImmutableBuffer(tracestate)
             }
         }
+        if fds > 0 {
+            out.writeStaticString(",\"fds\":")
+            out.writeString(String(fds))
+        }
         out.writeStaticString("}\n")
         return out
     }
@@ -115,8 +123,8 @@ package struct FrameWriter: Sendable {
     }
 
     /// A component's response passed on to the caller under the caller's id.
-    func forwardedResponse(callerID: ByteBuffer, isError: Bool, body: ByteBuffer, continues: Bool) -> ByteBuffer {
-        let capacity = 32 + callerID.readableBytes + body.readableBytes
+    func forwardedResponse(callerID: ByteBuffer, isError: Bool, body: ByteBuffer, continues: Bool, fds: Int = 0) -> ByteBuffer {
+        let capacity = 48 + callerID.readableBytes + body.readableBytes
         var out = allocator.buffer(capacity: capacity)
         out.writeWithUnsafeMutableBytes(minimumWritableBytes: capacity) { space in
             var line = LineComposer(space)
@@ -124,6 +132,10 @@ package struct FrameWriter: Sendable {
             line.append(callerID)
             line.append(isError ? ",\"error\":" : ",\"result\":")
             line.append(body)
+            if fds > 0 {
+                line.append(",\"fds\":")
+                line.append(decimal: Int64(fds))
+            }
             line.append(continues ? ",\"continues\":true}\n" : "}\n")
             return line.count
         }

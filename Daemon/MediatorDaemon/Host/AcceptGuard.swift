@@ -9,28 +9,18 @@ import Glibc
 /// Keeps the listener sane when accepting fails for want of file
 /// descriptors or memory (issue 10, defect 8).
 ///
-/// Without it the daemon spun: when `accept4` fails with EMFILE, NIO's
-/// server channel keeps its read pending and the socket registered for
-/// readability, so the level-triggered epoll reports the waiting peer at
-/// once and `accept4` fails again, at full CPU. NIO's `AcceptBackoffHandler`
-/// (which the bootstrap installs) does not help: it only delays the *next*
-/// `read()`, and none is asked for while the failed one is still pending;
-/// the bootstrap also tells it not to pass the error on, so nothing is
-/// logged. Meanwhile the peer hangs in the backlog.
-///
-/// So on such an error this handler, first in the server channel's pipeline:
+/// A failing `accept4` on a level-triggered listener would be retried at
+/// once, at full CPU, while the peer hangs in the backlog. So on such an
+/// error ``LineServer`` asks this guard, which:
 /// - for EMFILE or ENFILE, uses the ``ReserveDescriptor`` to accept the
 ///   waiting peers itself, sends each one `overloaded` line and closes it;
-/// - turns `autoRead` off, which takes the socket out of epoll, and on again
-///   after a pause that grows with each failure (``AcceptBackoff``);
+/// - answers how long to stop accepting: a pause that grows with each
+///   failure (``AcceptBackoff``);
 /// - logs a warning when an episode begins and a notice when a connection is
 ///   accepted again, not a line per peer.
 ///
-/// The broker knows nothing of it. Confined to the server channel's loop.
-final class AcceptGuard: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = any Channel
-    typealias InboundOut = any Channel
-
+/// The broker knows nothing of it. Confined to the loop's thread.
+final class AcceptGuard {
     /// Peers refused per failed accept, at most: bounds the time one
     /// refusal round takes from the loop.
     static let maximumRefusalsPerFailure = 64
@@ -40,10 +30,9 @@ final class AcceptGuard: ChannelInboundHandler, RemovableChannelHandler {
     private let openConnections: () -> Int
     private var backoff = AcceptBackoff()
     private let reserve = ReserveDescriptor()
-    private var resumption: Scheduled<Void>?
 
     /// - Parameters:
-    ///   - listener: the listening socket's descriptor (owned by the channel).
+    ///   - listener: the listening socket's descriptor (owned elsewhere).
     ///   - openConnections: the connections open now, for the log.
     init(listener: Int32, logger: Logger, openConnections: @escaping () -> Int) {
         self.listener = listener
@@ -54,25 +43,22 @@ final class AcceptGuard: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if let recovery = backoff.accepted(now: .now()) {
-            reserve.restore()
-            logger.notice(
-                "accepting connections again",
-                metadata: [
-                    "refused": "\(recovery.refused)", "failed_accepts": "\(recovery.failures)",
-                    "duration_ms": "\(recovery.duration.nanoseconds / 1_000_000)",
-                ])
-        }
-        context.fireChannelRead(data)
+    /// A connection was accepted: ends an episode, if one was under way.
+    func accepted() {
+        guard let recovery = backoff.accepted(now: .now()) else { return }
+        reserve.restore()
+        logger.notice(
+            "accepting connections again",
+            metadata: [
+                "refused": "\(recovery.refused)", "failed_accepts": "\(recovery.failures)",
+                "duration_ms": "\(recovery.duration.nanoseconds / 1_000_000)",
+            ])
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard let ioError = error as? IOError, let shortage = AcceptBackoff.Shortage(errno: ioError.errnoCode) else {
-            context.fireErrorCaught(error)
-            return
-        }
-        let code = ioError.errnoCode
+    /// `accept` failed with `code`: how long to stop accepting, or nil for
+    /// an error that is the peer's (ECONNABORTED and the like: the next one is tried).
+    func failed(errno code: Int32) -> Duration? {
+        guard let shortage = AcceptBackoff.Shortage(errno: code) else { return nil }
         let failure = backoff.acceptFailed(errno: code, now: .now())
         let limit = Self.openFileLimit()
         var refused = 0
@@ -95,37 +81,7 @@ final class AcceptGuard: ChannelInboundHandler, RemovableChannelHandler {
                     "reserve": "\(reserve.isHeld ? "held" : "unavailable")",
                 ])
         }
-        pause(context, for: failure.pause)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        cancelResumption()
-        context.fireChannelInactive()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        cancelResumption()
-    }
-
-    /// autoRead off takes the listening socket out of epoll (a plain delay
-    /// of `read()` would not: the failed read is still pending).
-    private func pause(_ context: ChannelHandlerContext, for pause: TimeAmount) {
-        guard resumption == nil else { return }
-        let channel = context.channel
-        do {
-            try channel.syncOptions?.setOption(ChannelOptions.autoRead, value: false)
-        } catch {
-            return  // closed meanwhile: nothing to accept any more
-        }
-        resumption = context.eventLoop.assumeIsolated().scheduleTask(in: pause) { [self] in
-            resumption = nil
-            try? channel.syncOptions?.setOption(ChannelOptions.autoRead, value: true)
-        }
-    }
-
-    private func cancelResumption() {
-        resumption?.cancel()
-        resumption = nil
+        return .nanoseconds(failure.pause.nanoseconds)
     }
 
     static func openFileLimit() -> UInt64? {

@@ -18,7 +18,7 @@ final class InboundQueues {
     private final class ConnectionQueue {
         let connection: ConnectionID
         let owner: UIDQueue
-        var lines = CircularBuffer<InboundLine>(initialCapacity: 8)
+        var lines = CircularBuffer<QueuedLine>(initialCapacity: 8)
 
         init(_ connection: ConnectionID, owner: UIDQueue) {
             self.connection = connection
@@ -50,7 +50,8 @@ final class InboundQueues {
 
     /// Queues a line; returns how many lines `connection` now has waiting.
     @discardableResult
-    func append(_ line: InboundLine, from connection: ConnectionID, uid: UInt32) -> Int {
+    func append(_ line: InboundLine, descriptors: PassedDescriptors? = nil, from connection: ConnectionID, uid: UInt32) -> Int {
+        let line = QueuedLine(line: line, descriptors: descriptors)
         count += 1
         if let queue = connections[connection] {
             queue.lines.append(line)
@@ -73,7 +74,7 @@ final class InboundQueues {
 
     /// The next line to handle: the uid whose turn it is, then its connection
     /// whose turn it is. Both move to the back of their rings.
-    func next() -> (connection: ConnectionID, line: InboundLine, left: Int)? {
+    func next() -> (connection: ConnectionID, line: QueuedLine, left: Int)? {
         guard let owner = readyUIDs.popFirst(), let queue = owner.ready.popFirst(),
             let line = queue.lines.popFirst()
         else { return nil }
@@ -93,7 +94,7 @@ final class InboundQueues {
     }
 
     /// Takes every line still waiting from `connection` (it is closing), in order.
-    func removeAll(from connection: ConnectionID) -> [InboundLine] {
+    func removeAll(from connection: ConnectionID) -> [QueuedLine] {
         guard let queue = connections.removeValue(forKey: connection) else { return [] }
         count -= queue.lines.count
         let owner = queue.owner
@@ -104,4 +105,10 @@ final class InboundQueues {
         }
         return Array(queue.lines)
     }
+}
+
+/// A line waiting in ``InboundQueues``, with the descriptors that came with it.
+struct QueuedLine {
+    var line: InboundLine
+    var descriptors: PassedDescriptors?
 }

@@ -4,8 +4,9 @@ import MediatorConfiguration
 import MediatorProtocol
 import MediatorStatistics
 import MediatorTransport
+import MediatorEventLoop
+import MediatorSocket
 import NIOCore
-import NIOPosix
 import ServiceLifecycle
 
 #if canImport(Glibc)
@@ -16,8 +17,10 @@ import Glibc
 /// connections, and on graceful shutdown stops accepting, lets calls in
 /// flight finish within the grace period, answers the rest and returns.
 ///
-/// All connections share one event loop, which also owns the ``Broker``, so
-/// routing needs no locks (dbus-broker is single-threaded for the same reason).
+/// All connections share one sd-event loop on a thread of its own, which
+/// also owns the ``Broker``, so routing needs no locks (dbus-broker is
+/// single-threaded for the same reason). The sockets are read and written
+/// with recvmsg/sendmsg, so descriptors pass (contract section 8).
 /// The server knows nothing of systemd: its launcher hooks in through
 /// `onReady`, `onStopping`, `heartbeat`, ``reload(_:)`` and ``statistics()``.
 package final class MediatorServer: Service, Sendable {
@@ -26,7 +29,7 @@ package final class MediatorServer: Service, Sendable {
         case path(String)
         /// Adopt an already listening socket, e.g. from socket activation;
         /// its file is never removed.
-        case adopted(NIOBSDSocket.Handle, description: String)
+        case adopted(Int32, description: String)
     }
 
     /// Something to call regularly from the broker's own event loop, so that
@@ -50,8 +53,10 @@ package final class MediatorServer: Service, Sendable {
     let listener: Listener
     let socketMode: UInt32
     let logger: Logger
-    let group: MultiThreadedEventLoopGroup
     let host: BrokerHost
+    /// The loop's thread, running from `init` (the launcher loads the
+    /// policy before `run`) until `run` returns.
+    let loopThread: SDEventLoopThread
     let onReady: @Sendable (MediatorServer) async -> Void
     let onStopping: @Sendable () -> Void
     let heartbeat: Heartbeat?
@@ -60,26 +65,25 @@ package final class MediatorServer: Service, Sendable {
     let skippedManifests: [SkippedManifest]
     let waitForBootComponents: Bool
 
+    /// Throws when sd-event cannot make a loop (out of memory or descriptors).
     package init(
         configuration: DaemonConfiguration, listener: Listener, socketMode: UInt32 = 0o666, logger: Logger,
         manifests: [Manifest] = [], skippedManifests: [SkippedManifest] = [], units: UnitControl? = nil,
         waitForBootComponents: Bool = false,
         heartbeat: Heartbeat? = nil, latencyMetrics: (any MetricsFactory)? = nil, onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
         onStopping: @escaping @Sendable () -> Void = {}
-    ) {
+    ) throws {
         self.manifests = manifests
         self.skippedManifests = skippedManifests
         self.waitForBootComponents = waitForBootComponents
         self.listener = listener
         self.socketMode = socketMode
         self.logger = logger
-        let tickEnd = LoopTickEnd()
-        self.group = MultiThreadedEventLoopGroup(numberOfThreads: 1, metricsDelegate: tickEnd)
         let broker = Broker(configuration: configuration, logger: logger)
         if let latencyMetrics { broker.recordLatencies(to: latencyMetrics) }
-        let host = BrokerHost(eventLoop: group.next(), broker: broker, logger: logger)
+        let host = BrokerHost(loop: try SDEventLoop(), broker: broker, logger: logger)
         self.host = host
-        host.eventLoop.execute { tickEnd.host = host }
+        self.loopThread = try host.loop.start()
         self.heartbeat = heartbeat
         self.onReady = onReady
         host.units = units
@@ -90,23 +94,20 @@ package final class MediatorServer: Service, Sendable {
     /// count; frame and queue limits for connections accepted from now on.
     package func reload(_ configuration: DaemonConfiguration) async {
         let host = self.host
-        try? await host.eventLoop.submit { host.broker.configuration = configuration }.get()
+        try? await host.loop.submit { host.broker.configuration = configuration }
         logger.info("configuration reloaded", metadata: ["max_connections": "\(configuration.maxConnections)"])
     }
 
     /// Replaces the access policy (at start and on SIGHUP).
     package func loadPolicy(_ policy: Policy) async {
         let host = self.host
-        try? await host.eventLoop.submit { host.broker.loadPolicy(policy) }.get()
+        try? await host.loop.submit { host.broker.loadPolicy(policy) }
     }
 
     /// Replaces the component manifests and the files skipped (SIGHUP).
     package func reloadManifests(_ manifests: [Manifest], skipped: [SkippedManifest] = []) async {
         let host = self.host
-        try? await host.eventLoop.submit {
-            host.apply(host.broker.loadManifests(manifests, skipped: skipped, now: .now()))
-            host.flush()
-        }.get()
+        try? await host.loop.submit { host.apply(host.broker.loadManifests(manifests, skipped: skipped, now: .now())) }
     }
 
     /// Adds the member `name` to `mediator/stats`'s answer (the first page
@@ -116,23 +117,23 @@ package final class MediatorServer: Service, Sendable {
     /// runs on the broker's loop: it must return at once.
     package func addStatisticsSection(_ name: String, _ read: @escaping @Sendable () -> JSONValue?) async {
         let host = self.host
-        try? await host.eventLoop.submit { host.broker.statisticsSections.append((name, read)) }.get()
+        try? await host.loop.submit { host.broker.statisticsSections.append((name, read)) }
     }
 
     package func statistics() async -> Statistics? {
         let host = self.host
-        return try? await host.eventLoop.submit {
+        return try? await host.loop.submit {
             Statistics(
                 connections: host.connectionCount, targets: host.broker.registry.targets.count,
                 callsRouted: host.broker.callsRouted, callsInFlight: host.broker.inFlight.count)
-        }.get()
+        }
     }
 
     /// The broker's counters and figures of now, copied on its loop (the
     /// counters are copied on write, so routing resumes at once); nil once the loop is gone.
     package func statisticsSnapshot() async -> StatisticsSnapshot? {
         let host = self.host
-        return try? await host.eventLoop.submit { host.broker.statisticsSnapshot(now: .now()) }.get()
+        return try? await host.loop.submit { host.broker.statisticsSnapshot(now: .now()) }
     }
 
     /// Whether the peer of `channel`, a Unix socket connection accepted
@@ -141,117 +142,71 @@ package final class MediatorServer: Service, Sendable {
     package func grantsMonitor(toPeerOf channel: any Channel) async -> Bool {
         guard let credentials = try? await PeerCredentialsReader.read(channel).get() else { return false }
         let host = self.host
-        return (try? await host.eventLoop.submit { host.broker.grantsMonitor(credentials) }.get()) ?? false
+        return (try? await host.loop.submit { host.broker.grantsMonitor(credentials) }) ?? false
     }
 
     package func run() async throws {
         let host = self.host
-        let eventLoop = host.eventLoop
-        let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(ChannelOptions.backlog, value: Self.backlog)
-
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<any Channel> = { channel in
-            PeerCredentialsReader.read(channel).flatMapThrowing { credentials in
-                // Read on the broker's loop (children share it): a reload applies to new connections.
-                let configuration = host.broker.configuration
-                try channel.syncOptions?.setOption(
-                    ChannelOptions.writeBufferWaterMark,
-                    value: .init(low: configuration.maxOutboundBytes / 2, high: configuration.maxOutboundBytes))
-                try channel.pipeline.syncOperations.addHandler(
-                    PeerHandler(host: host, credentials: credentials, maxFrameBytes: configuration.maxFrameBytes))
-                return channel
-            }
-        }
-
-        // Everything a first call may need is in place before the socket
-        // accepts: with socket activation that call is already waiting.
+        let loop = host.loop
         // Components are told where to connect: the path bound, or the one the passed socket has.
         let advertised: String
         switch listener {
         case .path(let path): advertised = path
         case .adopted(let handle, _): advertised = SocketFile.localPath(of: handle) ?? ProtocolConstants.systemSocketPath
         }
-        do {
-            let wakePipe = try await LoopWakePipe.open(on: eventLoop) { host.wokenUp() }.get()
-            try await eventLoop.submit { host.wakePipe = wakePipe }.get()
-        } catch {
-            logger.warning("no wake-up pipe; dispatch yields with a timer", metadata: ["error": "\(error)"])
-        }
+        let thread = loopThread
+        // Everything a first call may need is in place before the socket
+        // accepts: with socket activation that call is already waiting.
         let (manifests, skippedManifests) = (self.manifests, self.skippedManifests)
-        try await eventLoop.submit {
+        try await loop.submit {
             host.supervisor = ProcessSupervisor(logger: host.logger, socketPath: advertised)
             host.apply(host.broker.loadManifests(manifests, skipped: skippedManifests, now: .now()))
-        }.get()
-
-        // The listening socket is ours in both cases (made here, or passed
-        // in), so that AcceptGuard can accept on it to refuse peers when the
-        // daemon is out of file descriptors.
-        let listeningSocket: Int32
+        }
         var boundPath: String?
-        switch listener {
-        case .path(let path):
-            try SocketFile.prepare(path)
-            listeningSocket = try SocketFile.listen(path, mode: socketMode, backlog: Self.backlog)
-            boundPath = path
-        case .adopted(let handle, _):
-            listeningSocket = handle
-        }
-        let logger = self.logger
-        let madeHere = boundPath != nil
-        let guarded = bootstrap.serverChannelInitializer { channel in
-            channel.eventLoop.makeCompletedFuture {
-                // NIO listens again on an adopted socket, with its own default
-                // backlog; ours is restored for the socket made here.
-                if madeHere { _ = Glibc.listen(listeningSocket, Self.backlog) }
-                try channel.pipeline.syncOperations.addHandler(
-                    AcceptGuard(listener: listeningSocket, logger: logger) { host.connectionCount },
-                    position: .first)
-            }
-        }
-        let server: NIOAsyncChannel<any Channel, Never>
         do {
-            server = try await guarded.bind(listeningSocket, childChannelInitializer: initializer)
+            let listeningSocket: Int32
+            switch listener {
+            case .path(let path):
+                try SocketFile.prepare(path)
+                listeningSocket = try SocketFile.listen(path, mode: socketMode, backlog: Self.backlog)
+                boundPath = path
+            case .adopted(let handle, _):
+                listeningSocket = handle
+            }
+            let adopted = try UnixListener(adopting: OwnedDescriptor(taking: listeningSocket))
+            try await loop.submit { try host.start(listener: adopted, listenerDescriptor: listeningSocket) }
         } catch {
             if let boundPath { SocketFile.remove(boundPath) }
+            _ = try? thread.stop()
             throw error
         }
         logger.info("listening", metadata: ["socket": "\(listenerDescription)"])
         // Components need the socket to connect to, so they start only now.
-        try await eventLoop.submit {
-            host.apply(host.broker.startBootComponents(now: .now()))
-            host.flush()
-        }.get()
-        if waitForBootComponents { try await eventLoop.flatSubmit { host.bootComplete() }.get() }
-        let beating = heartbeat.map { heartbeat in
-            eventLoop.scheduleRepeatedTask(initialDelay: .zero, delay: heartbeat.interval) { _ in heartbeat.beat() }
+        try await loop.submit { host.apply(host.broker.startBootComponents(now: .now())) }
+        if waitForBootComponents { _ = await host.bootWaiters.wait() }
+        if let heartbeat {
+            // Beats from the broker's own loop, so a stuck loop stops them.
+            let interval = Duration.nanoseconds(heartbeat.interval.nanoseconds)
+            try await loop.submit { try host.startHeartbeat(every: interval, heartbeat.beat) }
         }
         await onReady(self)
 
-        try await withGracefulShutdownHandler {
-            try await withThrowingDiscardingTaskGroup { group in
-                try await server.executeThenClose { inbound in
-                    for try await child in inbound {
-                        // One connection's end or failure never reaches the server.
-                        group.addTask { try? await child.closeFuture.get() }
-                    }
-                }
-            }
-        } onGracefulShutdown: { [logger, onStopping] in
-            logger.info("stopping: no new connections; calls in flight may finish")
-            onStopping()
-            eventLoop.execute {
-                server.channel.close(promise: nil)
-                _ = host.stop(grace: .milliseconds(host.broker.configuration.shutdownGraceMs))
+        // Until SIGTERM (or the group's end): then no new connections, and
+        // the calls in flight get the grace period.
+        try? await gracefulShutdown()
+        logger.info("stopping: no new connections; calls in flight may finish")
+        onStopping()
+        let grace = Duration.milliseconds(host.broker.configuration.shutdownGraceMs)
+        await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
+            do {
+                try loop.execute { host.stop(grace: grace) { stopped.resume() } }
+            } catch {
+                stopped.resume()
             }
         }
-        beating?.cancel()
-        try? await eventLoop.submit {
-            host.wakePipe?.close()
-            host.wakePipe = nil
-        }.get()
+        _ = try? thread.stop()
         if let boundPath { SocketFile.remove(boundPath) }
         logger.info("stopped", metadata: ["calls_routed": "\(host.broker.callsRouted)"])
-        try await group.shutdownGracefully()
     }
 
     /// Connections waiting to be accepted, at most.

@@ -37,6 +37,23 @@ enum PeerCredentialsReader {
         }
     }
 
+    /// The same from a connected socket's descriptor (the daemon's own
+    /// sockets, read with recvmsg); uid and gid max when the kernel says nothing.
+    static func read(socket raw: Int32) -> PeerCredentials {
+        var credentials = UCred(pid: 0, uid: UInt32.max, gid: UInt32.max)
+        var length = socklen_t(MemoryLayout<UCred>.size)
+        guard getsockopt(raw, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else {
+            return PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
+        }
+        var groups = [UInt32](repeating: 0, count: maxGroups)
+        var groupsLength = socklen_t(maxGroups * MemoryLayout<UInt32>.size)
+        let read = groups.withUnsafeMutableBytes { getsockopt(raw, SOL_SOCKET, peerGroupsOption, $0.baseAddress, &groupsLength) }
+        let count = read == 0 ? Int(groupsLength) / MemoryLayout<UInt32>.size : 0
+        return PeerCredentials(
+            pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, groups: Array(groups.prefix(count)).sorted(),
+            executable: executable(of: credentials.pid), userName: SystemAccounts().userName(credentials.uid))
+    }
+
     /// NIO zero-fills the buffer and does not return the length the kernel
     /// wrote; the kernel keeps a process's groups sorted, so the list ends at
     /// the last non-zero entry. (Group 0 alone, with no other group, reads as

@@ -22,7 +22,7 @@ struct InboundQueuesTests {
     /// Takes every line in the order the queues hand them out.
     static func drain(_ queues: InboundQueues) -> [String] {
         var order: [String] = []
-        while let next = queues.next() { order.append(text(next.line)) }
+        while let next = queues.next() { order.append(text(next.line.line)) }
         return order
     }
 
@@ -82,7 +82,7 @@ struct InboundQueuesTests {
         queues.append(Self.line("a#3"), from: 1, uid: 1)
         queues.append(Self.line("b#1"), from: 2, uid: 1)
         queues.append(Self.line("c#1"), from: 3, uid: 2)
-        #expect(queues.removeAll(from: 1).map(Self.text) == ["a#1", "tooLarge", "a#3"])
+        #expect(queues.removeAll(from: 1).map { Self.text($0.line) } == ["a#1", "tooLarge", "a#3"])
         #expect(queues.removeAll(from: 1).isEmpty)
         #expect(queues.count == 2)
         #expect(Self.drain(queues) == ["b#1", "c#1"])

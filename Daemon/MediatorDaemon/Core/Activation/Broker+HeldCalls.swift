@@ -52,6 +52,8 @@ extension Broker {
 
     /// A held call that ended before it could be forwarded, in the statistics (nil: its caller left).
     func countHeldEnd(_ call: ManagedComponent.HeldCall, code: String?) {
+        // A held call that ends unforwarded closes what it carried.
+        if let descriptors = call.request.descriptors { release(descriptors) }
         statistics.heldCallEnded(statistics.slot(target: call.request.target, action: call.request.action), code: code)
     }
 

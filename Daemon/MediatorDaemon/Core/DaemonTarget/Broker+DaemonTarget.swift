@@ -102,10 +102,14 @@ extension Broker {
                 .unsupportedProtocol, "protocol \(version) is not spoken here; mediatord speaks \(ProtocolConstants.version)",
                 data: ["protocols": [.int(ProtocolConstants.version)]]))
         }
-        // `"fds": true` is read (and a non-boolean refused) but not granted:
-        // no `max_fds` in the answer, so the peer knows to send none.
+        // `"fds": true` is granted with `max_fds` when the host passes
+        // descriptors; otherwise the answer has none and the peer sends none.
+        let grantsDescriptors: Bool
         do throws(MediatorError) {
-            peers[connection]?.askedForDescriptors = try HelloFileDescriptors.accepts(params: params)
+            let asked = try HelloFileDescriptors.accepts(params: params)
+            grantsDescriptors = asked && passesDescriptors
+            peers[connection]?.askedForDescriptors = asked
+            peers[connection]?.passesDescriptors = grantsDescriptors
         } catch {
             return .failure(error)
         }
@@ -121,10 +125,12 @@ extension Broker {
                 logger.info("hello", metadata: ["connection": "\(connection)", "pid": "\(peer.credentials.pid)", "name": "\(text)"])
             }
         }
-        return .success([
+        var answer: [String: JSONValue] = [
             "protocol": .int(ProtocolConstants.version), "server": "mediatord", "version": .string(version),
             "max_frame": .int(Int64(configuration.maxFrameBytes)), "connection": .int(Int64(connection)),
-        ])
+        ]
+        if grantsDescriptors { answer["max_fds"] = .int(Int64(configuration.maxFdsPerMessage)) }
+        return .success(.object(answer))
     }
 
     /// `size` is the params' length as sent: what the registration costs

@@ -43,6 +43,7 @@ extension Broker {
     /// why a call fails would see nothing. A call without an id gets no
     /// answer, but its refusal is still recorded.
     func refuse(_ request: RouteRequest, from connection: ConnectionID, _ error: MediatorError, now: NIODeadline) {
+        if let descriptors = request.descriptors { release(descriptors) }
         let answer = request.idBytes.map { writer.error(callerID: $0, error, delivered: .no) }
         if let answer { send(connection, answer) }
         if !monitors.isEmpty {

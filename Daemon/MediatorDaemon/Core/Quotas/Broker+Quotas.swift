@@ -19,6 +19,7 @@ extension Broker {
         case .queuedBytes: return configuration.maxQueuedBytesPerUID
         case .pendingBytes: return configuration.maxPendingBytesPerUID
         case .registeredBytes: return configuration.maxRegisteredBytesPerUID
+        case .fdsInFlight: return configuration.maxFdsInFlightPerUID
         }
     }
 
@@ -37,7 +38,17 @@ extension Broker {
             return connections.reduce(0) { total, connection in
                 total + (peers[connection]?.registeredBytes.values.reduce(0, +) ?? 0)
             }
+        case .fdsInFlight: return descriptorsHeld?(uid) ?? 0
         }
+    }
+
+    /// The quota on descriptors in flight, for a message from `uid` that
+    /// carries `count` of them. The host has counted them already (they
+    /// arrived), so the message fits when the total with them stays within
+    /// the limit.
+    func descriptorQuotaRefusal(_ credentials: PeerCredentials) -> MediatorError? {
+        guard credentials.uid != 0, descriptorsHeld != nil else { return nil }
+        return quotaExceeded(.fdsInFlight, credentials: credentials, adding: 0)
     }
 
     /// The per-connection limit, then the per-uid quotas, for one more call

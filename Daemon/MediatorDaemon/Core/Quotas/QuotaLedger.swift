@@ -15,6 +15,7 @@ struct QuotaLedger {
         case queuedBytes = "max_queued_bytes_per_uid"
         case pendingBytes = "max_pending_bytes_per_uid"
         case registeredBytes = "max_registered_bytes_per_uid"
+        case fdsInFlight = "max_fds_in_flight_per_uid"
     }
 
     /// A uid that met one quota and was told so in the log.

@@ -20,11 +20,13 @@ extension Broker {
         }
         let body = slice(frame, bodyRange)
         let isError = envelope.errorRange != nil
-        // Descriptors with an answer: no caller of this daemon can take them
-        // (it grants none; see refuseDescriptors), so the caller is told
-        // instead of getting an answer without them.
-        if envelope.fds > 0 {
-            refuseAnswerWithDescriptors(daemonID, from: connection, now: now)
+        // Descriptors with an answer go on with it (they stay in
+        // `arrivingDescriptors` until sent: every other way out of here
+        // releases them); a caller that cannot take them is told instead of
+        // getting an answer without them.
+        let fds = envelope.fds
+        if fds > 0, let refusal = answerDescriptorRefusal(daemonID, fds: fds, from: connection) {
+            refuseAnswerWithDescriptors(daemonID, refusal, from: connection, now: now)
             return
         }
         // A `continues` the caller did not ask for is passed on as the final answer.
@@ -58,19 +60,19 @@ extension Broker {
                 call.deadline = now + .milliseconds(call.timeoutMs)
                 deadline = call.deadline
                 statistics.partial(call.statisticsSlot)
-                let answer = writer.forwardedResponse(callerID: call.callerIDBytes, isError: false, body: body, continues: true)
+                let answer = writer.forwardedResponse(callerID: call.callerIDBytes, isError: false, body: body, continues: true, fds: fds)
                 return (call.caller, answer, call.target, call.startedAt)
             }
             if let deadline { wakeUp(at: deadline) }
         } else {
             answered = finish(daemonID, now: now).map { call in
                 recordAnswer(call, code: isError ? errorCode(of: body) : nil, now: now)
-                return (call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: false),
+                return (call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: false, fds: fds),
                     call.target, call.startedAt)
             }
         }
         guard let answered else { return }
-        send(answered.caller, answered.answer)
+        send(answered.caller, answered.answer, descriptors: fds > 0 ? takeArrivingDescriptors() : nil)
         if !monitors.isEmpty {
             monitorRecord(
                 "response", from: connection, to: answered.caller, target: answered.target, event: nil,
@@ -147,15 +149,33 @@ extension Broker {
         }
     }
 
-    /// A component answered with descriptors: the caller gets
+    /// Why an answer with `fds` descriptors cannot go to its caller, or nil
+    /// when it can: both ends were granted `max_fds`, and the count is
+    /// within it.
+    func answerDescriptorRefusal(_ daemonID: Int64, fds: Int, from connection: ConnectionID) -> String? {
+        guard peers[connection]?.passesDescriptors == true else {
+            return passesDescriptors
+                ? "the component answered with file descriptors without \"fds\": true in its hello"
+                : "the component answered with file descriptors, which this mediatord does not pass"
+        }
+        guard fds <= configuration.maxFdsPerMessage else {
+            return "the component answered with \(fds) file descriptors, over max_fds \(configuration.maxFdsPerMessage)"
+        }
+        let caller = inFlight.withCall(daemonID) { $0.caller }
+        guard let caller, peers[caller]?.passesDescriptors == true else {
+            return "the answer carries file descriptors and the caller did not say \"fds\": true in hello"
+        }
+        return nil
+    }
+
+    /// An answer with descriptors its caller cannot take: the caller gets
     /// `fds_not_supported` in its place (contract section 8), the call ends
     /// (a partial's stream too: the component is told to stop).
-    func refuseAnswerWithDescriptors(_ daemonID: Int64, from connection: ConnectionID, now: NIODeadline) {
+    func refuseAnswerWithDescriptors(_ daemonID: Int64, _ reason: String, from connection: ConnectionID, now: NIODeadline) {
         guard let call = finish(daemonID, now: now) else { return }
         recordAnswer(call, code: ErrorCode.fdsNotSupported.rawValue, now: now)
         let error = MediatorError(
-            .fdsNotSupported, "the component answered with file descriptors, which this mediatord does not pass",
-            data: ["target": .string(call.target), "action": .string(call.action)])
+            .fdsNotSupported, reason, data: ["target": .string(call.target), "action": .string(call.action)])
         let answer = writer.error(callerID: call.callerIDBytes, error, delivered: .yes)
         send(call.caller, answer)
         if call.more { sendCancelEvent(call) }

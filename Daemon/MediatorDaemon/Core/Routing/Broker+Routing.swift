@@ -14,13 +14,29 @@ extension Broker {
             send(connection, writer.error(callerID: nil, MediatorError(.badRequest, "id \(id) is already in flight on this connection"), delivered: .no))
             return
         }
+        var descriptors: PassedDescriptors?
         if envelope.fds > 0 {
-            refuseDescriptors(envelope, idBytes: idBytes, from: connection, now: now)
-            return
+            if let refusal = descriptorRefusal(envelope, from: connection) {
+                refuse(
+                    RouteRequest(
+                        target: envelope.target, action: envelope.action, params: nil, id: envelope.id, idBytes: idBytes,
+                        timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false),
+                    from: connection, refusal, now: now)
+                return
+            }
+            descriptors = takeArrivingDescriptors()
         }
         let params = envelope.paramsRange.map { slice(frame, $0) }
         let trace = envelope.traceparentRange == nil ? nil : forwardedTrace(envelope, frame)
         if envelope.target == ProtocolConstants.daemonTarget {
+            if let descriptors {
+                release(descriptors)
+                if let idBytes {
+                    send(connection, writer.error(callerID: idBytes, MediatorError(
+                        .fdsNotSupported, "the daemon's own actions take no file descriptors"), delivered: .no))
+                }
+                return
+            }
             handleDaemonAction(envelope, params: params, idBytes: idBytes, from: connection, now: now, trace: trace)
             return
         }
@@ -36,24 +52,25 @@ extension Broker {
         route(
             RouteRequest(
                 target: envelope.target, action: envelope.action, params: params, id: envelope.id, idBytes: idBytes,
-                timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false, trace: trace, remote: remote),
+                timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false, trace: trace, remote: remote,
+                descriptors: descriptors),
             from: connection, now: now)
     }
 
-    /// A request that declares descriptors (contract section 8). This
-    /// daemon reads its sockets with SwiftNIO, which cannot take
-    /// descriptors (the kernel discarded them), and answers no `max_fds`
-    /// in `hello`: a peer that said `"fds": true` is told `fds_not_supported`,
-    /// any other `bad_request`. Refused out loud, never forwarded without them.
-    func refuseDescriptors(_ envelope: Envelope, idBytes: ByteBuffer?, from connection: ConnectionID, now: NIODeadline) {
-        let error = peers[connection]?.askedForDescriptors == true
-            ? MediatorError(.fdsNotSupported, "this mediatord does not pass file descriptors (its hello answered no max_fds)")
-            : MediatorError(.badRequest, "a request with \"fds\" needs \"fds\": true in hello and a max_fds in its answer")
-        refuse(
-            RouteRequest(
-                target: envelope.target, action: envelope.action, params: nil, id: envelope.id, idBytes: idBytes,
-                timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false, trace: nil, remote: nil),
-            from: connection, error, now: now)
+    /// Why a request that declares descriptors (contract section 8) is not
+    /// routed, or nil when it may be: its sender must have been granted
+    /// `max_fds` in `hello` and stay within it and its uid's quota.
+    func descriptorRefusal(_ envelope: Envelope, from connection: ConnectionID) -> MediatorError? {
+        guard let peer = peers[connection], peer.passesDescriptors else {
+            if passesDescriptors || peers[connection]?.askedForDescriptors != true {
+                return MediatorError(.badRequest, "a message with \"fds\" needs \"fds\": true in hello first")
+            }
+            return MediatorError(.fdsNotSupported, "this mediatord does not pass file descriptors (its hello answered no max_fds)")
+        }
+        if envelope.fds > configuration.maxFdsPerMessage {
+            return MediatorError(.badRequest, "\"fds\" is \(envelope.fds), over max_fds \(configuration.maxFdsPerMessage)")
+        }
+        return descriptorQuotaRefusal(peer.credentials)
     }
 
     struct RouteRequest {
@@ -69,6 +86,8 @@ extension Broker {
         var trace: ForwardedTrace? = nil
         /// Who called on another host (from this daemon's own NATS bridge only).
         var remote: RemoteCaller? = nil
+        /// The descriptors it carries (`fds`), passed on with it or released.
+        var descriptors: PassedDescriptors? = nil
     }
 
     /// What routing decided while looking at the target.
@@ -128,6 +147,10 @@ extension Broker {
             }
             guard let index = target.pickInstance() else { return .refused(notFound()) }
             let callee = target.instances[index].connection
+            if request.descriptors != nil, peers[callee]?.passesDescriptors != true {
+                return .refused(MediatorError(
+                    .fdsNotSupported, "the component serving \"\(request.target)\" did not say \"fds\": true in hello"))
+            }
             if let refusal = queueQuotaRefusal(toward: callee, target: request.target) { return .refused(refusal) }
             if request.id != nil, request.idBytes != nil { target.instances[index].inFlight += 1 }
             // The one lookup statistics cost a call; the pending call keeps the slot.
@@ -179,8 +202,8 @@ extension Broker {
         }
         let forwarded = writer.forwardedRequest(
             daemonID: daemonID, target: request.target, action: action, params: params, timeoutMs: timeoutMs,
-            more: request.more, caller: callerMember, trace: request.trace)
-        send(instance.connection, forwarded)
+            more: request.more, caller: callerMember, trace: request.trace, fds: request.descriptors?.count ?? 0)
+        send(instance.connection, forwarded, descriptors: request.descriptors)
         if !monitors.isEmpty {
             monitorRecord(
                 "request", from: connection, to: instance.connection, target: request.target, event: nil, elapsed: nil,
