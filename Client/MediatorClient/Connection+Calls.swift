@@ -47,11 +47,16 @@ extension Connection {
                 writeParams(&output)
                 written = start..<output.count
             }
-            guard !written.isEmpty, frame[written.lowerBound] == UInt8(ascii: "{") else {
-                let kind = (try? JSONParser.parse(frame[written]))?.typeName ?? "something else"
-                throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(kind)")
-            }
+            try Self.checkObjectParams(frame[written])
             return frame
+        }
+    }
+
+    /// Refuses params whose JSON text is not an object's with `invalid_params`.
+    static func checkObjectParams(_ text: ArraySlice<UInt8>) throws(MediatorError) {
+        guard text.first == UInt8(ascii: "{") else {
+            let kind = (try? JSONParser.parse(text))?.typeName ?? "something else"
+            throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(kind)")
         }
     }
 
@@ -109,14 +114,14 @@ extension Connection {
 
     /// ``stream(_:_:params:timeoutMs:keepAlive:trace:ended:)`` whose items
     /// say which response is the final one (the NATS bridge passes each on
-    /// at once, marked).
+    /// at once, marked; the interceptors' path keeps the final one back).
     func markedStream(
         _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
-        remoteCaller: JSONValue? = nil
+        trace: TraceMembers? = nil, remoteCaller: JSONValue? = nil
     ) -> AsyncThrowingStream<StreamItem, any Error> {
         stream(
             of: StreamItem.self, waiter: { .markedStream(StreamSink($0)) }, target, action, params: params, timeoutMs: timeoutMs,
-            keepAlive: keepAlive, trace: nil, remoteCaller: remoteCaller, ended: nil)
+            keepAlive: keepAlive, trace: trace, remoteCaller: remoteCaller, ended: nil)
     }
 
     private func stream<Item: Sendable>(
