@@ -79,7 +79,7 @@ public struct Component: Sendable {
     /// (docs/tracing.md).
     public var tracer: (any Tracer)?
     /// Run around each call, before its handler, in this order, the first
-    /// outermost (<doc:Interceptors>); the tracing (``tracer``) is one
+    /// outermost (<doc:InterceptingCalls>); the tracing (``tracer``) is one
     /// more, outermost, unless they include a ``TracingServerInterceptor``.
     /// None by default.
     public var interceptors: [any ServerInterceptor] {

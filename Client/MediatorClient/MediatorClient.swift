@@ -73,7 +73,7 @@ public final class MediatorClient: Sendable {
     ///   - logger: where the connection logs (connecting, protocol errors,
     ///     a lost daemon); nil for the library's `mediator.client` logger.
     ///   - interceptors: run around each call, in this order, the first
-    ///     outermost (<doc:Interceptors>); the tracing is one more,
+    ///     outermost (<doc:InterceptingCalls>); the tracing is one more,
     ///     innermost, unless they include a ``TracingClientInterceptor``.
     /// - Throws: `unreachable` when the socket cannot be reached or the
     ///   daemon hangs up during `hello`; the daemon's error when it refuses
