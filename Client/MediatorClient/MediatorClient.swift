@@ -47,12 +47,16 @@ public final class MediatorClient: Sendable {
     let tracing: CallTracing
     /// The interceptors given to `connect`, and the tracing as the innermost one.
     let chain: ClientInterceptorChain
+    /// Whether `connect` was given interceptors: a flag read at each call
+    /// rather than the array (no retain of its buffer on the direct path).
+    let hasInterceptors: Bool
 
     init(connection: Connection, connectionID: Int?, tracer: (any Tracer)? = nil, interceptors: [any ClientInterceptor] = []) {
         self.connection = connection
         self.connectionID = connectionID
         self.tracing = CallTracing(explicitTracer: tracer)
         self.chain = ClientInterceptorChain(interceptors, tracer: tracer)
+        self.hasInterceptors = !interceptors.isEmpty
     }
 
     deinit {
@@ -140,7 +144,7 @@ public final class MediatorClient: Sendable {
         target: String, action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
     ) async throws(MediatorError) -> JSONValue {
         let mode = tracing.mode
-        guard case .off = mode, chain.interceptors.isEmpty else {
+        guard case .off = mode, !hasInterceptors else {
             let request = ClientRequest(kind: .call, target: target, action: action, params: .value(params), timeout: timeout)
             return try await intercepted(request, mode: mode).result
         }
@@ -153,7 +157,7 @@ public final class MediatorClient: Sendable {
         _ target: String, _ action: String, encodedParams: [UInt8], timeout: Duration?
     ) async throws(MediatorError) -> [UInt8] {
         let mode = tracing.mode
-        guard case .off = mode, chain.interceptors.isEmpty else {
+        guard case .off = mode, !hasInterceptors else {
             let request = ClientRequest(kind: .call, target: target, action: action, params: .encoded(encodedParams), timeout: timeout)
             return try await intercepted(request, mode: mode).resultText
         }
@@ -168,7 +172,7 @@ public final class MediatorClient: Sendable {
         _ target: String, _ action: String, writingParams writeParams: (inout [UInt8]) -> Void, timeout: Duration?
     ) async throws(MediatorError) -> JSONValue {
         let mode = tracing.mode
-        guard case .off = mode, chain.interceptors.isEmpty else {
+        guard case .off = mode, !hasInterceptors else {
             // The interceptors may keep the request: the params are written out now.
             var text: [UInt8] = []
             writeParams(&text)
@@ -211,7 +215,7 @@ public final class MediatorClient: Sendable {
     ///   daemon's frame limit; `disconnected` when the connection is closed.
     public func send(target: String, action: String, params: JSONValue = .object([:])) async throws(MediatorError) {
         let mode = tracing.mode
-        guard case .off = mode, chain.interceptors.isEmpty else {
+        guard case .off = mode, !hasInterceptors else {
             // With a tracer, the span covers only the queueing: no answer ever comes.
             _ = try await intercepted(ClientRequest(kind: .oneway, target: target, action: action, params: .value(params), timeout: nil), mode: mode)
             return
@@ -237,7 +241,7 @@ public final class MediatorClient: Sendable {
         target: String, action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
     ) -> MediatorStream<JSONValue> {
         let mode = tracing.mode
-        guard case .off = mode, chain.interceptors.isEmpty else {
+        guard case .off = mode, !hasInterceptors else {
             let request = ClientRequest(kind: .stream, target: target, action: action, params: .value(params), timeout: timeout)
             return interceptedStream(request, mode: mode)
         }
