@@ -101,18 +101,17 @@ extension Connection {
     }
 
     /// A `more` call: each `continues` result, then the final result; an
-    /// error response ends the stream by throwing it.
-    /// `ended` runs once when the stream terminates, however it does.
+    /// error response ends the stream by throwing it. (Without trace
+    /// members: a traced or intercepted stream goes through ``markedStream(_:_:params:timeoutMs:keepAlive:trace:remoteCaller:)``.)
     func stream(
-        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
-        trace: TraceMembers? = nil, ended: (@Sendable (AsyncThrowingStream<JSONValue, any Error>.Continuation.Termination) -> Void)? = nil
+        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?
     ) -> AsyncThrowingStream<JSONValue, any Error> {
         stream(
             of: JSONValue.self, waiter: { .stream(StreamSink($0)) }, target, action, params: params, timeoutMs: timeoutMs,
-            keepAlive: keepAlive, trace: trace, remoteCaller: nil, ended: ended)
+            keepAlive: keepAlive, trace: nil, remoteCaller: nil)
     }
 
-    /// ``stream(_:_:params:timeoutMs:keepAlive:trace:ended:)`` whose items
+    /// ``stream(_:_:params:timeoutMs:keepAlive:)`` whose items
     /// say which response is the final one (the NATS bridge passes each on
     /// at once, marked; the interceptors' path keeps the final one back).
     func markedStream(
@@ -121,14 +120,13 @@ extension Connection {
     ) -> AsyncThrowingStream<StreamItem, any Error> {
         stream(
             of: StreamItem.self, waiter: { .markedStream(StreamSink($0)) }, target, action, params: params, timeoutMs: timeoutMs,
-            keepAlive: keepAlive, trace: trace, remoteCaller: remoteCaller, ended: nil)
+            keepAlive: keepAlive, trace: trace, remoteCaller: remoteCaller)
     }
 
     private func stream<Item: Sendable>(
         of: Item.Type, waiter: (AsyncThrowingStream<Item, any Error>.Continuation) -> Waiter,
         _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
-        trace: TraceMembers?, remoteCaller: JSONValue?,
-        ended: (@Sendable (AsyncThrowingStream<Item, any Error>.Continuation.Termination) -> Void)?
+        trace: TraceMembers?, remoteCaller: JSONValue?
     ) -> AsyncThrowingStream<Item, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Item.self)
         let id = pending.newID()
@@ -143,7 +141,6 @@ extension Connection {
             refusal = error
         }
         if let refusal {
-            ended?(.finished(refusal))
             continuation.finish(throwing: refusal)
             return stream
         }
@@ -151,7 +148,6 @@ extension Connection {
             withExtendedLifetime(keepAlive) {
                 if case .cancelled = termination { cancelCall(id) }
             }
-            ended?(termination)
         }
         enqueue(frame)
         return stream
