@@ -32,8 +32,20 @@ public struct CallContext: Sendable {
     /// ``send(partial:)`` sends anything.
     public let acceptsPartials: Bool
 
+    /// The W3C trace context the request carries, by name: `traceparent`
+    /// and `tracestate` when it has them (the only metadata the protocol
+    /// carries; ``ClientRequest/metadata`` sets them). Made when read.
+    public var metadata: [String: String] {
+        var metadata: [String: String] = [:]
+        metadata["traceparent"] = trace.traceparent
+        metadata["tracestate"] = trace.tracestate
+        return metadata
+    }
+
     /// Nil for a handler that cannot suspend (it cannot send partials).
     let responder: Responder?
+    /// The request's trace members, as the daemon forwarded them.
+    let trace: TraceMembers
 
     private enum CallerSource: Sendable {
         case value(Caller?)
@@ -51,6 +63,7 @@ public struct CallContext: Sendable {
         self.timeout = request.timeoutMs.map { .milliseconds($0) }
         self.acceptsPartials = request.more
         self.responder = responder
+        self.trace = request.trace
     }
 
     /// Sends a non-final result (`"continues": true`). Only when the request

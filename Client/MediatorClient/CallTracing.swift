@@ -17,19 +17,6 @@ struct TraceMembers: Sendable, Equatable {
     }
 }
 
-/// Writes the W3C keys an instrument injects into a request's members;
-/// other keys have no place on the wire and are dropped.
-struct TraceMembersInjector: Injector {
-    func inject(_ value: String, forKey key: String, into carrier: inout TraceMembers) {
-        // Header names are case-insensitive in W3C Trace Context.
-        switch key.lowercased() {
-        case "traceparent": carrier.traceparent = value
-        case "tracestate": carrier.tracestate = value
-        default: break
-        }
-    }
-}
-
 /// Reads the W3C keys from an incoming request's members.
 struct TraceMembersExtractor: Extractor {
     func extract(key: String, from carrier: TraceMembers) -> String? {
@@ -42,9 +29,11 @@ struct TraceMembersExtractor: Extractor {
 }
 
 /// Which tracing a client or component does, decided per call so that a
-/// bootstrap after connecting still counts.
+/// bootstrap after connecting still counts. ``TracingClientInterceptor``
+/// and ``TracingServerInterceptor`` act on it; the client and the
+/// component read it first to take their untraced path.
 struct CallTracing: Sendable {
-    enum Mode {
+    enum Mode: Sendable {
         /// Nothing bootstrapped and no tracer given: no spans, no members.
         case off
         /// An instrument that propagates but does not trace: the current
@@ -68,43 +57,6 @@ struct CallTracing: Sendable {
         let tracer = InstrumentationSystem.tracer
         if type(of: tracer) == NoOpTracer.self { return .instrument(instrument) }
         return .tracer(tracer)
-    }
-
-    /// The members carrying the current context, for the instrument-only case.
-    static func injected(_ instrument: any Instrument) -> TraceMembers? {
-        guard let context = ServiceContext.current else { return nil }
-        var members = TraceMembers()
-        instrument.inject(context, into: &members, using: TraceMembersInjector())
-        return members.checked
-    }
-
-    /// Runs `body` (which sends one request) inside a `.client` span named
-    /// `target/action`, with the span's context injected into the request.
-    static func traced<T: Tracer, R>(
-        _ tracer: T, _ target: String, _ action: String,
-        _ body: (TraceMembers?) async throws(MediatorError) -> R
-    ) async throws(MediatorError) -> R {
-        let span = clientSpan(tracer, target, action)
-        defer { span.end() }
-        do {
-            return try await body(injected(tracer, span.context))
-        } catch {
-            record(error, in: span)
-            throw error
-        }
-    }
-
-    /// A `.client` span, started now; the caller ends it.
-    static func clientSpan<T: Tracer>(_ tracer: T, _ target: String, _ action: String) -> T.Span {
-        let span = tracer.startSpan("\(target)/\(action)", ofKind: .client)
-        setRPCAttributes(span, target, action)
-        return span
-    }
-
-    static func injected<T: Tracer>(_ tracer: T, _ context: ServiceContext) -> TraceMembers? {
-        var members = TraceMembers()
-        tracer.inject(context, into: &members, using: TraceMembersInjector())
-        return members.checked
     }
 
     /// OpenTelemetry's RPC conventions: the system, service and method.

@@ -78,6 +78,15 @@ public struct Component: Sendable {
     /// handler's own calls; nil uses `InstrumentationSystem`'s
     /// (docs/tracing.md).
     public var tracer: (any Tracer)?
+    /// Run around each call, before its handler, in this order, the first
+    /// outermost (<doc:InterceptingCalls>); the tracing (``tracer``) is one
+    /// more, outermost, unless they include a ``TracingServerInterceptor``.
+    /// None by default.
+    public var interceptors: [any ServerInterceptor] {
+        didSet { placesTracing = Self.placesTracing(interceptors) }
+    }
+    /// Whether ``interceptors`` has its own tracing: then the component adds none.
+    private(set) var placesTracing: Bool
     /// Where handlers run.
     public var handlerExecutor: HandlerExecutor
     /// Where the component logs (with `target` added): reconnections, and a
@@ -118,15 +127,22 @@ public struct Component: Sendable {
     ///   - mode: ``Mode/exclusive`` unless several processes serve the target.
     ///   - tracer: see ``tracer``; nil uses `InstrumentationSystem`'s.
     ///   - handlerExecutor: where the handlers run; see ``HandlerExecutor``.
+    ///   - interceptors: see ``interceptors``.
     public init(
         target: String, description: String? = nil, mode: Mode = .exclusive, tracer: (any Tracer)? = nil,
-        handlerExecutor: HandlerExecutor = .connection
+        handlerExecutor: HandlerExecutor = .connection, interceptors: [any ServerInterceptor] = []
     ) {
         self.target = target
         self.description = description
         self.mode = mode
         self.tracer = tracer
         self.handlerExecutor = handlerExecutor
+        self.interceptors = interceptors
+        self.placesTracing = Self.placesTracing(interceptors)
+    }
+
+    private static func placesTracing(_ interceptors: [any ServerInterceptor]) -> Bool {
+        interceptors.contains { $0 is TracingServerInterceptor }
     }
 
     /// The ActionSpecs sent in `register`.

@@ -127,11 +127,11 @@ final class ComponentServer: Sendable {
     /// Runs a handler that cannot suspend right here, on the connection's
     /// thread, and answers: no task, no entry in `calls` (nothing can cancel
     /// it: the daemon's `mediator.cancel` is read after it returns). Only
-    /// with ``Component/HandlerExecutor/connection`` and with tracing off:
-    /// a span, or the caller's `ServiceContext` that an instrument
-    /// propagates, needs the task path. False when the call is not one of those.
+    /// with ``Component/HandlerExecutor/connection``, no interceptors and
+    /// tracing off: an interceptor may suspend, and a span, or the caller's
+    /// `ServiceContext` that an instrument propagates, needs the task path. False when the call is not one of those.
     private func answerImmediately(_ request: IncomingRequest, _ component: Component, _ connection: Connection) -> Bool {
-        guard case .connection = component.handlerExecutor,
+        guard case .connection = component.handlerExecutor, component.interceptors.isEmpty,
             let handler = component.immediateHandler(for: request.action),
             let client = state.withLockedValue({ $0.stopped ? nil : $0.client }),
             tracingIsOff(client, connection)
@@ -158,19 +158,12 @@ final class ComponentServer: Sendable {
 
     private func execute(_ request: IncomingRequest, _ component: Component, client: MediatorClient, responder: Responder) async {
         let context = CallContext(request: request, client: client, responder: responder)
+        let mode = client.tracing.mode
         let outcome: Result<Component.Answer, MediatorError>
-        switch client.tracing.mode {
-        case .off:
+        if case .off = mode, component.interceptors.isEmpty {
             outcome = await run(component, context)
-        case .instrument(let instrument):
-            // No spans, but the caller's context reaches the handler's own calls.
-            var traceContext = ServiceContext.current ?? .topLevel
-            if request.trace.traceparent != nil {
-                instrument.extract(request.trace, into: &traceContext, using: TraceMembersExtractor())
-            }
-            outcome = await ServiceContext.$current.withValue(traceContext) { await run(component, context) }
-        case .tracer(let tracer):
-            outcome = await traced(tracer, request, component, context)
+        } else {
+            outcome = await intercepted(component, context, mode: mode)
         }
         if responder.isSuppressed {
             logger.debug("call cancelled; no response sent", metadata: ["id": "\(request.id?.description ?? "-")"])
@@ -182,6 +175,26 @@ final class ComponentServer: Sendable {
     private func run(_ component: Component, _ context: CallContext) async -> Result<Component.Answer, MediatorError> {
         do {
             return .success(try await component.handle(context))
+        } catch {
+            return .failure(mediatorError(error, context))
+        }
+    }
+
+    /// ``run(_:_:)`` inside the component's tracing (outermost, unless its
+    /// interceptors place it) and interceptors.
+    private func intercepted(
+        _ component: Component, _ context: CallContext, mode: CallTracing.Mode
+    ) async -> Result<Component.Answer, MediatorError> {
+        let interceptors = component.interceptors
+        let chain: @Sendable (CallContext) async throws -> ServerResponse = { context in
+            try await ServerInterceptorChain.run(interceptors, context) { context in
+                ServerResponse(try await component.handle(context))
+            }
+        }
+        do {
+            let response = component.placesTracing
+                ? try await chain(context) : try await TracingServerInterceptor.intercept(context, mode: mode, next: chain)
+            return .success(response.answer)
         } catch {
             return .failure(mediatorError(error, context))
         }
@@ -201,34 +214,27 @@ final class ComponentServer: Sendable {
     /// other error is also logged: the caller gets its type and description,
     /// the component's log says which call it ended.
     private func mediatorError(_ error: any Error, _ context: CallContext) -> MediatorError {
-        switch error {
-        case let error as MediatorError: return error
-        case let error as any MediatorErrorConvertible: return error.mediatorError
-        case is CancellationError: return MediatorError(.cancelled, "the handler was cancelled")
-        default:
-            let type = String(describing: Swift.type(of: error))
-            let description = String(describing: error)
+        let (answered, isOwn) = Self.mediatorError(error)
+        if isOwn {
             logger.error(
                 "handler failed",
-                metadata: ["action": "\(context.action)", "type": "\(type)", "error": "\(description)"])
-            return MediatorError(.failed, "\(type): \(description)", data: ["type": .string(type)])
+                metadata: [
+                    "action": "\(context.action)", "type": "\(String(describing: Swift.type(of: error)))", "error": "\(error)",
+                ])
         }
+        return answered
     }
 
-    /// ``run(_:)`` in a `.server` span named `target/action`, the child of
-    /// the context the request carries (a root span when it carries none).
-    private func traced<T: Tracer>(
-        _ tracer: T, _ request: IncomingRequest, _ component: Component, _ context: CallContext
-    ) async -> Result<Component.Answer, MediatorError> {
-        var parent = ServiceContext.current ?? .topLevel
-        if request.trace.traceparent != nil {
-            tracer.extract(request.trace, into: &parent, using: TraceMembersExtractor())
-        }
-        return await tracer.withSpan("\(request.target)/\(request.action)", context: parent, ofKind: .server) { span in
-            CallTracing.setRPCAttributes(span, request.target, request.action)
-            let outcome = await run(component, context)
-            if case .failure(let error) = outcome { CallTracing.record(error, in: span) }
-            return outcome
+    /// What a handler's (or a server interceptor's) error is answered with;
+    /// `isOwn` when it is none of the library's kinds, but the handler's own.
+    static func mediatorError(_ error: any Error) -> (error: MediatorError, isOwn: Bool) {
+        switch error {
+        case let error as MediatorError: return (error, false)
+        case let error as any MediatorErrorConvertible: return (error.mediatorError, false)
+        case is CancellationError: return (MediatorError(.cancelled, "the handler was cancelled"), false)
+        default:
+            let type = String(describing: Swift.type(of: error))
+            return (MediatorError(.failed, "\(type): \(error)", data: ["type": .string(type)]), true)
         }
     }
 

@@ -47,11 +47,16 @@ extension Connection {
                 writeParams(&output)
                 written = start..<output.count
             }
-            guard !written.isEmpty, frame[written.lowerBound] == UInt8(ascii: "{") else {
-                let kind = (try? JSONParser.parse(frame[written]))?.typeName ?? "something else"
-                throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(kind)")
-            }
+            try Self.checkObjectParams(frame[written])
             return frame
+        }
+    }
+
+    /// Refuses params whose JSON text is not an object's with `invalid_params`.
+    static func checkObjectParams(_ text: ArraySlice<UInt8>) throws(MediatorError) {
+        guard text.first == UInt8(ascii: "{") else {
+            let kind = (try? JSONParser.parse(text))?.typeName ?? "something else"
+            throw MediatorError(.invalidParams, "params must encode to a JSON object, not \(kind)")
         }
     }
 
@@ -96,34 +101,32 @@ extension Connection {
     }
 
     /// A `more` call: each `continues` result, then the final result; an
-    /// error response ends the stream by throwing it.
-    /// `ended` runs once when the stream terminates, however it does.
+    /// error response ends the stream by throwing it. (Without trace
+    /// members: a traced or intercepted stream goes through ``markedStream(_:_:params:timeoutMs:keepAlive:trace:remoteCaller:)``.)
     func stream(
-        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
-        trace: TraceMembers? = nil, ended: (@Sendable (AsyncThrowingStream<JSONValue, any Error>.Continuation.Termination) -> Void)? = nil
+        _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?
     ) -> AsyncThrowingStream<JSONValue, any Error> {
         stream(
             of: JSONValue.self, waiter: { .stream(StreamSink($0)) }, target, action, params: params, timeoutMs: timeoutMs,
-            keepAlive: keepAlive, trace: trace, remoteCaller: nil, ended: ended)
+            keepAlive: keepAlive, trace: nil, remoteCaller: nil)
     }
 
-    /// ``stream(_:_:params:timeoutMs:keepAlive:trace:ended:)`` whose items
+    /// ``stream(_:_:params:timeoutMs:keepAlive:)`` whose items
     /// say which response is the final one (the NATS bridge passes each on
-    /// at once, marked).
+    /// at once, marked; the interceptors' path keeps the final one back).
     func markedStream(
         _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
-        remoteCaller: JSONValue? = nil
+        trace: TraceMembers? = nil, remoteCaller: JSONValue? = nil
     ) -> AsyncThrowingStream<StreamItem, any Error> {
         stream(
             of: StreamItem.self, waiter: { .markedStream(StreamSink($0)) }, target, action, params: params, timeoutMs: timeoutMs,
-            keepAlive: keepAlive, trace: nil, remoteCaller: remoteCaller, ended: nil)
+            keepAlive: keepAlive, trace: trace, remoteCaller: remoteCaller)
     }
 
     private func stream<Item: Sendable>(
         of: Item.Type, waiter: (AsyncThrowingStream<Item, any Error>.Continuation) -> Waiter,
         _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
-        trace: TraceMembers?, remoteCaller: JSONValue?,
-        ended: (@Sendable (AsyncThrowingStream<Item, any Error>.Continuation.Termination) -> Void)?
+        trace: TraceMembers?, remoteCaller: JSONValue?
     ) -> AsyncThrowingStream<Item, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Item.self)
         let id = pending.newID()
@@ -138,7 +141,6 @@ extension Connection {
             refusal = error
         }
         if let refusal {
-            ended?(.finished(refusal))
             continuation.finish(throwing: refusal)
             return stream
         }
@@ -146,7 +148,6 @@ extension Connection {
             withExtendedLifetime(keepAlive) {
                 if case .cancelled = termination { cancelCall(id) }
             }
-            ended?(termination)
         }
         enqueue(frame)
         return stream

@@ -42,13 +42,21 @@ public final class MediatorClient: Sendable {
     @available(macOS 15.0, *)
     public var executor: any TaskExecutor { connection.executor }
 
-    /// Which tracer makes the calls' spans (docs/tracing.md).
+    /// Which tracer makes the calls' spans (docs/tracing.md): read first
+    /// at each call, for the path without interceptors or tracing.
     let tracing: CallTracing
+    /// The interceptors given to `connect`, and the tracing as the innermost one.
+    let chain: ClientInterceptorChain
+    /// Whether `connect` was given interceptors: a flag read at each call
+    /// rather than the array (no retain of its buffer on the direct path).
+    let hasInterceptors: Bool
 
-    init(connection: Connection, connectionID: Int?, tracer: (any Tracer)? = nil) {
+    init(connection: Connection, connectionID: Int?, tracer: (any Tracer)? = nil, interceptors: [any ClientInterceptor] = []) {
         self.connection = connection
         self.connectionID = connectionID
         self.tracing = CallTracing(explicitTracer: tracer)
+        self.chain = ClientInterceptorChain(interceptors, tracer: tracer)
+        self.hasInterceptors = !interceptors.isEmpty
     }
 
     deinit {
@@ -68,16 +76,20 @@ public final class MediatorClient: Sendable {
     ///     when nothing is bootstrapped no spans are made (docs/tracing.md).
     ///   - logger: where the connection logs (connecting, protocol errors,
     ///     a lost daemon); nil for the library's `mediator.client` logger.
+    ///   - interceptors: run around each call, in this order, the first
+    ///     outermost (<doc:InterceptingCalls>); the tracing is one more,
+    ///     innermost, unless they include a ``TracingClientInterceptor``.
     /// - Throws: `unreachable` when the socket cannot be reached or the
     ///   daemon hangs up during `hello`; the daemon's error when it refuses
     ///   `hello` (`unsupported_protocol`).
     public static func connect(
         socketPath: String? = nil, name: String? = nil,
-        maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes, tracer: (any Tracer)? = nil, logger: Logger? = nil
+        maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes, tracer: (any Tracer)? = nil, logger: Logger? = nil,
+        interceptors: [any ClientInterceptor] = []
     ) async throws(MediatorError) -> MediatorClient {
         try await connect(
             socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, hooks: nil, tracer: tracer,
-            logger: logger ?? Self.logger)
+            logger: logger ?? Self.logger, interceptors: interceptors)
     }
 
     static let logger = Logger(label: "mediator.client")
@@ -88,7 +100,7 @@ public final class MediatorClient: Sendable {
 
     static func connect(
         socketPath: String?, name: String?, maxFrameBytes: Int, hooks: InboundHooks?, tracer: (any Tracer)?,
-        logger: Logger = MediatorClient.logger
+        logger: Logger = MediatorClient.logger, interceptors: [any ClientInterceptor] = []
     ) async throws(MediatorError) -> MediatorClient {
         let path = resolvedSocketPath(socketPath)
         let connection = try await Connection.connect(
@@ -109,7 +121,7 @@ public final class MediatorClient: Sendable {
         connection.setPeerMaxFrameBytes(result["max_frame"]?.intValue)
         let connectionID = result["connection"]?.intValue.flatMap { Int(exactly: $0) }
         logger.debug("connected", metadata: ["socket": "\(path)", "connection": "\(connectionID.map(String.init) ?? "?")"])
-        return MediatorClient(connection: connection, connectionID: connectionID, tracer: tracer)
+        return MediatorClient(connection: connection, connectionID: connectionID, tracer: tracer, interceptors: interceptors)
     }
 
     // MARK: - Calls
@@ -131,10 +143,12 @@ public final class MediatorClient: Sendable {
     public func call(
         target: String, action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
     ) async throws(MediatorError) -> JSONValue {
-        let timeoutMs = timeout.map(Connection.milliseconds)
-        return try await withTraceMembers(target, action) { (trace) async throws(MediatorError) in
-            try await connection.call(target, action, params: params, timeoutMs: timeoutMs, trace: trace)
+        let mode = tracing.mode
+        guard case .off = mode, !hasInterceptors else {
+            let request = ClientRequest(kind: .call, target: target, action: action, params: .value(params), timeout: timeout)
+            return try await intercepted(request, mode: mode).result
         }
+        return try await connection.call(target, action, params: params, timeoutMs: timeout.map(Connection.milliseconds))
     }
 
     /// ``call(target:action:params:timeout:)`` with params as one JSON object's text,
@@ -142,10 +156,13 @@ public final class MediatorClient: Sendable {
     func callEncoded(
         _ target: String, _ action: String, encodedParams: [UInt8], timeout: Duration?
     ) async throws(MediatorError) -> [UInt8] {
-        let timeoutMs = timeout.map(Connection.milliseconds)
-        return try await withTraceMembers(target, action) { (trace) async throws(MediatorError) in
-            try await connection.call(target, action, encodedParams: encodedParams, timeoutMs: timeoutMs, trace: trace)
+        let mode = tracing.mode
+        guard case .off = mode, !hasInterceptors else {
+            let request = ClientRequest(kind: .call, target: target, action: action, params: .encoded(encodedParams), timeout: timeout)
+            return try await intercepted(request, mode: mode).resultText
         }
+        return try await connection.call(
+            target, action, encodedParams: encodedParams, timeoutMs: timeout.map(Connection.milliseconds))
     }
 
     /// ``call(target:action:params:timeout:)`` with params that `writeParams` appends
@@ -154,24 +171,17 @@ public final class MediatorClient: Sendable {
     func call(
         _ target: String, _ action: String, writingParams writeParams: (inout [UInt8]) -> Void, timeout: Duration?
     ) async throws(MediatorError) -> JSONValue {
-        let timeoutMs = timeout.map(Connection.milliseconds)
-        return try await withTraceMembers(target, action) { (trace) async throws(MediatorError) in
-            try await connection.call(target, action, writingParams: writeParams, timeoutMs: timeoutMs, trace: trace)
+        let mode = tracing.mode
+        guard case .off = mode, !hasInterceptors else {
+            // The interceptors may keep the request: the params are written out now.
+            var text: [UInt8] = []
+            writeParams(&text)
+            try Connection.checkObjectParams(text[...])
+            let request = ClientRequest(kind: .call, target: target, action: action, params: .encoded(text), timeout: timeout)
+            return try await intercepted(request, mode: mode).result
         }
-    }
-
-    /// Runs `body`, which sends one request, with the trace members the
-    /// tracing in use gives it: none with nothing bootstrapped (the path
-    /// taken first), the current context's with an instrument, and a span's
-    /// around the call with a tracer.
-    private func withTraceMembers<R>(
-        _ target: String, _ action: String, _ body: (TraceMembers?) async throws(MediatorError) -> R
-    ) async throws(MediatorError) -> R {
-        switch tracing.mode {
-        case .off: return try await body(nil)
-        case .instrument(let instrument): return try await body(CallTracing.injected(instrument))
-        case .tracer(let tracer): return try await CallTracing.traced(tracer, target, action, body)
-        }
+        return try await connection.call(
+            target, action, writingParams: writeParams, timeoutMs: timeout.map(Connection.milliseconds))
     }
 
     /// ``stream(target:action:params:timeout:)`` with each response marked final or
@@ -204,17 +214,13 @@ public final class MediatorClient: Sendable {
     /// - Throws: `frame_too_large` (nothing sent) when the request is over the
     ///   daemon's frame limit; `disconnected` when the connection is closed.
     public func send(target: String, action: String, params: JSONValue = .object([:])) async throws(MediatorError) {
-        switch tracing.mode {
-        case .off:
-            try connection.sendOneway(target, action, params: params)
-        case .instrument(let instrument):
-            try connection.sendOneway(target, action, params: params, trace: CallTracing.injected(instrument))
-        case .tracer(let tracer):
-            // The span covers only the queueing: no answer ever comes.
-            try await CallTracing.traced(tracer, target, action) { (trace) async throws(MediatorError) in
-                try connection.sendOneway(target, action, params: params, trace: trace)
-            }
+        let mode = tracing.mode
+        guard case .off = mode, !hasInterceptors else {
+            // With a tracer, the span covers only the queueing: no answer ever comes.
+            _ = try await intercepted(ClientRequest(kind: .oneway, target: target, action: action, params: .value(params), timeout: nil), mode: mode)
+            return
         }
+        try connection.sendOneway(target, action, params: params)
     }
 
     /// Calls with `"more": true`: yields each `continues` result, then the
@@ -234,34 +240,13 @@ public final class MediatorClient: Sendable {
     public func stream(
         target: String, action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
     ) -> MediatorStream<JSONValue> {
-        let timeoutMs = timeout.map(Connection.milliseconds)
-        switch tracing.mode {
-        case .off:
-            return MediatorStream(connection.stream(target, action, params: params, timeoutMs: timeoutMs, keepAlive: self))
-        case .instrument(let instrument):
-            return MediatorStream(connection.stream(
-                target, action, params: params, timeoutMs: timeoutMs, keepAlive: self,
-                trace: CallTracing.injected(instrument)))
-        case .tracer(let tracer):
-            return MediatorStream(tracedStream(tracer, target, action, params: params, timeoutMs: timeoutMs))
+        let mode = tracing.mode
+        guard case .off = mode, !hasInterceptors else {
+            let request = ClientRequest(kind: .stream, target: target, action: action, params: .value(params), timeout: timeout)
+            return interceptedStream(request, mode: mode)
         }
-    }
-
-    /// A stream inside a `.client` span that ends when the stream does.
-    private func tracedStream<T: Tracer>(
-        _ tracer: T, _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?
-    ) -> AsyncThrowingStream<JSONValue, any Error> {
-        let span = CallTracing.clientSpan(tracer, target, action)
-        return connection.stream(
-            target, action, params: params, timeoutMs: timeoutMs, keepAlive: self,
-            trace: CallTracing.injected(tracer, span.context)
-        ) { termination in
-            if case .finished(let error?) = termination {
-                let mediatorError = error as? MediatorError ?? MediatorError(.failed, String(describing: error))
-                CallTracing.record(mediatorError, in: span)
-            }
-            span.end()
-        }
+        return MediatorStream(connection.stream(
+            target, action, params: params, timeoutMs: timeout.map(Connection.milliseconds), keepAlive: self))
     }
 
     // MARK: - The daemon's own actions

@@ -59,6 +59,7 @@ public final class MediatorSession: Service, Sendable {
     private let name: String?
     private let tracer: (any Tracer)?
     private let logger: Logger
+    private let interceptors: [any ClientInterceptor]
     private let state = NIOLockedValueBox(State())
 
     static let initialBackoff: Duration = .milliseconds(50)
@@ -66,12 +67,17 @@ public final class MediatorSession: Service, Sendable {
     /// How long a call waits for a connection when it gives no timeout.
     static let defaultWait: Duration = .seconds(30)
 
-    /// - Parameters: those of ``MediatorClient/connect(socketPath:name:maxFrameBytes:tracer:logger:)``.
-    public init(socketPath: String? = nil, name: String? = nil, tracer: (any Tracer)? = nil, logger: Logger? = nil) {
+    /// - Parameters: those of ``MediatorClient/connect(socketPath:name:maxFrameBytes:tracer:logger:interceptors:)``;
+    ///   each connection's client runs the interceptors.
+    public init(
+        socketPath: String? = nil, name: String? = nil, tracer: (any Tracer)? = nil, logger: Logger? = nil,
+        interceptors: [any ClientInterceptor] = []
+    ) {
         self.socketPath = socketPath
         self.name = name
         self.tracer = tracer
         self.logger = logger ?? MediatorClient.logger
+        self.interceptors = interceptors
     }
 
     // MARK: - Running
@@ -86,7 +92,8 @@ public final class MediatorSession: Service, Sendable {
             publish(.connecting)
             let client: MediatorClient
             do {
-                client = try await MediatorClient.connect(socketPath: socketPath, name: name, tracer: tracer, logger: logger)
+                client = try await MediatorClient.connect(
+                    socketPath: socketPath, name: name, tracer: tracer, logger: logger, interceptors: interceptors)
             } catch {
                 publish(.disconnected(error))
                 logger.debug("cannot connect; retrying in \(backoff)", metadata: ["error": "\(error)"])
