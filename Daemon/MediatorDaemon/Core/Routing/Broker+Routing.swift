@@ -36,7 +36,7 @@ extension Broker {
         route(
             RouteRequest(
                 target: envelope.target, action: envelope.action, params: params, id: envelope.id, idBytes: idBytes,
-                timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false, trace: trace, remote: remote),
+                timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false, trace: trace, remote: remote, fds: envelope.fds),
             from: connection, now: now)
     }
 
@@ -69,6 +69,8 @@ extension Broker {
         var trace: ForwardedTrace? = nil
         /// Who called on another host (from this daemon's own NATS bridge only).
         var remote: RemoteCaller? = nil
+        /// The request's `fds`: what a descriptor's `{"$fd": I}` in `params` is checked against.
+        var fds: Int = 0
     }
 
     /// What routing decided while looking at the target.
