@@ -236,6 +236,8 @@ struct InterfaceChecker {
         if let format = members["format"] {
             checkDescriptor(format, members, path: path, descriptorsBarred: descriptorsBarred)
         }
+        // Generated code has no type for what is below a value of no one type.
+        let below = descriptorsBarred ?? (Self.isFreeForm(members) ? "below a schema of no one \"type\" (free-form in generated code)" : nil)
 
         var propertyNames: Set<String>?
         if let properties = members["properties"] {
@@ -245,7 +247,7 @@ struct InterfaceChecker {
                     if let property = declared[name] {
                         checkSchema(
                             property, path: MemberPath.member(path + ".properties", name), rootPath: rootPath,
-                            definitions: definitions, depth: depth + 1, descriptorsBarred: descriptorsBarred)
+                            definitions: definitions, depth: depth + 1, descriptorsBarred: below)
                     }
                 }
             } else {
@@ -278,7 +280,7 @@ struct InterfaceChecker {
             if items.objectValue != nil {
                 checkSchema(
                     items, path: path + ".items", rootPath: rootPath, definitions: definitions, depth: depth + 1,
-                    descriptorsBarred: descriptorsBarred)
+                    descriptorsBarred: below)
             } else {
                 report(path + ".items", "must be a schema object, got \(MemberPath.shown(items))")
             }
@@ -298,7 +300,7 @@ struct InterfaceChecker {
             case .object:
                 checkSchema(
                     extra, path: path + ".additionalProperties", rootPath: rootPath, definitions: definitions,
-                    depth: depth + 1, descriptorsBarred: descriptorsBarred ?? "under \"additionalProperties\"")
+                    depth: depth + 1, descriptorsBarred: below ?? "under \"additionalProperties\"")
             default:
                 report(
                     path + ".additionalProperties", "must be a boolean or a schema object, got \(MemberPath.shown(extra))")
@@ -443,6 +445,15 @@ struct InterfaceChecker {
         if let type = members["type"], ![["object"], ["object", "null"], ["null", "object"]].contains(Self.typeList(type)) {
             report(path + ".type", "a descriptor's type is \"object\" (or [\"object\", \"null\"]), got \(MemberPath.shown(type))")
         }
+    }
+
+    /// A schema whose value generated code holds as free-form JSON: not a
+    /// reference, a choice or a descriptor, and of no one `type` but null.
+    static func isFreeForm(_ members: [String: JSONValue]) -> Bool {
+        guard members["$ref"] == nil, !alternativeKeywords.contains(where: { members[$0] != nil }),
+            !DescriptorSchema.isDescriptor(.object(members))
+        else { return false }
+        return typeList(members["type"] ?? .array([])).filter { $0 != "null" }.count != 1
     }
 
     /// A `type` keyword's names (one name is a list of one).

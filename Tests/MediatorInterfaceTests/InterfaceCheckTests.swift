@@ -125,12 +125,14 @@ private let badCases: [BadInterfaceCase] = [
               {"name": "b", "result": {"type": "object", "properties": {"x": {"anyOf": [{"type": "object", "format": "fd"}, {"type": "string"}]}}}},
               {"name": "c", "result": {"type": "object", "properties": {"x": {"oneOf": [{"$ref": "#/$defs/Holder"}, {"type": "null"}]}},
                                        "$defs": {"Holder": {"type": "object", "properties": {"files": {"type": "array", "items": {"$ref": "#/$defs/File"}}}},
-                                                 "File": {"type": "object", "format": "fd"}}}}]}
+                                                 "File": {"type": "object", "format": "fd"}}}},
+              {"name": "d", "params": {"properties": {"f": {"format": "fd"}}}}]}
             """#,
         problems: [
             #"f.json: actions[0].params.additionalProperties.format: a descriptor cannot be under "additionalProperties": generated code carries descriptors in members ("properties") and array items ("items") of params and results"#,
             #"f.json: actions[1].result.properties.x.anyOf[0].format: a descriptor cannot be in an alternative of "anyOf": generated code carries descriptors in members ("properties") and array items ("items") of params and results"#,
             #"f.json: actions[2].result.properties.x.oneOf[0].$ref: refers to "Holder", which holds a descriptor ("format": "fd"); a descriptor cannot be in an alternative of "oneOf": generated code carries descriptors in members ("properties") and array items ("items") of params and results"#,
+            #"f.json: actions[3].params.properties.f.format: a descriptor cannot be below a schema of no one "type" (free-form in generated code): generated code carries descriptors in members ("properties") and array items ("items") of params and results"#,
         ]),
     BadInterfaceCase(name: "not JSON", json: #"{"target": "T","#, problems: [
         "f.json: is not valid JSON: expected a member name at byte 15",
