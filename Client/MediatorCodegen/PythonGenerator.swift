@@ -274,16 +274,21 @@ struct PythonWriter {
         }
     }
 
-    /// `_received_fd`, when a member is a descriptor: the package gives each
-    /// `{"$fd": I}` of a message as a `mediator.ReceivedFD`.
-    func writeDescriptorHelper(into out: inout SourceWriter) {
-        let hasDescriptors = model.declarations.contains { declaration in
+    /// Whether a member (or a params or result) is a descriptor: the module
+    /// then reads them, and its serve() connects with `fds=True`.
+    var hasDescriptors: Bool {
+        model.declarations.contains { declaration in
             switch declaration {
             case .structure(let decl): decl.fields.contains { DescriptorCarriers.isDescriptor($0.type, in: model) }
             case .alias(let decl): DescriptorCarriers.isDescriptor(decl.target, in: model)
             case .enumeration, .union: false
             }
         }
+    }
+
+    /// `_received_fd`, when a member is a descriptor: the package gives each
+    /// `{"$fd": I}` of a message as a `mediator.ReceivedFD`.
+    func writeDescriptorHelper(into out: inout SourceWriter) {
         guard hasDescriptors else { return }
         out.line()
         out.line()
@@ -448,7 +453,8 @@ struct PythonWriter {
             out.line("mediator.serve(")
             out.indented {
                 $0.line("make_service(service, target=target, mode=mode), grace=grace,")
-                $0.line("socket=socket, name=name, reconnect=reconnect, on_registered=on_registered,")
+                $0.line("socket=socket, name=name, reconnect=reconnect, on_registered=on_registered,"
+                    + (hasDescriptors ? " fds=True," : ""))
             }
             out.line(")")
         }

@@ -115,10 +115,10 @@ params = descriptors.OpenParams(path="p", dir=dir_fd)
 assert params.to_json() == {"path": "p", "dir": dir_fd}, params.to_json()
 a, b = mediator.ReceivedFD(7), mediator.ReceivedFD(8)
 client = mediator.Client([{"file": a, "extra": [b, a], "log": {"label": "l", "file": None}}, b])
-typed = descriptors.FilesClient(client)
+typed = descriptors.DescriptorsClient(client)
 opened = typed.open(params)
 assert (opened.file, opened.extra, opened.log) == (a, [b, a], descriptors.Labelled(label="l", file=None)), opened
-assert client.sent[-1] == ("Files", "open", {"path": "p", "dir": dir_fd}), client.sent[-1]
+assert client.sent[-1] == ("Descriptors", "open", {"path": "p", "dir": dir_fd}), client.sent[-1]
 assert typed.memfd() is b
 for wrong in ({"file": {"$fd": 0}}, {"file": 3}, {"file": sent}):
     try:
@@ -128,5 +128,8 @@ for wrong in ({"file": {"$fd": 0}}, {"file": 3}, {"file": sent}):
     else:
         raise AssertionError("read %r as a descriptor" % (wrong,))
 assert descriptors.DropParams(file=sent).to_json() == {"file": sent}
+# A service whose interface has descriptors says fds: true in hello.
+descriptors.serve(descriptors.DescriptorsService(), socket="/run/x.sock")
+assert mediator.served[-1][2]["fds"] is True, mediator.served[-1]
 
 print("ok")
