@@ -7,8 +7,9 @@ import os
 import threading
 import unittest
 
-import mediator
 import support
+
+import mediator
 from test_fds import LeakCheckedTest, read_all
 from test_generated_keywords import HAVE_CTL, generated_module
 
