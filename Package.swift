@@ -436,7 +436,7 @@ let package = Package(
 /// The golden interface files and Python outputs, kept out of the Swift
 /// sources of MediatorCodegenTests (the test finds them by #filePath).
 enum GoldenFiles {
-    static let names = ["Notes", "Shapes", "Keywords", "Streams", "Recursive", "Bounds", "Alternatives"]
+    static let names = ["Notes", "Shapes", "Keywords", "Streams", "Recursive", "Bounds", "Alternatives", "Descriptors"]
     static let excluded: [String] =
         names.flatMap { ["Golden/\($0).mediator.json", "Golden/\($0.lowercased()).py"] } + ["PythonCheck"]
 }

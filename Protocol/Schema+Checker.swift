@@ -12,10 +12,13 @@ extension Schema {
         /// The most steps allowed, when the schema has alternatives
         /// (``Schema/maxCheckStepsPerElement``); nil for no limit.
         let budget: Int?
+        /// The `fds` of the message checked: a descriptor's index is below it.
+        let fds: Int
 
-        init(scope: Scope?, budget: Int? = nil) {
+        init(scope: Scope?, budget: Int? = nil, fds: Int = 0) {
             self.scope = scope
             self.budget = budget
+            self.fds = max(fds, 0)
         }
 
         mutating func check(_ value: JSONValue, against schema: Node, depth: Int) -> Problem? {
@@ -34,6 +37,7 @@ extension Schema {
             if let allowed = node.allowed, !allowed.contains(value) {
                 return Problem(.notAllowedValue(allowed.expectation))
             }
+            if node.isDescriptor { return checkDescriptor(value, nullable: node.typeMask & Kind.null.bit != 0) }
             if let bounds = node.bounds, let reason = bounds.check(value) { return Problem(reason) }
             if let alternatives = node.alternatives,
                 let problem = checkAlternatives(value, alternatives, depth: depth)
@@ -104,6 +108,21 @@ extension Schema {
             return failed.problem.inside(.member(failed.name))
         }
 
+        /// `{"$fd": I}`, nothing else, with 0 ≤ I < ``fds``; or null when the
+        /// schema's `type` allows it. Its other keywords do not apply: the
+        /// value stands for the descriptor, not for data.
+        private func checkDescriptor(_ value: JSONValue, nullable: Bool) -> Problem? {
+            if value.isNull, nullable { return nil }
+            guard case .object(let members) = value, members.count == 1,
+                let reference = members[FileDescriptorReferences.member]
+            else {
+                return Problem(.notDescriptor(got: Kind(of: value)))
+            }
+            guard let index = reference.intValue else { return Problem(.notDescriptor(got: Kind(of: value))) }
+            guard index >= 0, index < fds else { return Problem(.descriptorOutOfRange(index, fds: fds)) }
+            return nil
+        }
+
         private static func keepFirst(_ first: inout (name: String, problem: Problem)?, _ name: String, _ problem: Problem) {
             if first.map({ name < $0.name }) ?? true { first = (name, problem) }
         }
@@ -127,6 +146,10 @@ extension Schema {
             case severalAlternatives(Int, Int)
             /// Checking would exceed ``Checker/budget``.
             case tooCostly
+            /// Not `{"$fd": I}` with an integer I, where a descriptor is declared.
+            case notDescriptor(got: Kind)
+            /// `{"$fd": I}` with I outside 0 ..< the message's `fds`.
+            case descriptorOutOfRange(Int64, fds: Int)
         }
 
         typealias Step = Schema.PathStep
@@ -166,6 +189,13 @@ extension Schema {
                 return text + ": matches more than one schema of \"oneOf\" (\(first) and \(second))"
             case .tooCostly:
                 return text + ": too costly to check against this schema's \"anyOf\"/\"oneOf\""
+            case .notDescriptor(let kind):
+                return text + ": expected a descriptor, {\"$fd\": I} with I an integer and no other member; got "
+                    + (kind == .object ? "another object" : kind.name)
+            case .descriptorOutOfRange(let index, let fds) where fds == 0:
+                return text + ": {\"$fd\": \(index)} refers to no descriptor: the message has no \"fds\""
+            case .descriptorOutOfRange(let index, let fds):
+                return text + ": {\"$fd\": \(index)} is out of range: the message has \"fds\": \(fds), so 0 to \(fds - 1)"
             }
         }
     }

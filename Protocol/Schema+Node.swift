@@ -25,6 +25,10 @@ extension Schema {
         let additional: AdditionalRule
         let description: String?
         let title: String?
+        /// `"format": "fd"`: the value is a descriptor, `{"$fd": I}` with I
+        /// below the message's `fds` (contract section 8), or null when
+        /// `type` allows it.
+        let isDescriptor: Bool
         /// This node's `$defs`, sorted by name (for the root, in index order).
         let definitions: [(name: String, node: Node)]
         /// `$ref`: its text, the name, and the name's index in the root's definitions.
@@ -34,7 +38,8 @@ extension Schema {
             json: JSONValue, typeMask: UInt8 = 0, typeNames: [String]? = nil, properties: [String: Node] = [:],
             required: [String] = [], items: Node? = nil, allowed: AllowedValues? = nil, bounds: Bounds? = nil,
             alternatives: Alternatives? = nil, additional: AdditionalRule = .allowed, description: String?, title: String? = nil,
-            definitions: [(name: String, node: Node)] = [], reference: (text: String, name: String, index: Int)? = nil
+            isDescriptor: Bool = false, definitions: [(name: String, node: Node)] = [],
+            reference: (text: String, name: String, index: Int)? = nil
         ) {
             self.json = json
             self.typeMask = typeMask
@@ -52,6 +57,7 @@ extension Schema {
             self.additional = additional
             self.description = description
             self.title = title
+            self.isDescriptor = isDescriptor
             self.definitions = definitions
             self.reference = reference
         }
@@ -181,13 +187,16 @@ extension Schema {
                 }
             }
 
+            let isDescriptor = try readDescriptorFormat(members, typeMask: typeMask, path: path)
+
             return Node(
                 json: json, typeMask: typeMask, typeNames: typeNames, properties: properties, required: required,
                 items: items, allowed: allowed, bounds: try Bounds.read(members, path: path),
                 alternatives: try Alternatives.read(
                     members, path: path, depth: depth, definitionIndex: definitionIndex),
                 additional: additional, description: description,
-                title: try readString(members, "title", path: path), definitions: definitions)
+                title: try readString(members, "title", path: path), isDescriptor: isDescriptor,
+                definitions: definitions)
         }
 
         /// A `{"$ref": "#/$defs/NAME", "description"?, "$defs"?}` schema.
@@ -212,6 +221,20 @@ extension Schema {
                 throw malformed(path + ".$ref", "no definition \(quoted(name)) in the root schema's \"$defs\"")
             }
             return Node(json: json, description: description, definitions: definitions, reference: (text, name, index))
+        }
+
+        /// Whether `format` is `"fd"`. Other formats stay annotations, as in
+        /// JSON Schema; a descriptor's `type`, when given, must allow the
+        /// object `{"$fd": I}` (null besides is an absent descriptor).
+        private static func readDescriptorFormat(_ members: [String: JSONValue], typeMask: UInt8, path: String)
+            throws(MediatorError) -> Bool
+        {
+            guard members["format"] == .string(descriptorFormat) else { return false }
+            if typeMask != 0 && typeMask & ~(Kind.object.bit | Kind.null.bit) != 0 || typeMask == Kind.null.bit {
+                throw malformed(
+                    path + ".type", "a descriptor (\"format\": \"fd\") is the object {\"$fd\": I}: \"type\" must be \"object\" (or [\"object\", \"null\"])")
+            }
+            return true
         }
 
         private static func readString(_ members: [String: JSONValue], _ keyword: String, path: String)

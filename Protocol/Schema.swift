@@ -6,7 +6,9 @@
 /// that checking stays linear) and the annotation `default` (kept, never checked),
 /// with JSON Schema 2020-12's meaning; and our extensions (issue
 /// 11): `title`, `$defs` (named schemas) and `$ref` (only `#/$defs/NAME`,
-/// resolved against the `$defs` of the root schema).
+/// resolved against the `$defs` of the root schema), and `"format": "fd"`,
+/// a file descriptor sent with the message (contract section 8): the value
+/// `{"$fd": I}` with 0 ≤ I < the message's `fds`.
 ///
 /// The daemon checks every call to an action that declares `params` (and
 /// every result of one that declares `result`), so the schema is read once,
@@ -88,6 +90,10 @@ public struct Schema: Sendable, Hashable {
         for (name, definition) in node.definitions { byName[name] = Schema(node: definition, scope: scope) }
         return byName
     }
+    /// `"format": "fd"`: the value is a descriptor, `{"$fd": I}`.
+    public var isDescriptor: Bool { node.isDescriptor }
+    /// The `format` value that makes a schema a descriptor's.
+    public static let descriptorFormat = "fd"
     /// The `$ref` keyword as written (`#/$defs/Note`); nil when absent.
     public var reference: String? { node.reference?.text }
     /// The name a `$ref` points at (`Note` for `#/$defs/Note`); nil without `$ref`.
@@ -110,17 +116,19 @@ public struct Schema: Sendable, Hashable {
 
     /// Checks `value`; nil when it matches, else an `invalid_params` error
     /// whose message names the first offending member by path, starting at
-    /// `path` (`params.tags[2]: expected one of ["a","b"]`).
-    public func validate(_ value: JSONValue, path: String = "params") -> MediatorError? {
-        guard let problem = check(value).problem else { return nil }
+    /// `path` (`params.tags[2]: expected one of ["a","b"]`). `fds` is the
+    /// `fds` of the message that carries the value (0 without): a
+    /// descriptor's `{"$fd": I}` must have I below it.
+    public func validate(_ value: JSONValue, path: String = "params", fds: Int = 0) -> MediatorError? {
+        guard let problem = check(value, fds: fds).problem else { return nil }
         return MediatorError(.invalidParams, problem.message(root: path))
     }
 
     /// Checks `value`, also saying how much work that took (``Checker/steps``).
-    func check(_ value: JSONValue) -> (problem: Problem?, steps: Int) {
+    func check(_ value: JSONValue, fds: Int = 0) -> (problem: Problem?, steps: Int) {
         let hasAlternatives = node.containsAlternatives || scope?.containsAlternatives == true
         let budget = hasAlternatives ? Self.maxCheckStepsPerElement * Self.elementCount(value) : nil
-        var checker = Checker(scope: scope, budget: budget)
+        var checker = Checker(scope: scope, budget: budget, fds: fds)
         let problem = checker.check(value, against: node, depth: 0)
         return (problem, checker.steps)
     }

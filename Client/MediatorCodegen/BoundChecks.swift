@@ -10,6 +10,15 @@ struct BoundChecks {
     let validating: Set<String>
 
     init(model: InterfaceModel) {
+        (checkingOwn, validating) = Self.structs(in: model) { Self.isBounded($0, in: model) }
+    }
+
+    /// The structs and unions with a member (or alternative) whose type
+    /// passes `test`, and those that reach one through members and items,
+    /// those included: backwards from the first, in time linear in the members.
+    static func structs(in model: InterfaceModel, withMember test: (TypeRef) -> Bool)
+        -> (own: Set<String>, reaching: Set<String>)
+    {
         var own: Set<String> = []
         var referrers: [String: [String]] = [:]
         // A union counts as a struct whose members are its alternatives.
@@ -21,21 +30,20 @@ struct BoundChecks {
             case .enumeration, .alias: continue
             }
             for type in types {
-                if Self.isBounded(type, in: model) { own.insert(declaration.name) }
+                if test(type) { own.insert(declaration.name) }
                 if let target = Self.structReached(type, in: model) {
                     referrers[target, default: []].append(declaration.name)
                 }
             }
         }
-        var validating = own
+        var reaching = own
         var queue = Array(own)
         while let name = queue.popLast() {
-            for referrer in referrers[name] ?? [] where validating.insert(referrer).inserted {
+            for referrer in referrers[name] ?? [] where reaching.insert(referrer).inserted {
                 queue.append(referrer)
             }
         }
-        checkingOwn = own
-        self.validating = validating
+        return (own, reaching)
     }
 
     /// The bounds that apply to a value of `type` itself (not its items).

@@ -1,3 +1,4 @@
+import MediatorInterface
 import MediatorProtocol
 
 /// Reads an interface file's JSON into an ``InterfaceModel``: checks what
@@ -279,6 +280,7 @@ struct ModelBuilder {
         case .number: return "number"
         case .boolean: return "boolean"
         case .any: return "value"
+        case .descriptor: return "descriptor"
         case .array: return "array"
         case .named(let name): return Naming.lowerCamel(name)
         }
@@ -324,6 +326,10 @@ struct ModelBuilder {
     private func classify(_ members: [String: JSONValue], path: String) throws(CodegenError) -> (Classified, Bool) {
         for rule in [UnionDecl.Rule.anyOf, .oneOf] {
             if let list = members[rule.rawValue]?.arrayValue { return (.union(rule, list), false) }
+        }
+        if DescriptorSchema.isDescriptor(.object(members)) {
+            // `type` is "object", with "null" or not, or absent (interface check).
+            return (.plain(.descriptor), members["type"]?.arrayValue?.contains("null") == true)
         }
         var types: [String] = []
         if let type = members["type"] {

@@ -17,6 +17,10 @@ import MediatorProtocol
 ///   is not Optional, and `from_json` reads absent or null as the default.
 /// - An action without a params object schema takes `params=None` (sent as `{}`).
 /// - Streaming actions get `send_<action>_partial(ctx, partial)` on the service.
+/// - A descriptor (`"format": "fd"`) is a `mediator.FD` to send (or a
+///   `mediator.ReceivedFD`, passed on) and a `mediator.ReceivedFD` when
+///   read: the package places and takes them, so `to_json` passes the
+///   value through and `from_json` checks that it is a received one.
 public enum PythonGenerator {
     /// Checks `interface` as `interface check` does first: a problem there is the error.
     public static func generate(interface: JSONValue, fileName: String) throws(CodegenError) -> String {
@@ -79,6 +83,7 @@ struct PythonWriter {
         out.line("# The interface as given (without what `describe` adds); serve() registers these specs exactly.")
         out.line("INTERFACE: typing.Dict[str, typing.Any] = " + Self.literal(model.embedded, level: 0))
         writeBoundHelpers(into: &out)
+        writeDescriptorHelper(into: &out)
         // Enums first: a field's default may name one of their members.
         for case .enumeration(let decl) in model.declarations {
             out.line()
@@ -128,6 +133,7 @@ struct PythonWriter {
         case .number: base = "float"
         case .boolean: base = "bool"
         case .any: base = "typing.Any"
+        case .descriptor: base = "typing.Union[mediator.FD, mediator.ReceivedFD]"
         case .array(let item): base = "typing.List[\(annotation(item))]"
         case .named(let name): base = name
         }
@@ -177,6 +183,8 @@ struct PythonWriter {
             case .union?: inner = "_read_\(name)(\(expr))"
             default: inner = "\(name).from_json(\(expr))"
             }
+        case .descriptor:
+            inner = "_received_fd(\(expr))"
         default:
             inner = expr
         }
@@ -263,6 +271,33 @@ struct PythonWriter {
                 }
                 out.line(")")
             }
+        }
+    }
+
+    /// Whether a member (or a params or result) is a descriptor: the module
+    /// then reads them, and its serve() connects with `fds=True`.
+    var hasDescriptors: Bool {
+        model.declarations.contains { declaration in
+            switch declaration {
+            case .structure(let decl): decl.fields.contains { DescriptorCarriers.isDescriptor($0.type, in: model) }
+            case .alias(let decl): DescriptorCarriers.isDescriptor(decl.target, in: model)
+            case .enumeration, .union: false
+            }
+        }
+    }
+
+    /// `_received_fd`, when a member is a descriptor: the package gives each
+    /// `{"$fd": I}` of a message as a `mediator.ReceivedFD`.
+    func writeDescriptorHelper(into out: inout SourceWriter) {
+        guard hasDescriptors else { return }
+        out.line()
+        out.line()
+        out.line("def _received_fd(value: typing.Any) -> mediator.ReceivedFD:")
+        out.indented { out in
+            out.line("# The package gives each {\"$fd\": I} of a message as a ReceivedFD, which owns the descriptor.")
+            out.line("if not isinstance(value, mediator.ReceivedFD):")
+            out.indented { $0.line("raise TypeError(\"expected a descriptor (mediator.ReceivedFD), got %r\" % (value,))") }
+            out.line("return value")
         }
     }
 
@@ -418,7 +453,8 @@ struct PythonWriter {
             out.line("mediator.serve(")
             out.indented {
                 $0.line("make_service(service, target=target, mode=mode), grace=grace,")
-                $0.line("socket=socket, name=name, reconnect=reconnect, on_registered=on_registered,")
+                $0.line("socket=socket, name=name, reconnect=reconnect, on_registered=on_registered,"
+                    + (hasDescriptors ? " fds=True," : ""))
             }
             out.line(")")
         }

@@ -87,6 +87,7 @@ extension PythonWriter {
         case .boolean: return "isinstance(value, bool)"
         case .array: return "isinstance(value, list)"
         case .any: return nil
+        case .descriptor: return "isinstance(value, (mediator.FD, mediator.ReceivedFD))"
         case .named(let name):
             if case .structure? = model.declaration(named: name) { return "isinstance(value, dict)" }
             return nil

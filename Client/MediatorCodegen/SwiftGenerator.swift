@@ -32,7 +32,7 @@ public enum SwiftGenerator {
     public static func generate(_ interface: InterfaceFile, fileName: String) throws(CodegenError) -> String {
         let model = try ModelBuilder.build(interface.json)
         var writer = SourceWriter()
-        SwiftWriter(model: model, fileName: fileName).write(into: &writer)
+        try SwiftWriter(model: model, fileName: fileName).write(into: &writer)
         return writer.text
     }
 }
@@ -44,12 +44,29 @@ struct SwiftWriter {
     /// The members stored out of line, as `Indirect` (a type that leads back to itself).
     let indirectMembers: Set<RecursiveMembers.Member>
     let boundChecks: BoundChecks
+    let carriers: DescriptorCarriers
 
-    init(model: InterfaceModel, fileName: String) {
+    init(model: InterfaceModel, fileName: String) throws(CodegenError) {
         self.model = model
         self.fileName = fileName
         indirectMembers = RecursiveMembers.find(in: model)
         boundChecks = BoundChecks(model: model)
+        carriers = try DescriptorCarriers(model: model)
+    }
+
+    /// The actions with typed calls and handlers: those whose params and
+    /// result hold no descriptor. The library's calls and handlers take
+    /// `Codable` values; an action with descriptors has its types (which
+    /// convert with a `DescriptorList`) and no typed call yet.
+    var typedActions: [ActionModel] { model.actions.filter { !carriers.carries($0) } }
+
+    /// The doc lines that name the actions left out of the typed calls and handlers.
+    func writeUntypedActions(into out: inout SourceWriter) {
+        let untyped = model.actions.filter { carriers.carries($0) }.map { "`\($0.name)`" }
+        guard !untyped.isEmpty else { return }
+        out.line("///")
+        out.line("/// Not here: \(untyped.joined(separator: ", ")), whose params or result hold a descriptor")
+        out.line("/// (`\"format\": \"fd\"`); their types convert with a `DescriptorList`.")
     }
 
     var names: InterfaceModel.TypeNames { model.typeNames }
@@ -95,6 +112,7 @@ struct SwiftWriter {
         case .number: base = "Double"
         case .boolean: base = "Bool"
         case .any: base = "JSONValue"
+        case .descriptor: base = "OwnedFileDescriptor"
         case .array(let item): base = "[\(type(item))]"
         case .named(let name): base = name
         }
@@ -112,6 +130,7 @@ struct SwiftWriter {
 
     func writeClient(into out: inout SourceWriter) {
         out.line("/// Typed calls to the target \"\(model.target)\" through a `MediatorClient`.")
+        writeUntypedActions(into: &out)
         out.line("public struct \(names.client): Sendable {")
         out.indented { out in
             out.line("public static let target = \(Self.stringLiteral(model.target))")
@@ -126,7 +145,7 @@ struct SwiftWriter {
                 out.line("self.target = target")
             }
             out.line("}")
-            for action in model.actions {
+            for action in typedActions {
                 out.line()
                 out.comment(action.description, prefix: "///")
                 let method = Naming.swiftEscaped(action.swiftName)
@@ -164,9 +183,10 @@ struct SwiftWriter {
 
     func writeService(into out: inout SourceWriter) {
         out.line("/// The actions of \"\(model.target)\", to implement and serve with `Component(serving:)`.")
+        writeUntypedActions(into: &out)
         out.line("public protocol \(names.service): Sendable {")
         out.indented { out in
-            for (index, action) in model.actions.enumerated() {
+            for (index, action) in typedActions.enumerated() {
                 if index > 0 { out.line() }
                 out.comment(action.description, prefix: "///")
                 let method = Naming.swiftEscaped(action.swiftName)
@@ -183,7 +203,7 @@ struct SwiftWriter {
             }
         }
         out.line("}")
-        let streaming = model.actions.filter(\.more)
+        let streaming = typedActions.filter(\.more)
         guard !streaming.isEmpty else { return }
         out.line()
         out.line("extension \(names.service) {")
@@ -219,7 +239,7 @@ struct SwiftWriter {
                 out.line("for spec in try \(names.interface).actionSpecs() {")
                 out.indented { out in
                     out.line("switch spec.name {")
-                    for action in model.actions {
+                    for action in typedActions {
                         let method = Naming.swiftEscaped(action.swiftName)
                         out.line("case \(Self.stringLiteral(action.name)):")
                         out.indented { out in

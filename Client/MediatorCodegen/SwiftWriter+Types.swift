@@ -8,7 +8,10 @@ extension SwiftWriter {
 
     func writeStruct(_ decl: StructDecl, into out: inout SourceWriter) {
         out.comment(decl.description, prefix: "///")
-        out.line("public struct \(decl.name): Codable, Sendable, Equatable, JSONValueConvertible {")
+        // A descriptor is no JSON: a struct holding one converts with the message's DescriptorList only.
+        let carrying = carriers.names.contains(decl.name)
+        out.line("public struct \(decl.name): "
+            + (carrying ? "Sendable, DescriptorCarrying {" : "Codable, Sendable, Equatable, JSONValueConvertible {"))
         out.indented { out in
             if decl.fields.isEmpty {
                 out.line("public init() {}")
@@ -39,6 +42,10 @@ extension SwiftWriter {
             }
             out.line("}")
             out.line()
+            if carrying {
+                writeConversion(decl, into: &out)
+                return
+            }
             out.line("private enum CodingKeys: String, CodingKey {")
             out.indented { out in
                 for field in decl.fields {
@@ -84,24 +91,39 @@ extension SwiftWriter {
     }
 
     /// `init(jsonValue:)` and `jsonValue`: the Codable rules above, member by
-    /// member, without an encoder or decoder.
+    /// member, without an encoder or decoder. For a struct that holds a
+    /// descriptor, `init(jsonValue:descriptors:)` (and `decode(from:descriptors:)`,
+    /// DescriptorCarrying's) and `jsonValue(collecting:)` by the same rules,
+    /// the members that hold one converted with the list.
     func writeConversion(_ decl: StructDecl, into out: inout SourceWriter) {
-        out.line("public init(jsonValue: JSONValue) throws(JSONConversionError) {")
+        let carrying = carriers.names.contains(decl.name)
+        if carrying {
+            out.line("public static func decode(from jsonValue: JSONValue, descriptors: DescriptorList) throws(JSONConversionError) -> Self {")
+            out.indented { $0.line("try Self(jsonValue: jsonValue, descriptors: descriptors)") }
+            out.line("}")
+            out.line()
+        }
+        out.line(carrying
+            ? "public init(jsonValue: JSONValue, descriptors: DescriptorList) throws(JSONConversionError) {"
+            : "public init(jsonValue: JSONValue) throws(JSONConversionError) {")
         out.indented { out in
             let members = decl.fields.isEmpty ? "_" : "let members"
             out.line("\(members) = try JSONConversion.members(jsonValue, of: \(Self.stringLiteral(decl.name)))")
             for field in decl.fields {
-                // The JSONConversion helpers are named as the cases.
+                // The JSONConversion (and DescriptorList) helpers are named as the cases.
                 let helper = presence(field) == .defaulted ? Presence.optional : presence(field)
+                let converter = carriers.carries(field.type) ? "descriptors" : "JSONConversion"
                 out.line(assignment(
                     field, of: decl,
-                    "try JSONConversion.\(helper)(members, \(Self.stringLiteral(field.jsonName)))" + fallback(field)))
+                    "try \(converter).\(helper)(members, \(Self.stringLiteral(field.jsonName)))" + fallback(field)))
             }
             if boundChecks.checkingOwn.contains(decl.name) { out.line("try checkOwnBounds()") }
         }
         out.line("}")
         out.line()
-        out.line("public var jsonValue: JSONValue {")
+        out.line(carrying
+            ? "public func jsonValue(collecting descriptors: inout DescriptorList) -> JSONValue {"
+            : "public var jsonValue: JSONValue {")
         out.indented { out in
             guard !decl.fields.isEmpty else {
                 out.line(".object([:])")
@@ -110,13 +132,16 @@ extension SwiftWriter {
             out.line("var members: [String: JSONValue] = [:]")
             for field in decl.fields {
                 let key = Self.stringLiteral(field.jsonName)
-                writeMember(field, into: &out) { value in ["members[\(key)] = \(value).jsonValue"] }
+                let conversion = carriers.carries(field.type) ? ".jsonValue(collecting: &descriptors)" : ".jsonValue"
+                writeMember(field, into: &out) { value in ["members[\(key)] = \(value)\(conversion)"] }
             }
             out.line("return .object(members)")
         }
         out.line("}")
-        out.line()
-        writeEncodeJSON(decl, into: &out)
+        if !carrying {
+            out.line()
+            writeEncodeJSON(decl, into: &out)
+        }
         writeValidation(decl, into: &out)
     }
 

@@ -6,6 +6,10 @@ struct TypeRef: Hashable, Sendable {
         case string, integer, number, boolean
         /// Free-form: `JSONValue` in Swift, `typing.Any` in Python.
         case any
+        /// A file descriptor sent with the message (`"format": "fd"`, the
+        /// value `{"$fd": I}`): `OwnedFileDescriptor` in Swift,
+        /// `mediator.FD`/`mediator.ReceivedFD` in Python.
+        case descriptor
         case array(TypeRef)
         /// A declaration of the model (struct, enum or alias), by type name.
         case named(String)

@@ -40,7 +40,7 @@ struct ValueBounds: Hashable, Sendable {
         switch shape {
         case .string: (kept.numbers, kept.items) = ([:], [:])
         case .integer, .number: (kept.lengths, kept.items) = ([:], [:])
-        case .boolean, .named: (kept.numbers, kept.lengths, kept.items) = ([:], [:], [:])
+        case .boolean, .named, .descriptor: (kept.numbers, kept.lengths, kept.items) = ([:], [:], [:])
         case .array: (kept.numbers, kept.lengths) = ([:], [:])
         case .any: break
         }

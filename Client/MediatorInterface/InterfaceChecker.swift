@@ -12,7 +12,7 @@ struct InterfaceChecker {
     static let actionMembers = ["name", "description", "params", "result", "url", "more", "oneway"]
     static let schemaKeywords = [
         "type", "properties", "required", "items", "enum", "additionalProperties", "description", "$defs", "$ref",
-        "title", "const", "default",
+        "title", "const", "default", "format",
     ] + numberBoundKeywords + countBoundKeywords + alternativeKeywords
     /// Each alternative of one is a case of a generated enum (Swift) or
     /// Union (Python); so a schema with one has no other constraint.
@@ -32,6 +32,9 @@ struct InterfaceChecker {
     /// Every `$defs` entry seen so far, by name: one name is one generated type,
     /// so two different definitions under one name are a problem.
     private var definitions: [String: (path: String, json: JSONValue)] = [:]
+    /// The `$ref`s met where no descriptor may be, with why: each is a
+    /// problem when its definition holds one (known once the root is read).
+    private var referencesBarringDescriptors: [(path: String, name: String, place: String)] = []
 
     init(file: String) {
         self.file = file
@@ -186,12 +189,34 @@ struct InterfaceChecker {
     /// A params or result schema: the root that its `$ref`s resolve against.
     mutating func checkRootSchema(_ schema: JSONValue, path: String) {
         let definitions = schema["$defs"]?.objectValue ?? [:]
+        referencesBarringDescriptors = []
         checkSchema(schema, path: path, rootPath: path, definitions: definitions, depth: 0)
         checkCycles(definitions, rootPath: path)
+        for reference in referencesBarringDescriptors {
+            guard let target = definitions[reference.name],
+                DescriptorSchema.reaches(target, definitions: definitions)
+            else { continue }
+            report(
+                reference.path,
+                "refers to \(MemberPath.quoted(reference.name)), which holds a descriptor (\"format\": \"fd\"); "
+                    + Self.descriptorPlaces(reference.place))
+        }
     }
 
+    /// Why a descriptor cannot be at a place (`place`: where, as `"in an
+    /// alternative of \"anyOf\""`). Events carry none (contract section 8)
+    /// and interface files declare none; params and results (a stream's
+    /// partials included) carry them, in members and array items, where
+    /// generated code gives them a typed handle.
+    static func descriptorPlaces(_ place: String) -> String {
+        "a descriptor cannot be \(place): generated code carries descriptors in members (\"properties\") and array items (\"items\") of params and results"
+    }
+
+    /// `descriptorsBarred`: where the schema is, when that is a place no
+    /// descriptor may be (``descriptorPlaces(_:)``); nil where one may.
     private mutating func checkSchema(
-        _ schema: JSONValue, path: String, rootPath: String, definitions: [String: JSONValue], depth: Int
+        _ schema: JSONValue, path: String, rootPath: String, definitions: [String: JSONValue], depth: Int,
+        descriptorsBarred: String? = nil
     ) {
         guard depth <= Self.maxSchemaDepth else {
             report(path, "schema is nested too deeply (more than \(Self.maxSchemaDepth) levels)")
@@ -208,6 +233,11 @@ struct InterfaceChecker {
         }
 
         if let type = members["type"] { checkType(type, path: path + ".type") }
+        if let format = members["format"] {
+            checkDescriptor(format, members, path: path, descriptorsBarred: descriptorsBarred)
+        }
+        // Generated code has no type for what is below a value of no one type.
+        let below = descriptorsBarred ?? (Self.isFreeForm(members) ? "below a schema of no one \"type\" (free-form in generated code)" : nil)
 
         var propertyNames: Set<String>?
         if let properties = members["properties"] {
@@ -217,7 +247,7 @@ struct InterfaceChecker {
                     if let property = declared[name] {
                         checkSchema(
                             property, path: MemberPath.member(path + ".properties", name), rootPath: rootPath,
-                            definitions: definitions, depth: depth + 1)
+                            definitions: definitions, depth: depth + 1, descriptorsBarred: below)
                     }
                 }
             } else {
@@ -248,7 +278,9 @@ struct InterfaceChecker {
 
         if let items = members["items"] {
             if items.objectValue != nil {
-                checkSchema(items, path: path + ".items", rootPath: rootPath, definitions: definitions, depth: depth + 1)
+                checkSchema(
+                    items, path: path + ".items", rootPath: rootPath, definitions: definitions, depth: depth + 1,
+                    descriptorsBarred: below)
             } else {
                 report(path + ".items", "must be a schema object, got \(MemberPath.shown(items))")
             }
@@ -268,7 +300,7 @@ struct InterfaceChecker {
             case .object:
                 checkSchema(
                     extra, path: path + ".additionalProperties", rootPath: rootPath, definitions: definitions,
-                    depth: depth + 1)
+                    depth: depth + 1, descriptorsBarred: below ?? "under \"additionalProperties\"")
             default:
                 report(
                     path + ".additionalProperties", "must be a boolean or a schema object, got \(MemberPath.shown(extra))")
@@ -292,7 +324,9 @@ struct InterfaceChecker {
             }
         }
 
-        checkAlternatives(members, path: path, rootPath: rootPath, definitions: definitions, depth: depth)
+        checkAlternatives(
+            members, path: path, rootPath: rootPath, definitions: definitions, depth: depth,
+            descriptorsBarred: descriptorsBarred)
 
         if let value = members["default"] {
             checkDefault(value, of: members, path: path, definitions: definitions)
@@ -325,6 +359,8 @@ struct InterfaceChecker {
                 if let name = Self.definitionName(text) {
                     if definitions[name] == nil {
                         report(refPath, "refers to nothing: no \(MemberPath.quoted(name)) in the \"$defs\" of \(rootPath)")
+                    } else if let descriptorsBarred {
+                        referencesBarringDescriptors.append((refPath, name, descriptorsBarred))
                     }
                 } else {
                     report(refPath, "must be of the form \"#/$defs/NAME\", got \(MemberPath.quoted(text))")
@@ -350,7 +386,8 @@ struct InterfaceChecker {
     /// schemas (the daemon's bound), alone in its schema but for
     /// annotations: the generated type is the alternatives and nothing else.
     private mutating func checkAlternatives(
-        _ members: [String: JSONValue], path: String, rootPath: String, definitions: [String: JSONValue], depth: Int
+        _ members: [String: JSONValue], path: String, rootPath: String, definitions: [String: JSONValue], depth: Int,
+        descriptorsBarred: String?
     ) {
         let present = Self.alternativeKeywords.filter { members[$0] != nil }
         guard !present.isEmpty else { return }
@@ -379,9 +416,50 @@ struct InterfaceChecker {
             for (index, alternative) in list.enumerated() {
                 checkSchema(
                     alternative, path: MemberPath.index(keywordPath, index), rootPath: rootPath,
-                    definitions: definitions, depth: depth + 1)
+                    definitions: definitions, depth: depth + 1,
+                    descriptorsBarred: descriptorsBarred ?? "in an alternative of \"\(keyword)\"")
             }
         }
+    }
+
+    /// `format`: only `"fd"`, a descriptor (``DescriptorSchema``), whose
+    /// schema says nothing else about its JSON, `{"$fd": I}`: a `type` of
+    /// `"object"` (`null` besides for a nullable one) and annotations.
+    private mutating func checkDescriptor(
+        _ format: JSONValue, _ members: [String: JSONValue], path: String, descriptorsBarred: String?
+    ) {
+        guard format == .string(Schema.descriptorFormat) else {
+            report(
+                path + ".format",
+                "unknown format \(MemberPath.shown(format)); the one format is \"fd\", a file descriptor sent with the message")
+            return
+        }
+        if let descriptorsBarred { report(path + ".format", Self.descriptorPlaces(descriptorsBarred)) }
+        let others = sortedKeys(members).filter { !DescriptorSchema.keywords.contains($0) }
+        if !others.isEmpty {
+            report(
+                path,
+                "a descriptor (\"format\": \"fd\") is {\"$fd\": I} and has no other keywords but \"type\", \"description\" and \"title\"; found "
+                    + others.map(MemberPath.quoted).joined(separator: ", "))
+        }
+        if let type = members["type"], ![["object"], ["object", "null"], ["null", "object"]].contains(Self.typeList(type)) {
+            report(path + ".type", "a descriptor's type is \"object\" (or [\"object\", \"null\"]), got \(MemberPath.shown(type))")
+        }
+    }
+
+    /// A schema whose value generated code holds as free-form JSON: not a
+    /// reference, a choice or a descriptor, and of no one `type` but null.
+    static func isFreeForm(_ members: [String: JSONValue]) -> Bool {
+        guard members["$ref"] == nil, !alternativeKeywords.contains(where: { members[$0] != nil }),
+            !DescriptorSchema.isDescriptor(.object(members))
+        else { return false }
+        return typeList(members["type"] ?? .array([])).filter { $0 != "null" }.count != 1
+    }
+
+    /// A `type` keyword's names (one name is a list of one).
+    private static func typeList(_ type: JSONValue) -> [String] {
+        if let name = type.stringValue { return [name] }
+        return type.arrayValue?.compactMap(\.stringValue) ?? []
     }
 
     /// A `default` must be a value of its own schema: generated types take

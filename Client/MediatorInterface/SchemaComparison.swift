@@ -60,6 +60,18 @@ struct SchemaComparison {
         defer { if let pair { comparing.remove(pair) } }
         guard old != new else { return }
 
+        // A descriptor travels beside the JSON, not in it: neither side's
+        // code reads the other's value, whatever the direction.
+        let descriptor = (DescriptorSchema.isDescriptor(old), DescriptorSchema.isDescriptor(new))
+        if descriptor.0 != descriptor.1 {
+            note(
+                true, path,
+                descriptor.1
+                    ? "became a descriptor (\"format\": \"fd\"), was type \(Self.typeText(old))"
+                    : "no longer a descriptor (\"format\": \"fd\"), now type \(Self.typeText(new))")
+            return
+        }
+
         if Self.alternatives(old) != nil || Self.alternatives(new) != nil {
             compareAlternatives(old, new, path: path, depth: depth)
             return

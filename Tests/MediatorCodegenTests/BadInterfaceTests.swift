@@ -23,6 +23,13 @@ import Testing
     }()
 
     static let cases: [Case] = [
+        // Free-form (JSONValue, typing.Any) would pass {"$fd": I} on with nobody owning its descriptor.
+        Case(label: "a descriptor under a free-form object",
+             json: ##"{"target": "T", "actions": [{"name": "a", "params": {"type": "object", "properties": {"o": {"properties": {"f": {"format": "fd"}}}}}}]}"##,
+             mentions: ["actions[0].params.properties.o.properties.f.format", "free-form in generated code"]),
+        Case(label: "a descriptor through a $ref under a value of several types",
+             json: ##"{"target": "T", "actions": [{"name": "a", "result": {"type": ["object", "string"], "properties": {"f": {"$ref": "#/$defs/F"}}, "$defs": {"F": {"type": "object", "format": "fd"}}}}]}"##,
+             mentions: ["actions[0].result.properties.f.$ref", "which holds a descriptor", "free-form in generated code"]),
         Case(label: "nested too deeply", json: deep, mentions: ["actions[0].params.items", "nested too deeply"]),
         Case(label: "not an object", json: ##"["Notes"]"##, mentions: ["must be a JSON object", "array"]),
         Case(label: "missing target", json: ##"{"actions": []}"##, mentions: ["target: is required"]),

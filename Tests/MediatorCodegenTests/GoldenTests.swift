@@ -11,7 +11,7 @@ import Testing
 /// a change that makes the output not compile fails the build.
 @Suite struct GoldenTests {
     /// Keep in step with `GoldenFiles.names` in Package.swift.
-    static let cases = ["Notes", "Shapes", "Keywords", "Streams", "Recursive", "Bounds", "Alternatives"]
+    static let cases = ["Notes", "Shapes", "Keywords", "Streams", "Recursive", "Bounds", "Alternatives", "Descriptors"]
 
     static let goldenDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("Golden")

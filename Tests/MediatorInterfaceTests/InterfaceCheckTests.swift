@@ -47,6 +47,18 @@ private func params(_ schema: String) -> String {
 }
 
 private let goodCases: [GoodInterfaceCase] = [
+    GoodInterfaceCase(
+        name: "descriptors in params, results and a stream's partials, through $ref and items, nullable",
+        json: #"""
+            {"target": "T", "actions": [
+              {"name": "open", "params": {"type": "object", "required": ["dir"], "properties": {"dir": {"type": "object", "format": "fd", "description": "a directory"}}},
+               "result": {"type": "object", "properties": {"file": {"$ref": "#/$defs/File"}, "more": {"type": "array", "items": {"$ref": "#/$defs/File"}}},
+                          "$defs": {"File": {"type": ["object", "null"], "format": "fd", "title": "File"}}}},
+              {"name": "tail", "more": true, "result": {"type": "object", "properties": {"chunk": {"format": "fd"}}}},
+              {"name": "drop", "oneway": true, "params": {"type": "object", "properties": {"x": {"type": "object", "format": "fd"}}}},
+              {"name": "root", "params": {"type": "object", "format": "fd"}, "result": {"format": "fd"}}]}
+            """#,
+        target: "T", actions: ["open", "tail", "drop", "root"]),
     GoodInterfaceCase(name: "the contract's example", json: notesInterface, target: "Notes",
                       actions: ["add", "list", "watch", "touch"]),
     GoodInterfaceCase(name: "bare names, no description", json: #"{"target": "T", "actions": ["a", "b_c.d-e"]}"#,
@@ -87,6 +99,41 @@ private let goodCases: [GoodInterfaceCase] = [
 ]
 
 private let badCases: [BadInterfaceCase] = [
+    BadInterfaceCase(
+        name: "descriptors: other keywords, another type, another format",
+        json: params(#"""
+            {"type": "object", "properties": {
+               "a": {"type": "object", "format": "fd", "properties": {"x": {"type": "string"}}, "default": {"$fd": 0}},
+               "b": {"type": "string", "format": "fd"},
+               "c": {"type": ["object", "array"], "format": "fd"},
+               "d": {"type": "string", "format": "date-time"},
+               "e": {"format": 3}}}
+            """#),
+        problems: [
+            #"f.json: actions[0].params.properties.a: a descriptor ("format": "fd") is {"$fd": I} and has no other keywords but "type", "description" and "title"; found "default", "properties""#,
+            #"f.json: actions[0].params.properties.a.default: is not a value of its own schema: default: {"$fd": 0} refers to no descriptor: the message has no "fds""#,
+            #"f.json: actions[0].params.properties.b.type: a descriptor's type is "object" (or ["object", "null"]), got "string""#,
+            #"f.json: actions[0].params.properties.c.type: a descriptor's type is "object" (or ["object", "null"]), got ["object","array"]"#,
+            #"f.json: actions[0].params.properties.d.format: unknown format "date-time"; the one format is "fd", a file descriptor sent with the message"#,
+            #"f.json: actions[0].params.properties.e.format: unknown format 3; the one format is "fd", a file descriptor sent with the message"#,
+        ]),
+    BadInterfaceCase(
+        name: "descriptors where generated code cannot carry them",
+        json: #"""
+            {"target": "T", "actions": [
+              {"name": "a", "params": {"type": "object", "additionalProperties": {"type": "object", "format": "fd"}}},
+              {"name": "b", "result": {"type": "object", "properties": {"x": {"anyOf": [{"type": "object", "format": "fd"}, {"type": "string"}]}}}},
+              {"name": "c", "result": {"type": "object", "properties": {"x": {"oneOf": [{"$ref": "#/$defs/Holder"}, {"type": "null"}]}},
+                                       "$defs": {"Holder": {"type": "object", "properties": {"files": {"type": "array", "items": {"$ref": "#/$defs/File"}}}},
+                                                 "File": {"type": "object", "format": "fd"}}}},
+              {"name": "d", "params": {"properties": {"f": {"format": "fd"}}}}]}
+            """#,
+        problems: [
+            #"f.json: actions[0].params.additionalProperties.format: a descriptor cannot be under "additionalProperties": generated code carries descriptors in members ("properties") and array items ("items") of params and results"#,
+            #"f.json: actions[1].result.properties.x.anyOf[0].format: a descriptor cannot be in an alternative of "anyOf": generated code carries descriptors in members ("properties") and array items ("items") of params and results"#,
+            #"f.json: actions[2].result.properties.x.oneOf[0].$ref: refers to "Holder", which holds a descriptor ("format": "fd"); a descriptor cannot be in an alternative of "oneOf": generated code carries descriptors in members ("properties") and array items ("items") of params and results"#,
+            #"f.json: actions[3].params.properties.f.format: a descriptor cannot be below a schema of no one "type" (free-form in generated code): generated code carries descriptors in members ("properties") and array items ("items") of params and results"#,
+        ]),
     BadInterfaceCase(name: "not JSON", json: #"{"target": "T","#, problems: [
         "f.json: is not valid JSON: expected a member name at byte 15",
     ]),
@@ -164,7 +211,7 @@ private let badCases: [BadInterfaceCase] = [
             "f.json: actions[0].params.properties.due.type: unknown type name \"strin\"; expected one of null, boolean, integer, number, string, array, object",
             "f.json: actions[0].params.properties.n: a schema must be an object, got 5",
             #"f.json: actions[0].params.properties["odd-name!"].type: must be a type name or an array of type names, got 1"#,
-            "f.json: actions[0].params.properties.tags.items.pattern: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title, const, default, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, minItems, maxItems, anyOf, oneOf",
+            "f.json: actions[0].params.properties.tags.items.pattern: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title, const, default, format, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, minItems, maxItems, anyOf, oneOf",
             "f.json: actions[0].params.properties.tags.items.type: must not be an empty array",
             "f.json: actions[0].params.properties.tags.items.minItems: must be a non-negative integer, got -1",
             "f.json: actions[0].params.properties.text.type: lists \"string\" twice",
@@ -212,7 +259,7 @@ private let badCases: [BadInterfaceCase] = [
         json: #"{"target": "T", "actions": [{"name": "a", "params": "object", "result": {"type": "object", "allOf": []}}]}"#,
         problems: [
             #"f.json: actions[0].params: a schema must be an object, got "object""#,
-            "f.json: actions[0].result.allOf: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title, const, default, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, minItems, maxItems, anyOf, oneOf",
+            "f.json: actions[0].result.allOf: unknown schema keyword; known keywords: type, properties, required, items, enum, additionalProperties, description, $defs, $ref, title, const, default, format, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, minItems, maxItems, anyOf, oneOf",
         ]),
     BadInterfaceCase(
         name: "anyOf and oneOf of the wrong form, or beside a constraint",

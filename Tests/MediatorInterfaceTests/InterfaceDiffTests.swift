@@ -23,6 +23,15 @@ private func object(_ properties: String, required: [String] = [], extra: String
 }
 
 private let diffCases: [DiffCase] = [
+    DiffCase(name: "to and from a descriptor breaks params and results alike",
+             old: #"[{"name": "a", "params": \#(object(#""f": {"type": "object"}, "g": {"type": "object", "format": "fd"}, "h": {"type": "object", "format": "fd"}"#))}, {"name": "b", "result": \#(object(#""f": {"type": "integer"}"#))}]"#,
+             new: #"[{"name": "a", "params": \#(object(#""f": {"type": "object", "format": "fd"}, "g": {"type": "object"}, "h": {"type": ["object", "null"], "format": "fd", "description": "d"}"#))}, {"name": "b", "result": \#(object(#""f": {"type": "object", "format": "fd"}"#))}]"#,
+             changes: [
+                #"breaking actions.a.params.properties.f: became a descriptor ("format": "fd"), was type "object""#,
+                #"breaking actions.a.params.properties.g: no longer a descriptor ("format": "fd"), now type "object""#,
+                #"compatible actions.a.params.properties.h.type: made nullable (type "object" to ["object","null"])"#,
+                #"breaking actions.b.result.properties.f: became a descriptor ("format": "fd"), was type "integer""#,
+             ]),
     DiffCase(name: "anyOf and oneOf: alternatives added, removed, changed, and the keyword switched",
              old: #"[{"name": "a", "params": \#(object(#""x": {"anyOf": [{"type": "string"}, {"type": "integer"}]}, "y": {"oneOf": [{"type": "string"}]}, "z": {"anyOf": [{"type": "string"}]}"#))}, {"name": "b", "result": {"anyOf": [{"type": "string", "maxLength": 5}, {"type": "integer"}]}}]"#,
              new: #"[{"name": "a", "params": \#(object(#""x": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "boolean"}]}, "y": {"oneOf": [{"type": "string"}, {"type": "integer"}]}, "z": {"oneOf": [{"type": "string"}]}"#))}, {"name": "b", "result": {"anyOf": [{"type": "string", "maxLength": 9}]}}]"#,

@@ -9,6 +9,7 @@ import streams
 import recursive
 import bounds
 import alternatives
+import descriptors
 
 # Client: params in wire form, results typed.
 client = mediator.Client([{"id": 7}, {"notes": [{"id": 1, "text": "a"}]}])
@@ -106,5 +107,29 @@ except mediator.MediatorError as error:
     assert error.args[0] == "invalid_params", error.args
 else:
     raise AssertionError("two alternatives of a oneOf read it, yet it was read")
+
+# Descriptors: the package places and takes them; the module passes FD markers
+# on as they are and reads back only what the package received.
+sent, dir_fd = mediator.FD(5), mediator.FD(6)
+params = descriptors.OpenParams(path="p", dir=dir_fd)
+assert params.to_json() == {"path": "p", "dir": dir_fd}, params.to_json()
+a, b = mediator.ReceivedFD(7), mediator.ReceivedFD(8)
+client = mediator.Client([{"file": a, "extra": [b, a], "log": {"label": "l", "file": None}}, b])
+typed = descriptors.DescriptorsClient(client)
+opened = typed.open(params)
+assert (opened.file, opened.extra, opened.log) == (a, [b, a], descriptors.Labelled(label="l", file=None)), opened
+assert client.sent[-1] == ("Descriptors", "open", {"path": "p", "dir": dir_fd}), client.sent[-1]
+assert typed.memfd() is b
+for wrong in ({"file": {"$fd": 0}}, {"file": 3}, {"file": sent}):
+    try:
+        descriptors.OpenResult.from_json(wrong)
+    except TypeError as error:
+        assert "expected a descriptor" in str(error), error
+    else:
+        raise AssertionError("read %r as a descriptor" % (wrong,))
+assert descriptors.DropParams(file=sent).to_json() == {"file": sent}
+# A service whose interface has descriptors says fds: true in hello.
+descriptors.serve(descriptors.DescriptorsService(), socket="/run/x.sock")
+assert mediator.served[-1][2]["fds"] is True, mediator.served[-1]
 
 print("ok")

@@ -27,7 +27,7 @@ extension Broker {
             }
             if let schema = spec.params {
                 let value = request.params.map(decode) ?? .object([:])
-                if let mismatch = schema.validate(value ?? .null) { return .failure(mismatch) }
+                if let mismatch = schema.validate(value ?? .null, fds: request.fds) { return .failure(mismatch) }
             }
             return .success(ResolvedAction(action: request.action, params: request.params, result: spec.result))
         }

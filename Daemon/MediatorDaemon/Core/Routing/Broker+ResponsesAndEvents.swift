@@ -41,7 +41,7 @@ extension Broker {
         // Only an action that declares `result` has its results decoded;
         // errors pass through unchecked, as the contract says.
         if let resultSchema = call.resultSchema, !isError,
-            let mismatch = resultSchema.validate(decode(body) ?? .null, path: "result")
+            let mismatch = resultSchema.validate(decode(body) ?? .null, path: "result", fds: envelope.fds)
         {
             refuseResult(daemonID, problem: mismatch.message, partial: continues, from: connection, now: now)
             return

@@ -88,6 +88,8 @@ extension Broker {
         var remote: RemoteCaller? = nil
         /// The descriptors it carries (`fds`), passed on with it or released.
         var descriptors: PassedDescriptors? = nil
+        /// The request's `fds`: what a descriptor's `{"$fd": I}` in `params` is checked against.
+        var fds: Int { descriptors?.count ?? 0 }
     }
 
     /// What routing decided while looking at the target.

@@ -9,6 +9,21 @@ class MediatorError(Exception):
 SHUTDOWN_GRACE = 10.0
 
 
+class FD:
+    """A descriptor to send: the package writes {"$fd": I} in its place."""
+
+    def __init__(self, source, close=False):
+        self.source = source
+        self.close = close
+
+
+class ReceivedFD:
+    """What the package gives for each {"$fd": I} of a message."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+
 def serve(service, *, signals=None, grace=SHUTDOWN_GRACE, **run_kwargs):
     """Records what a generated module's serve() asked for."""
     served.append((service, grace, run_kwargs))
