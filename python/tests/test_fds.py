@@ -5,6 +5,9 @@ as at the start."""
 import asyncio
 import gc
 import os
+import json
+import socket
+import tempfile
 import select
 import time
 import threading
@@ -593,21 +596,93 @@ class ServiceOwnershipTests(LeakCheckedTest):
                          ["ignored", "kept", "action_not_found"])
 
 
-class TodaysDaemonTests(DaemonTestCase):
-    """mediatord does not implement section 8 yet: `fds: true` in hello is
-    an unknown member it ignores, and its result has no `max_fds`."""
+class ThroughTheDaemonTests(DaemonTestCase):
+    """Descriptors through the real mediatord (contract section 8): a
+    Python caller and a Python service, both with `fds=True`."""
 
-    def test_fds_true_is_harmless_and_sending_raises_before_writing(self):
+    def serve_files(self):
+        service = mediator.Service("Files")
+
+        @service.action("open")
+        def open_(params, ctx):
+            # The privileged side opens; the caller gets the open file.
+            return {"file": mediator.FD(os.open(params["path"], os.O_RDONLY), close=True)}
+
+        @service.action("write")
+        def write(params, ctx):
+            with params["out"] as out:
+                os.write(out.fileno(), b"from the service")
+            return {"ok": True}
+
+        @service.action("blobs")
+        def blobs(params, ctx):
+            for n in range(params["count"]):
+                ctx.send_partial({"blob": mediator.FD(mediator.memfd_from_bytes(b"part %d" % n), close=True)})
+            return {"blob": mediator.FD(mediator.memfd_from_bytes(b"last"), close=True)}
+        self.serve(service, fds=True)
+
+    def test_hello_grants_max_fds(self):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
+            raw.settimeout(10)
+            raw.connect(self.daemon.socket)
+            raw.sendall(b'{"id":1,"target":"mediator","action":"hello","params":{"protocol":1,"fds":true}}\n'
+                        b'{"id":2,"target":"mediator","action":"hello","params":{"protocol":1}}\n')
+            lines = raw.makefile("rb")
+            answers = sorted((json.loads(lines.readline()) for _ in range(2)), key=lambda answer: answer["id"])
+        self.assertEqual(answers[0]["result"]["max_fds"], 253)
+        self.assertNotIn("max_fds", answers[1]["result"])
+
+    def test_caller_to_service_and_service_to_caller(self):
+        self.serve_files()
         client = self.connect(fds=True)
-        client.ping()
+        r, w = os.pipe()
+        self.assertEqual(client.call("Files", "write", {"out": mediator.FD(w, close=True)}), {"ok": True})
+        self.assertEqual(read_all(r), b"from the service")
+        os.close(r)
+        with tempfile.NamedTemporaryFile() as handle:
+            handle.write(b"opened by the service")
+            handle.flush()
+            result = client.call("Files", "open", {"path": handle.name})
+            with result["file"] as opened:
+                self.assertEqual(os.pread(opened.fileno(), 100, 0), b"opened by the service")
+                self.assertEqual(os.fstat(opened.fileno()).st_ino, os.fstat(handle.fileno()).st_ino)
+
+    def test_stream_partials_carry_descriptors(self):
+        self.serve_files()
+        client = self.connect(fds=True)
+        contents = []
+        for part in client.stream("Files", "blobs", {"count": 3}):
+            with part["blob"] as blob:
+                contents.append(bytes(mediator.read_memfd(blob)))
+        self.assertEqual(contents[:3], [b"part 0", b"part 1", b"part 2"])
+
+    def test_a_caller_without_fds_gets_fds_not_supported_for_an_answer_with_descriptors(self):
+        self.serve_files()
+        client = self.connect()
+        with tempfile.NamedTemporaryFile() as handle:
+            with self.assertRaises(mediator.MediatorError) as caught:
+                client.call("Files", "open", {"path": handle.name})
+        self.assertEqual((caught.exception.code, caught.exception.delivered),
+                         ("fds_not_supported", mediator.CallDelivery.YES))
+
+    def test_a_service_without_fds_is_not_sent_descriptors(self):
+        service = mediator.Service("Plain")
+        service.action("echo")(lambda params, ctx: {"x": 1})
+        self.serve(service)
+        client = self.connect(fds=True)
+        r, w = os.pipe()
         with self.assertRaises(mediator.MediatorError) as caught:
-            client.call("Anything", "a", {"f": mediator.FD(0)})
+            client.call("Plain", "echo", {"f": mediator.FD(w, close=True)})
         self.assertEqual((caught.exception.code, caught.exception.delivered),
                          ("fds_not_supported", mediator.CallDelivery.NO))
-        client.ping()
+        # The daemon closed its copy: the pipe's write end is gone everywhere.
+        self.assertEqual(os.read(r, 10), b"")
+        os.close(r)
+        self.assertEqual(client.call("Plain", "echo", {}), {"x": 1})
 
     def test_a_service_with_fds_serves_plain_calls(self):
         service = mediator.Service("FdReady")
         service.action("echo")(lambda params, ctx: params)
         self.serve(service, fds=True)
         self.assertEqual(self.connect().call("FdReady", "echo", {"x": 1}), {"x": 1})
+
