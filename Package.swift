@@ -454,7 +454,6 @@ enum DaemonLibrary {
         "MediatorConfiguration",
         "MediatorTransport",
         .product(name: "NIOCore", package: "swift-nio"),
-        .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "Subprocess", package: "swift-subprocess"),
