@@ -65,6 +65,9 @@ package struct InboundFrames: ~Copyable, Sendable {
     var bufferCapacity: Int { storage.count }
 
     /// Descriptors received and not yet handed over or closed.
+    /// Whether any descriptors (or a truncated read's mark) wait for a line.
+    package var hasQueuedDescriptors: Bool { !batches.isEmpty }
+
     package var queuedDescriptorCount: Int { batches.reduce(0) { $0 + $1.descriptors.count } }
 
     /// Reads once from `socket`, at most `maxBytes` (``readSize`` unless

@@ -70,6 +70,21 @@ package struct OutboundQueue: ~Copyable, Sendable {
         chunks.append(Chunk(bytes: bytes, descriptors: descriptors))
     }
 
+    /// ``enqueue(line:descriptors:)`` for bytes that already end with their
+    /// LF: copied once, into the last buffer when it has room.
+    package mutating func enqueue(lineWithLF bytes: UnsafeRawBufferPointer, descriptors: [OwnedDescriptor] = []) throws(SocketError) {
+        guard descriptors.count <= UnixStreamSocket.maxDescriptorsPerMessage else {
+            throw .tooManyDescriptors(count: descriptors.count, maximum: UnixStreamSocket.maxDescriptorsPerMessage)
+        }
+        queuedByteCount += bytes.count
+        queuedDescriptorCount += descriptors.count
+        if descriptors.isEmpty, head < chunks.count, chunks[chunks.count - 1].bytes.count < coalescingLimit {
+            chunks[chunks.count - 1].bytes.append(contentsOf: bytes)
+            return
+        }
+        chunks.append(Chunk(bytes: Array(bytes), descriptors: descriptors))
+    }
+
     /// Writes until the queue is empty or the socket takes no more. On an
     /// error (EPIPE when the peer is gone) the queue is as it was before
     /// the failed call; close the connection and the queue.

@@ -208,10 +208,14 @@ final class BrokerHost: @unchecked Sendable {
     private func apply(_ effect: BrokerEffect) {
         switch effect {
         case .send(let connection, let buffer):
-            server?.send(connection, line: Self.line(buffer))
+            guard let server else { return }
+            buffer.withUnsafeReadableBytes { _ = server.send(connection, lineWithLF: $0) }
         case .sendWithDescriptors(let connection, let buffer, let passed):
             guard let taken = descriptors.take(passed) else { return }
-            if server?.send(connection, line: Self.line(buffer), descriptors: taken) == true {
+            let sent = server.map { server in
+                buffer.withUnsafeReadableBytes { server.send(connection, lineWithLF: $0, descriptors: taken) }
+            }
+            if sent == true {
                 descriptors.queued(passed, toward: connection)
             } else {
                 // Closed by the server: the connection is gone.
@@ -248,14 +252,6 @@ final class BrokerHost: @unchecked Sendable {
             while true { Glibc.sleep(3600) }
         case .wakeUp(let deadline):
             timers?.wakeUp(at: deadline)
-        }
-    }
-
-    /// The line of `buffer` without its LF (the server's queue ends lines).
-    private static func line(_ buffer: ByteBuffer) -> [UInt8] {
-        buffer.withUnsafeReadableBytes { raw in
-            let count = raw.count > 0 && raw[raw.count - 1] == 0x0A ? raw.count - 1 : raw.count
-            return Array(raw.prefix(count))
         }
     }
 

@@ -29,6 +29,12 @@ extension Broker {
             refuseAnswerWithDescriptors(daemonID, refusal, from: connection, now: now)
             return
         }
+        if fds != (arrivingDescriptors?.count ?? 0) {
+            refuseAnswerWithDescriptors(
+                daemonID, "file descriptors do not match \"fds\": \(fds) declared, \(arrivingDescriptors?.count ?? 0) arrived",
+                from: connection, now: now)
+            return
+        }
         // A `continues` the caller did not ask for is passed on as the final answer.
         let continues = envelope.continues && !isError && call.more
         // A result or error no client could decode is refused at once,

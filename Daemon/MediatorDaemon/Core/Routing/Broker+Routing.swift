@@ -25,6 +25,16 @@ extension Broker {
                 return
             }
             descriptors = takeArrivingDescriptors()
+            // The socket layer hands a line its descriptors only when some
+            // arrived; a line that declares more than came is refused here.
+            guard let arrived = descriptors, arrived.count == envelope.fds else {
+                if let descriptors { release(descriptors) }
+                badFrame(
+                    from: connection, idBytes: idBytes.map(ownCopy),
+                    MediatorError(.badRequest, "file descriptors do not match \"fds\": \(envelope.fds) declared, \(descriptors?.count ?? 0) arrived"),
+                    answer: idBytes != nil)
+                return
+            }
         }
         let params = envelope.paramsRange.map { slice(frame, $0) }
         let trace = envelope.traceparentRange == nil ? nil : forwardedTrace(envelope, frame)
