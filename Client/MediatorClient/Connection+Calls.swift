@@ -1,4 +1,5 @@
 import MediatorProtocol
+import MediatorSocket
 import NIOCore
 
 /// Calls and streams: each takes an id, puts its waiter in the pending
@@ -67,9 +68,9 @@ extension Connection {
     /// 900 instructions fewer per call, 1.53 → 1.44 µs of the client's CPU
     /// per pipelined call (docs/benchmark.md). The operation touches no
     /// isolated state: it only files the waiter and queues the frame.
-    private nonisolated(nonsending) func call<Value: Sendable>(
+    nonisolated(nonsending) func call<Value: Sendable>(
         timeoutMs: Int64?, waiter: (UnsafeContinuation<Result<Value, MediatorError>, Never>) -> Waiter,
-        frame makeFrame: (Int64) throws(MediatorError) -> [UInt8]
+        descriptors: [OwnedDescriptor] = [], frame makeFrame: (Int64) throws(MediatorError) -> [UInt8]
     ) async throws(MediatorError) -> Value {
         let id = pending.newID()
         let frame = try makeFrame(id)
@@ -87,7 +88,7 @@ extension Connection {
                     pending.cancel(id)?.fail(.callCancelled)
                     return
                 }
-                enqueue(frame)  // if closed, didClose already failed the entry
+                enqueue(frame, descriptors: descriptors)  // if closed, didClose already failed the entry
             }
         } onCancel: {
             cancelCall(id)
@@ -119,17 +120,17 @@ extension Connection {
             keepAlive: keepAlive, trace: nil, remoteCaller: remoteCaller, ended: nil)
     }
 
-    private func stream<Item: Sendable>(
+    func stream<Item: Sendable>(
         of: Item.Type, waiter: (AsyncThrowingStream<Item, any Error>.Continuation) -> Waiter,
         _ target: String, _ action: String, params: JSONValue, timeoutMs: Int64?, keepAlive: (any Sendable)?,
-        trace: TraceMembers?, remoteCaller: JSONValue?,
+        trace: TraceMembers?, remoteCaller: JSONValue?, descriptors: [OwnedDescriptor] = [],
         ended: (@Sendable (AsyncThrowingStream<Item, any Error>.Continuation.Termination) -> Void)?
     ) -> AsyncThrowingStream<Item, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Item.self)
         let id = pending.newID()
-        let frame = OutboundMessage.request(
+        let frame = OutboundMessage.declaringDescriptors(descriptors.count, in: OutboundMessage.request(
             id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs, more: true,
-            traceparent: trace?.traceparent, tracestate: trace?.tracestate, remoteCaller: remoteCaller)
+            traceparent: trace?.traceparent, tracestate: trace?.tracestate, remoteCaller: remoteCaller))
         var refusal: MediatorError?
         do {
             try checkSize(frame)
@@ -148,7 +149,7 @@ extension Connection {
             }
             ended?(termination)
         }
-        enqueue(frame)
+        enqueue(frame, descriptors: descriptors)
         return stream
     }
 }

@@ -1,7 +1,5 @@
-import NIOCore
-
-/// A `TaskExecutor` that runs jobs on one NIO event loop: the loop that
-/// does a connection's I/O.
+/// A `TaskExecutor` that runs jobs on one connection's loop
+/// (``ConnectionLoop``): the thread that does the connection's I/O.
 ///
 /// Why: a task on Swift's global executor that makes a call hands its frame
 /// to the event loop (one thread wake-up) and is resumed from it when the
@@ -26,12 +24,12 @@ final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
     // @unchecked: `eventLoop` is immutable; `batch`, `drainScheduled` and
     // `reading` are touched only on `eventLoop` (checked by `inEventLoop`
     // first, or called by the handler).
-    let eventLoop: any EventLoop
+    let eventLoop: ConnectionLoop
     private var batch: [UnownedJob] = []
     private var drainScheduled = false
     private var reading = false
 
-    init(_ eventLoop: any EventLoop) {
+    init(_ eventLoop: ConnectionLoop) {
         self.eventLoop = eventLoop
     }
 

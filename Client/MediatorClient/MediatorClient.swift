@@ -63,6 +63,11 @@ public final class MediatorClient: Sendable {
     ///   - name: sent in `hello`; the daemon passes it to components as
     ///     `caller.name`.
     ///   - maxFrameBytes: the largest inbound frame (without LF) accepted.
+    ///   - fds: says `"fds": true` in `hello`: the client sends and receives
+    ///     file descriptors (``call(target:action:params:descriptors:timeout:)``),
+    ///     up to ``maxDescriptorsPerMessage`` per message. Without it,
+    ///     sending descriptors throws `fds_not_supported` and any that
+    ///     arrive are closed and refused.
     ///   - tracer: makes a `.client` span around each call and injects its
     ///     context (`traceparent`); nil uses `InstrumentationSystem`'s, and
     ///     when nothing is bootstrapped no spans are made (docs/tracing.md).
@@ -73,10 +78,11 @@ public final class MediatorClient: Sendable {
     ///   `hello` (`unsupported_protocol`).
     public static func connect(
         socketPath: String? = nil, name: String? = nil,
-        maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes, tracer: (any Tracer)? = nil, logger: Logger? = nil
+        maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes, fds: Bool = false, tracer: (any Tracer)? = nil,
+        logger: Logger? = nil
     ) async throws(MediatorError) -> MediatorClient {
         try await connect(
-            socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, hooks: nil, tracer: tracer,
+            socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, fds: fds, hooks: nil, tracer: tracer,
             logger: logger ?? Self.logger)
     }
 
@@ -87,14 +93,15 @@ public final class MediatorClient: Sendable {
     }
 
     static func connect(
-        socketPath: String?, name: String?, maxFrameBytes: Int, hooks: InboundHooks?, tracer: (any Tracer)?,
-        logger: Logger = MediatorClient.logger
+        socketPath: String?, name: String?, maxFrameBytes: Int, fds: Bool = false, hooks: InboundHooks?,
+        tracer: (any Tracer)?, logger: Logger = MediatorClient.logger
     ) async throws(MediatorError) -> MediatorClient {
         let path = resolvedSocketPath(socketPath)
         let connection = try await Connection.connect(
-            socketPath: path, maxFrameBytes: max(1, maxFrameBytes), hooks: hooks, logger: logger)
+            socketPath: path, maxFrameBytes: max(1, maxFrameBytes), acceptsDescriptors: fds, hooks: hooks, logger: logger)
         var params: [String: JSONValue] = ["protocol": .int(ProtocolConstants.version)]
         if let name { params["name"] = .string(name) }
+        if fds { params[HelloFileDescriptors.paramsMember] = .bool(true) }
         let result: JSONValue
         do {
             result = try await connection.call(
@@ -107,6 +114,7 @@ public final class MediatorClient: Sendable {
             throw error
         }
         connection.setPeerMaxFrameBytes(result["max_frame"]?.intValue)
+        if fds { connection.setPeerMaxDescriptors(HelloFileDescriptors.maxFds(result: result)) }
         let connectionID = result["connection"]?.intValue.flatMap { Int(exactly: $0) }
         logger.debug("connected", metadata: ["socket": "\(path)", "connection": "\(connectionID.map(String.init) ?? "?")"])
         return MediatorClient(connection: connection, connectionID: connectionID, tracer: tracer)
@@ -164,7 +172,7 @@ public final class MediatorClient: Sendable {
     /// tracing in use gives it: none with nothing bootstrapped (the path
     /// taken first), the current context's with an instrument, and a span's
     /// around the call with a tracer.
-    private func withTraceMembers<R>(
+    func withTraceMembers<R>(
         _ target: String, _ action: String, _ body: (TraceMembers?) async throws(MediatorError) -> R
     ) async throws(MediatorError) -> R {
         switch tracing.mode {
