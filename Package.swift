@@ -380,6 +380,8 @@ let package = Package(
             dependencies: [
                 "MediatorClient",
                 "MediatorProtocol",
+                // The descriptor tests' fake daemon, and their leak counting.
+                "MediatorSocket", "SocketTesting",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "MediatorTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
