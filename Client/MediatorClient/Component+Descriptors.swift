@@ -34,3 +34,11 @@ extension CallContext {
         responder.partial(partial, descriptors: descriptors)
     }
 }
+
+extension CallContext {
+    /// The descriptor that `value` (`{"$fd": I}` in ``params``) refers to;
+    /// nil when it is no such value or I is out of range.
+    public func descriptor(_ value: JSONValue?) -> OwnedFileDescriptor? {
+        DescriptorEncodingContext.descriptor(value, in: descriptors)
+    }
+}

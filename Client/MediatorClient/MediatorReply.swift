@@ -26,7 +26,7 @@ public struct MediatorReply: Sendable {
     /// The descriptor that `value` (`{"$fd": I}`) refers to; nil when it
     /// is no such value or I is out of range.
     public func descriptor(_ value: JSONValue?) -> OwnedFileDescriptor? {
-        DescriptorEncodingContext.index(of: value).flatMap { descriptors.indices.contains($0) ? descriptors[$0] : nil }
+        DescriptorEncodingContext.descriptor(value, in: descriptors)
     }
 }
 
@@ -64,6 +64,12 @@ public struct DescriptorEncodingContext: Sendable {
     /// The value `{"$fd": index}`.
     public static func reference(_ index: Int) -> JSONValue {
         .object([FileDescriptorReferences.member: .int(Int64(index))])
+    }
+
+    /// The element of `descriptors` that `value` (`{"$fd": I}`) refers
+    /// to; nil when it is no such value or I is out of range.
+    public static func descriptor(_ value: JSONValue?, in descriptors: [OwnedFileDescriptor]) -> OwnedFileDescriptor? {
+        index(of: value).flatMap { descriptors.indices.contains($0) ? descriptors[$0] : nil }
     }
 
     /// The I of a `{"$fd": I}` value; nil for any other value.

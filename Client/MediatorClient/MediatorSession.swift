@@ -66,7 +66,7 @@ public final class MediatorSession: Service, Sendable {
     /// How long a call waits for a connection when it gives no timeout.
     static let defaultWait: Duration = .seconds(30)
 
-    /// - Parameters: those of ``MediatorClient/connect(socketPath:name:maxFrameBytes:tracer:logger:)``.
+    /// - Parameters: those of ``MediatorClient/connect(socketPath:name:maxFrameBytes:fds:tracer:logger:)``.
     public init(socketPath: String? = nil, name: String? = nil, tracer: (any Tracer)? = nil, logger: Logger? = nil) {
         self.socketPath = socketPath
         self.name = name

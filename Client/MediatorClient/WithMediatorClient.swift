@@ -13,7 +13,7 @@ import Tracing
 /// }
 /// ```
 ///
-/// The parameters are those of ``MediatorClient/connect(socketPath:name:maxFrameBytes:tracer:logger:)``.
+/// The parameters are those of ``MediatorClient/connect(socketPath:name:maxFrameBytes:fds:tracer:logger:)``.
 ///
 /// - Returns: what `body` returns.
 /// - Throws: what `connect` throws (`unreachable` when the daemon's socket
@@ -21,11 +21,11 @@ import Tracing
 ///   either way.
 public func withMediatorClient<Result: Sendable>(
     socketPath: String? = nil, name: String? = nil, maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes,
-    tracer: (any Tracer)? = nil, logger: Logger? = nil,
+    fds: Bool = false, tracer: (any Tracer)? = nil, logger: Logger? = nil,
     _ body: (MediatorClient) async throws -> Result
 ) async throws -> Result {
     let client = try await MediatorClient.connect(
-        socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, tracer: tracer, logger: logger)
+        socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, fds: fds, tracer: tracer, logger: logger)
     do {
         let result = try await body(client)
         await client.close()

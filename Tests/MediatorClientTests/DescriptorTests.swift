@@ -266,6 +266,58 @@ import Testing
         try await Self.expectAllClosed(tag, "the component or the caller left descriptors open")
     }
 
+    /// The Python package as the caller of a Swift component, through the
+    /// fake daemon: a sealed memfd from `memfd_from_bytes` reaches the
+    /// handler, and the memfd it answers reads back in Python.
+    @Test func aPythonCallerAndASwiftComponentPassMemfds() async throws {
+        let tag = Self.tag()
+        try await Self.withDaemon { daemon in
+            var component = Component(target: "Files")
+            component.socketPath = daemon.path
+            component.acceptsDescriptors = true
+            component.addDescriptorAction("upper") { context in
+                let text = String(decoding: try MappedMemory(mapping: try #require(context.descriptor(context.params["text"]))).bytes, as: UTF8.self)
+                let answer = try OwnedFileDescriptor.sealedMemory(Array(text.uppercased().utf8), name: tag)
+                return MediatorReply(result: ["text": ["$fd": 0], "from": .string(text)], descriptors: [answer])
+            }
+            let running = Task { try await component.run() }
+            defer { running.cancel() }
+            _ = try await daemon.received.first("the registration") { $0.message["action"] == "register" }
+            let script = """
+                import json, sys
+                import mediator
+                client = mediator.connect(socket=sys.argv[1], fds=True)
+                sent = mediator.memfd_from_bytes(b"hello from python")
+                result = client.call("Files", "upper", {"text": mediator.FD(sent, close=True)})
+                with result["text"] as answer:
+                    print(json.dumps({"text": bytes(mediator.read_memfd(answer)).decode(), "from": result["from"]}))
+                client.close()
+                """
+            let output = try await Self.runPython(script, arguments: [daemon.path])
+            #expect(output == #"{"text": "HELLO FROM PYTHON", "from": "hello from python"}"#)
+        }
+        try await Self.expectAllClosed(tag, "the component left descriptors open")
+    }
+
+    /// Runs `script` with python3 and the repository's `python/` package;
+    /// its standard output, trimmed. Bounded: 30 s.
+    static func runPython(_ script: String, arguments: [String]) async throws -> String {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script] + arguments
+        process.environment = ["PYTHONPATH": repository.appendingPathComponent("python").path, "PATH": "/usr/bin:/bin"]
+        let output = Pipe()
+        process.standardOutput = output
+        let ended = Mailbox<Int32>()
+        process.terminationHandler = { ended.post($0.terminationStatus) }
+        try process.run()
+        let status = try await ended.first(timeout: 30, "python3") { _ in true }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        try #require(status == 0, "python3 exited with \(status): \(text)")
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     @Test func aComponentThatDoesNotAcceptDescriptorsRefusesThem() async throws {
         let tag = Self.tag()
         try await Self.withDaemon { daemon in
