@@ -9,7 +9,7 @@ extension Component {
     /// ``MediatorReply``'s `result` refers to `descriptors[I]` as
     /// `{"$fd": I}`. The request's own descriptors are in
     /// ``CallContext/descriptors``. Otherwise as
-    /// ``addAction(_:description:params:result:url:_:)-(_,_,_,_,_,(CallContext)->JSONValue)``;
+    /// `addAction` with a `JSONValue` result;
     /// a reply whose descriptors cannot be sent (the caller or daemon takes
     /// none, too many, a `{"$fd": I}` with no such descriptor) is answered
     /// with that error instead.

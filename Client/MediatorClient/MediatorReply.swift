@@ -56,7 +56,7 @@ public struct DescriptorEncodingContext: Sendable {
         return descriptors.count - 1
     }
 
-    /// `{"$fd": I}` for `descriptor`, I from ``index(of:)``.
+    /// `{"$fd": I}` for `descriptor`, I from ``index(of:)-method``.
     public mutating func reference(_ descriptor: OwnedFileDescriptor) -> JSONValue {
         Self.reference(index(of: descriptor))
     }
@@ -69,11 +69,11 @@ public struct DescriptorEncodingContext: Sendable {
     /// The element of `descriptors` that `value` (`{"$fd": I}`) refers
     /// to; nil when it is no such value or I is out of range.
     public static func descriptor(_ value: JSONValue?, in descriptors: [OwnedFileDescriptor]) -> OwnedFileDescriptor? {
-        index(of: value).flatMap { descriptors.indices.contains($0) ? descriptors[$0] : nil }
+        referencedIndex(value).flatMap { descriptors.indices.contains($0) ? descriptors[$0] : nil }
     }
 
     /// The I of a `{"$fd": I}` value; nil for any other value.
-    public static func index(of value: JSONValue?) -> Int? {
+    public static func referencedIndex(_ value: JSONValue?) -> Int? {
         guard case .object(let members)? = value, members.count == 1,
             let index = members[FileDescriptorReferences.member]?.intValue, index >= 0
         else { return nil }

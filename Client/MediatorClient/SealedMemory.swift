@@ -17,8 +17,10 @@ extension OwnedFileDescriptor {
     /// can change it (``immutableSeals``): safe to hand to a peer that must
     /// not trust the sender not to change it under it.
     ///
-    /// - Parameter name: the memfd's name, shown in `/proc/PID/fd` (as
-    ///   `memfd:NAME`); no meaning otherwise.
+    /// - Parameters:
+    ///   - bytes: the content.
+    ///   - name: the memfd's name, shown in `/proc/PID/fd` (as
+    ///     `memfd:NAME`); no meaning otherwise.
     /// - Throws: `internal` when the memfd cannot be made, written or sealed.
     public static func sealedMemory(_ bytes: UnsafeRawBufferPointer, name: String = "mediator") throws(MediatorError)
         -> OwnedFileDescriptor
@@ -133,7 +135,7 @@ enum MemoryFileConstants {
     private typealias MemfdCreate = @convention(c) (UnsafePointer<CChar>, UInt32) -> Int32
 
     /// glibc's memfd_create (2.27 and later), looked up once.
-    nonisolated(unsafe) private static let memfdCreate: MemfdCreate? = dlsym(nil, "memfd_create").map {
+    private static let memfdCreate: MemfdCreate? = dlsym(nil, "memfd_create").map {
         unsafeBitCast($0, to: MemfdCreate.self)
     }
 
