@@ -266,6 +266,40 @@ import Testing
         try await Self.expectAllClosed(tag, "the component or the caller left descriptors open")
     }
 
+    /// A component's partials carry descriptors
+    /// (``CallContext/send(partial:descriptors:)``), each reaching the
+    /// caller's stream with its own.
+    @Test func aComponentsPartialsCarryDescriptors() async throws {
+        let tag = Self.tag()
+        try await Self.withDaemon { daemon in
+            var component = Component(target: "Ticks")
+            component.socketPath = daemon.path
+            component.acceptsDescriptors = true
+            component.addAction("ticks") { context in
+                for index in 0..<3 {
+                    let file = try OwnedFileDescriptor.sealedMemory(Array("tick \(index)".utf8), name: tag)
+                    await context.send(partial: ["tick": ["$fd": 0]], descriptors: [file])
+                }
+                return ["done": true]
+            }
+            let running = Task { try await component.run() }
+            defer { running.cancel() }
+            _ = try await daemon.received.first("the registration") { $0.message["action"] == "register" }
+            let client = try await MediatorClient.connect(socketPath: daemon.path, fds: true)
+            var items: [String] = []
+            for try await item in client.stream(target: "Ticks", action: "ticks", descriptors: []) {
+                if let file = item.descriptor(item.result["tick"]) {
+                    items.append(try Self.contents(file))
+                } else {
+                    items.append(item.result.jsonText)
+                }
+            }
+            #expect(items == ["tick 0", "tick 1", "tick 2", #"{"done":true}"#])
+            await client.close()
+        }
+        try await Self.expectAllClosed(tag, "a partial's descriptors were left open")
+    }
+
     /// The Python package as the caller of a Swift component, through the
     /// fake daemon: a sealed memfd from `memfd_from_bytes` reaches the
     /// handler, and the memfd it answers reads back in Python.
