@@ -91,6 +91,14 @@ final class ConnectionLoop: Sendable {
         thread.load(ordering: .acquiring) == UInt(pthread_self())
     }
 
+    /// pthread_self() of the loop's thread; 0 until it started.
+    var threadID: UInt { thread.load(ordering: .acquiring) }
+
+    /// Whether the thread `id` still runs a loop (for tests).
+    static func isRunning(_ id: UInt) -> Bool {
+        running.withLock { $0.contains(id) }
+    }
+
     /// Whether the caller runs on the thread of some connection's loop (for tests).
     static var isLoopThread: Bool {
         let me = UInt(pthread_self())

@@ -62,4 +62,26 @@ import Testing
         }
         #expect(reachedInTime, "a loop task waited until the spinning tasks were stopped")
     }
+
+    /// A connection's thread ends once the connection closed and nothing
+    /// holds its loop any more: one thread per connection must not mean
+    /// one thread per connection ever made.
+    @Test func aClosedConnectionsThreadEnds() async throws {
+        let fake = try await FakeDaemon.start()
+        defer { Task { await fake.shutdown() } }
+        weak var weakLoop: ConnectionLoop?
+        let thread: UInt
+        do {
+            let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
+            _ = try await withTimeout { try await client.call(target: "Echo", action: "echo") }
+            weakLoop = client.connection.loop
+            thread = client.connection.loop.threadID
+            #expect(ConnectionLoop.isRunning(thread))
+            await client.close()
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ConnectionLoop.isRunning(thread), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(!ConnectionLoop.isRunning(thread), "the connection's thread still runs")
+        #expect(weakLoop == nil, "the loop outlived its connection")
+    }
 }
