@@ -65,7 +65,7 @@ public struct CallContext: Sendable {
     /// had `"more": true` and an id, and only before the handler returns;
     /// otherwise ignored, since the contract forbids `continues` then.
     ///
-    /// Waits while the socket to the daemon has more than NIO's high
+    /// Waits while the socket to the daemon has more than the connection's high
     /// watermark (64 KiB) not yet taken: a stream goes at the pace the
     /// daemon reads, and the daemon ends one whose caller does not keep up
     /// (docs/daemon.md, "The outbound queue").

@@ -27,6 +27,11 @@ extension Connection {
                 // when read; but a oneway request never gets an answer, not
                 // even an error (section 2, and the daemon's documented choice).
                 logger.warning("bad frame from the daemon: \(failure.error.message)")
+                // Its descriptors, if it declares some, are claimed and so
+                // closed: left queued, a line after it could take them.
+                if let count = (try? JSONParser.parse(raw))?["fds"]?.intValue.flatMap({ Int(exactly: $0) }), count > 0 {
+                    _ = takeDescriptors(count, for: line)
+                }
                 if failure.id == nil, Self.isOnewayRequest(raw) { return }
                 enqueue(OutboundMessage.error(id: failure.id, failure.error))
                 return

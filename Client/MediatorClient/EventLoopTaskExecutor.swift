@@ -2,7 +2,7 @@
 /// (``ConnectionLoop``): the thread that does the connection's I/O.
 ///
 /// Why: a task on Swift's global executor that makes a call hands its frame
-/// to the event loop (one thread wake-up) and is resumed from it when the
+/// to the connection's thread (one thread wake-up) and is resumed from it when the
 /// answer comes (another). Each wake-up costs several microseconds, more
 /// than the daemon's whole routing of a call. A task that prefers this
 /// executor writes and is resumed on the loop's own thread: no hand-off.

@@ -34,7 +34,7 @@ struct IncomingRequest: Sendable {
 }
 
 /// What a component's connection does with what the daemon sends it besides
-/// responses and subscribed events. Called on the event loop: must not block.
+/// responses and subscribed events. Called on the connection's thread: must not block.
 ///
 /// A class: it is read for every request, and a struct of four closures
 /// would be copied (four retains and releases) each time.

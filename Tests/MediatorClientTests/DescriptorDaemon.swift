@@ -19,6 +19,9 @@ import Synchronization
 /// - `late`: answers as `echo` after `params.delay_ms`;
 /// - `stream`: `params.count` partials, each with a memfd named
 ///   `params.tag`, then a final `{}`;
+/// - `smuggle`: answers, in one sendmsg with the request's descriptors, a
+///   malformed response declaring them and then a well-formed one
+///   declaring them too (which must not get them);
 /// - `hangUp`: closes the caller's connection.
 ///
 /// One thread polls the listener and every connection.
@@ -200,6 +203,17 @@ final class DescriptorDaemon: @unchecked Sendable {
                     descriptors: memfd.map { [$0] } ?? [], continues: true)
             }
             reply(to: peer, id: message["id"], result: [:])
+        case ("Fake", "smuggle"):
+            // One sendmsg: a malformed response that declares the
+            // descriptor, then a well-formed one that declares one too.
+            let id = (message["id"] ?? .null).jsonText
+            let bytes = #"{"id":\#(id),"fds":1,"continues":"yes","result":{}}"# + "\n" + #"{"id":\#(id),"fds":1,"result":{"f":{"$fd":0}}}"#
+            do {
+                try peer.outbound.enqueue(line: Array(bytes.utf8), descriptors: descriptors)
+            } catch {
+                peer.gone = true
+            }
+            flush(peer)
         case ("Fake", "hangUp"):
             peer.gone = true
         default:

@@ -157,6 +157,21 @@ import Testing
         try await Self.expectAllClosed(tag, "a mismatched reply left descriptors open")
     }
 
+    /// A malformed response's descriptors are closed with it, not left
+    /// for the next line of the same read to take.
+    @Test func aMalformedResponsesDescriptorsDoNotPassToTheNextLine() async throws {
+        let tag = Self.tag()
+        try await Self.withDaemon { daemon in
+            let client = try await MediatorClient.connect(socketPath: daemon.path, fds: true)
+            let error = await mediatorError {
+                try await client.call(target: "Fake", action: "smuggle", descriptors: [try Self.memfd(tag, "smuggled")])
+            }
+            #expect(error?.code == .badRequest, "\(String(describing: error))")
+            await client.close()
+        }
+        try await Self.expectAllClosed(tag, "the malformed response's descriptor was left open")
+    }
+
     @Test func aStreamsPartialsCarryDescriptors() async throws {
         let tag = Self.tag()
         try await Self.withDaemon { daemon in
