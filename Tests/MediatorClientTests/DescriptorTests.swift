@@ -348,19 +348,61 @@ import Testing
         try await Self.expectAllClosed(tag, "the component left descriptors open")
     }
 
-    /// Runs `script` with python3 and the repository's `python/` package;
-    /// its standard output, trimmed. Bounded: 30 s.
-    static func runPython(_ script: String, arguments: [String]) async throws -> String {
+    /// The Python package as a component called by the Swift library,
+    /// through the fake daemon: the Swift caller's memfd reaches the
+    /// Python handler, and the memfd it returns (`mediator.FD`) reads back
+    /// in Swift.
+    @Test func aSwiftCallerAndAPythonComponentPassMemfds() async throws {
+        let tag = Self.tag()
+        try await Self.withDaemon { daemon in
+            let script = """
+                import sys
+                import mediator
+                service = mediator.Service("PyFiles")
+                @service.action("lower")
+                def lower(params, ctx):
+                    with params["text"] as received:
+                        text = bytes(mediator.read_memfd(received)).decode()
+                    return {"text": mediator.FD(mediator.memfd_from_bytes(text.lower().encode()), close=True), "from": text}
+                service.run(socket=sys.argv[1], fds=True)
+                """
+            let component = try Self.startPython(script, arguments: [daemon.path])
+            defer { component.terminate() }
+            _ = try await daemon.received.first(timeout: 30, "the Python component's registration") {
+                $0.message["action"] == "register" && $0.message["params"]?["target"] == "PyFiles"
+            }
+            let client = try await MediatorClient.connect(socketPath: daemon.path, fds: true)
+            let reply = try await client.call(
+                target: "PyFiles", action: "lower", params: ["text": ["$fd": 0]], descriptors: [try Self.memfd(tag, "Hello From Swift")])
+            #expect(reply.result["from"] == "Hello From Swift")
+            let answer = try #require(reply.descriptor(reply.result["text"]))
+            #expect(try Self.contents(answer) == "hello from swift")
+            #expect(answer.seals.map { $0 & OwnedFileDescriptor.immutableSeals } == OwnedFileDescriptor.immutableSeals)
+            await client.close()
+        }
+        try await Self.expectAllClosed(tag, "the caller's memfd was left open")
+    }
+
+    /// A python3 process running `script` with the repository's `python/` package.
+    static func startPython(_ script: String, arguments: [String], output: Pipe? = nil) throws -> Process {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", script] + arguments
         process.environment = ["PYTHONPATH": repository.appendingPathComponent("python").path, "PATH": "/usr/bin:/bin"]
-        let output = Pipe()
-        process.standardOutput = output
-        let ended = Mailbox<Int32>()
-        process.terminationHandler = { ended.post($0.terminationStatus) }
+        if let output { process.standardOutput = output }
         try process.run()
+        return process
+    }
+
+    /// Runs `script` with python3 and the repository's `python/` package;
+    /// its standard output, trimmed. Bounded: 30 s.
+    static func runPython(_ script: String, arguments: [String]) async throws -> String {
+        let output = Pipe()
+        let ended = Mailbox<Int32>()
+        let process = try startPython(script, arguments: arguments, output: output)
+        process.terminationHandler = { ended.post($0.terminationStatus) }
+        if !process.isRunning { ended.post(process.terminationStatus) }
         let status = try await ended.first(timeout: 30, "python3") { _ in true }
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         try #require(status == 0, "python3 exited with \(status): \(text)")
