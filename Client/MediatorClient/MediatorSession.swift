@@ -57,6 +57,8 @@ public final class MediatorSession: Service, Sendable {
 
     private let socketPath: String?
     private let name: String?
+    /// Each connection says `"fds": true` (MediatorSession+Descriptors.swift).
+    private let fds: Bool
     private let tracer: (any Tracer)?
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
@@ -67,9 +69,12 @@ public final class MediatorSession: Service, Sendable {
     static let defaultWait: Duration = .seconds(30)
 
     /// - Parameters: those of ``MediatorClient/connect(socketPath:name:maxFrameBytes:fds:tracer:logger:)``.
-    public init(socketPath: String? = nil, name: String? = nil, tracer: (any Tracer)? = nil, logger: Logger? = nil) {
+    public init(
+        socketPath: String? = nil, name: String? = nil, fds: Bool = false, tracer: (any Tracer)? = nil, logger: Logger? = nil
+    ) {
         self.socketPath = socketPath
         self.name = name
+        self.fds = fds
         self.tracer = tracer
         self.logger = logger ?? MediatorClient.logger
     }
@@ -86,7 +91,7 @@ public final class MediatorSession: Service, Sendable {
             publish(.connecting)
             let client: MediatorClient
             do {
-                client = try await MediatorClient.connect(socketPath: socketPath, name: name, tracer: tracer, logger: logger)
+                client = try await MediatorClient.connect(socketPath: socketPath, name: name, fds: fds, tracer: tracer, logger: logger)
             } catch {
                 publish(.disconnected(error))
                 logger.debug("cannot connect; retrying in \(backoff)", metadata: ["error": "\(error)"])

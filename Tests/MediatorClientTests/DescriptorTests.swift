@@ -430,6 +430,29 @@ import Testing
         try await Self.expectAllClosed(tag, "refused descriptors were left open")
     }
 
+    /// A session made with `fds: true` says so on its connection and
+    /// passes descriptors; one made without refuses them client-side.
+    @Test func aSessionPassesDescriptors() async throws {
+        let tag = Self.tag()
+        try await Self.withDaemon { daemon in
+            let session = MediatorSession(socketPath: daemon.path, fds: true)
+            let plain = MediatorSession(socketPath: daemon.path)
+            let running = [Task { await session.run() }, Task { await plain.run() }]
+            defer { for task in running { task.cancel() } }
+            let file = try Self.memfd(tag, "session")
+            let reply = try await session.call(
+                target: "Fake", action: "echo", params: ["f": ["$fd": 0]], descriptors: [file], timeout: .seconds(5))
+            #expect(try Self.identity(try #require(reply.descriptor(reply.result["f"]))) == Self.identity(file))
+            let refused = await mediatorError {
+                try await plain.call(target: "Fake", action: "echo", params: ["f": ["$fd": 0]], descriptors: [file], timeout: .seconds(5))
+            }
+            #expect(refused?.code == .fdsNotSupported)
+            for task in running { task.cancel() }
+            for task in running { await task.value }
+        }
+        try await Self.expectAllClosed(tag, "a session's descriptors were left open")
+    }
+
     @Test func sealedMemoryIsImmutableAndMappedReadOnly() throws {
         let file = try OwnedFileDescriptor.sealedMemory(Array("sealed".utf8))
         let raw = try #require(file.rawValue)
