@@ -147,11 +147,12 @@ let package = Package(
             name: "MediatorClient",
             dependencies: [
                 "MediatorProtocol",
-                "MediatorTransport",
-                // Descriptors with calls and answers (issue 26).
+                // The connection's socket I/O: recvmsg/sendmsg, so that
+                // descriptors travel with calls and answers (issue 26).
                 "MediatorSocket",
+                // Only TimeAmount and NIODeadline (PendingCalls) and the
+                // locks: the library does no I/O through NIO any more.
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 // Trace context: inject on calls, extract in components (issue 12).
@@ -380,6 +381,8 @@ let package = Package(
             dependencies: [
                 "MediatorClient",
                 "MediatorProtocol",
+                // The descriptor tests' fake daemon, and their leak counting.
+                "MediatorSocket", "SocketTesting",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "MediatorTransport",
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -54,19 +54,30 @@ package struct OutboundQueue: ~Copyable, Sendable {
     /// descriptors than one message carries is refused, and they stay the
     /// caller's.
     package mutating func enqueue(line: [UInt8], descriptors: [OwnedDescriptor] = []) throws(SocketError) {
+        try enqueue(line, terminated: false, descriptors: descriptors)
+    }
+
+    /// ``enqueue(line:descriptors:)`` for a line that already ends in its
+    /// LF (as the libraries build their frames): queued without a copy to
+    /// strip it.
+    package mutating func enqueue(terminatedLine line: [UInt8], descriptors: [OwnedDescriptor] = []) throws(SocketError) {
+        try enqueue(line, terminated: true, descriptors: descriptors)
+    }
+
+    private mutating func enqueue(_ line: [UInt8], terminated: Bool, descriptors: [OwnedDescriptor]) throws(SocketError) {
         guard descriptors.count <= UnixStreamSocket.maxDescriptorsPerMessage else {
             throw .tooManyDescriptors(count: descriptors.count, maximum: UnixStreamSocket.maxDescriptorsPerMessage)
         }
-        let count = line.count + 1
+        let count = terminated ? line.count : line.count + 1
         queuedByteCount += count
         queuedDescriptorCount += descriptors.count
         if descriptors.isEmpty, head < chunks.count, chunks[chunks.count - 1].bytes.count < coalescingLimit {
             chunks[chunks.count - 1].bytes.append(contentsOf: line)
-            chunks[chunks.count - 1].bytes.append(0x0A)
+            if !terminated { chunks[chunks.count - 1].bytes.append(0x0A) }
             return
         }
         var bytes = line
-        bytes.append(0x0A)
+        if !terminated { bytes.append(0x0A) }
         chunks.append(Chunk(bytes: bytes, descriptors: descriptors))
     }
 

@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
 import MediatorProtocol
+import MediatorSocket
 import Synchronization
 
 /// What a ``Component`` handler knows about the call it serves.
@@ -41,6 +42,11 @@ public struct CallContext: Sendable {
         metadata["tracestate"] = trace.tracestate
         return metadata
     }
+    /// The descriptors sent with the request (`{"$fd": I}` in ``params``
+    /// is `descriptors[I]`); empty unless the component accepts them
+    /// (``Component/acceptsDescriptors``). Each is closed when the last
+    /// reference goes: keep one beyond the call by keeping its value.
+    public var descriptors: [OwnedFileDescriptor]
 
     /// Nil for a handler that cannot suspend (it cannot send partials).
     let responder: Responder?
@@ -62,6 +68,7 @@ public struct CallContext: Sendable {
         self.client = client
         self.timeout = request.timeoutMs.map { .milliseconds($0) }
         self.acceptsPartials = request.more
+        self.descriptors = request.descriptors
         self.responder = responder
         self.trace = request.trace
     }
@@ -70,7 +77,7 @@ public struct CallContext: Sendable {
     /// had `"more": true` and an id, and only before the handler returns;
     /// otherwise ignored, since the contract forbids `continues` then.
     ///
-    /// Waits while the socket to the daemon has more than NIO's high
+    /// Waits while the socket to the daemon has more than the connection's high
     /// watermark (64 KiB) not yet taken: a stream goes at the pace the
     /// daemon reads, and the daemon ends one whose caller does not keep up
     /// (docs/daemon.md, "The outbound queue").
@@ -112,13 +119,16 @@ final class Responder: Sendable {
         await connection.waitUntilWritable()
     }
 
-    func partial(_ value: JSONValue) {
+    func partial(_ value: JSONValue, descriptors: [OwnedFileDescriptor] = []) {
         guard more, let id, phase.load(ordering: .acquiring) == Self.open else { return }
         do {
-            try connection.sendFrame(OutboundMessage.result(id: id, value, continues: true))
+            let sent = try connection.outgoing(descriptors, json: value, root: "result")
+            let frame = OutboundMessage.declaringDescriptors(sent.count, in: OutboundMessage.result(id: id, value, continues: true))
+            try connection.sendFrame(frame, descriptors: sent)
         } catch {
-            // Too large: answer the error as the final response, then nothing more.
-            guard error.code == .frameTooLarge else { return }
+            // Too large, or descriptors that cannot go: answer the error as
+            // the final response, then nothing more.
+            guard error.code != .disconnected else { return }
             finish(.failure(error))
         }
     }
@@ -134,14 +144,22 @@ final class Responder: Sendable {
     /// (the daemon would drop it and the caller wait).
     static func answer(_ id: MessageID?, _ outcome: consuming Result<Component.Answer, MediatorError>, on connection: Connection) {
         guard let id else { return }
-        let frame: [UInt8]
+        var frame: [UInt8]
+        var descriptors: [OwnedDescriptor] = []
         switch consume outcome {
         case .success(.value(let value)): frame = OutboundMessage.result(id: id, value)
         case .success(.convertible(let value)): frame = OutboundMessage.result(id: id) { value.encodeJSON(into: &$0) }
+        case .success(.reply(let reply)):
+            do {
+                descriptors = try connection.outgoing(reply.descriptors, json: reply.result, root: "result")
+                frame = OutboundMessage.declaringDescriptors(descriptors.count, in: OutboundMessage.result(id: id, reply.result))
+            } catch {
+                frame = OutboundMessage.error(id: id, error)
+            }
         case .failure(let error): frame = OutboundMessage.error(id: id, error)
         }
         do {
-            try connection.sendFrame(frame)
+            try connection.sendFrame(frame, descriptors: descriptors)
         } catch {
             guard error.code == .frameTooLarge else { return }
             connection.enqueue(OutboundMessage.error(id: id, error))

@@ -102,6 +102,14 @@ public struct ClientRequest: Sendable {
     /// stay in this process, for the interceptors after the one that sets
     /// them. To send a value to the component, put it in ``params``.
     public var metadata: [String: String]
+    /// The descriptors sent with the request (`{"$fd": I}` in ``params``),
+    /// for a call made with
+    /// ``MediatorClient/call(target:action:params:descriptors:timeout:)``;
+    /// empty otherwise.
+    public var descriptors: [OwnedFileDescriptor] = []
+    /// Whether the caller takes descriptors with the answer (a call made
+    /// with descriptors, or ready to receive some).
+    var passesDescriptors = false
 
     var encodedParams: Params
 
@@ -163,6 +171,9 @@ public struct ClientResponse: Sendable {
     }
 
     var encodedResult: Result
+    /// The descriptors that came with the answer, for a call that passes
+    /// descriptors (``ClientRequest/descriptors``); empty otherwise.
+    public var descriptors: [OwnedFileDescriptor] = []
 
     /// The call's result; the final response of a stream; `null` for a
     /// oneway request. Reading it parses the JSON text a typed call
@@ -180,8 +191,9 @@ public struct ClientResponse: Sendable {
 
     /// A response with `result`: what an interceptor returns when it
     /// answers a call itself.
-    public init(result: JSONValue) {
+    public init(result: JSONValue, descriptors: [OwnedFileDescriptor] = []) {
         self.encodedResult = .value(result)
+        self.descriptors = descriptors
     }
 
     init(encoded text: [UInt8]) {

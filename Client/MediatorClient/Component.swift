@@ -53,6 +53,8 @@ public struct Component: Sendable {
     @usableFromInline enum Answer: Sendable {
         case value(JSONValue)
         case convertible(any JSONValueConvertible)
+        /// A result with descriptors (Component+Descriptors.swift).
+        case reply(MediatorReply)
     }
 
     @usableFromInline typealias Handler = @Sendable (CallContext) async throws -> Answer
@@ -112,6 +114,11 @@ public struct Component: Sendable {
     /// finish once the target is unregistered; the handlers still running
     /// after it are cancelled.
     public var shutdownGracePeriod: Duration = .seconds(10)
+    /// Says `"fds": true` in `hello`: handlers receive the descriptors sent
+    /// with a request (``CallContext/descriptors``) and may answer with
+    /// some (``MediatorReply``). Without it, a request with descriptors is
+    /// refused with `fds_not_supported` before it reaches a handler.
+    public var acceptsDescriptors = false
 
     /// In the order declared; a later declaration of a name replaces the earlier one.
     private var specs: [ActionSpec] = []
@@ -417,7 +424,7 @@ public struct Component: Sendable {
             do throws(MediatorError) {
                 client = try await MediatorClient.connect(
                     socketPath: socketPath, name: name, maxFrameBytes: ProtocolConstants.defaultMaxFrameBytes,
-                    hooks: server.hooks, tracer: tracer, logger: logger)
+                    fds: acceptsDescriptors, hooks: server.hooks, tracer: tracer, logger: logger)
                 server.attach(client)
                 // Not traced: registering is no one's call to follow.
                 _ = try await client.connection.call(

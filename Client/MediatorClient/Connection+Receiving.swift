@@ -9,17 +9,15 @@ import Glibc
 #endif
 import Logging
 import MediatorProtocol
-import MediatorTransport
-import NIOCore
-import NIOPosix
+import MediatorSocket
 
-/// Inbound traffic, on the event loop: responses to our calls, requests for
-/// a component, events.
+/// Inbound traffic, on the connection's thread: responses to our calls,
+/// requests for a component, events.
 extension Connection {
-    // MARK: - Receiving (on the event loop)
+    // MARK: - Receiving (on the connection's thread)
 
-    func receive(_ frame: ByteBuffer) {
-        frame.withUnsafeReadableBytes { raw in
+    func receive(_ line: InboundLine) {
+        line.bytes.withUnsafeBytes { raw in
             // Written in place: an envelope is some 200 bytes, copied at
             // each level when handed back in a Result.
             var envelope = Envelope(kind: .request)
@@ -29,15 +27,46 @@ extension Connection {
                 // when read; but a oneway request never gets an answer, not
                 // even an error (section 2, and the daemon's documented choice).
                 logger.warning("bad frame from the daemon: \(failure.error.message)")
+                // Its descriptors, if it declares some, are claimed and so
+                // closed: left queued, a line after it could take them.
+                if let count = (try? JSONParser.parse(raw))?["fds"]?.intValue.flatMap({ Int(exactly: $0) }), count > 0 {
+                    _ = takeDescriptors(count, for: line)
+                }
                 if failure.id == nil, Self.isOnewayRequest(raw) { return }
                 enqueue(OutboundMessage.error(id: failure.id, failure.error))
                 return
             }
+            let descriptors: [OwnedDescriptor]
+            switch takeDescriptors(envelope.fds, for: line) {
+            case .descriptors(let claimed): descriptors = claimed
+            case .mismatch(let declared, let arrived, let truncated):
+                refuseMismatch(envelope, declared: declared, arrived: arrived, truncated: truncated)
+                return
+            }
             switch envelope.kind {
-            case .response: receiveResponse(envelope, result: payloads.result, raw)
-            case .request: receiveRequest(envelope, params: payloads.params, raw)
+            case .response: receiveResponse(envelope, result: payloads.result, descriptors: descriptors, raw)
+            case .request: receiveRequest(envelope, params: payloads.params, descriptors: descriptors, raw)
             case .event: receiveEvent(envelope, data: payloads.data)
             }
+        }
+    }
+
+    /// A message whose descriptors are not the ones it declares (they are
+    /// closed already): its call fails, or its request is answered,
+    /// with `bad_request`.
+    private func refuseMismatch(_ envelope: Envelope, declared: Int, arrived: Int, truncated: Bool) {
+        let what = truncated ? "more than this process could take" : "\(arrived)"
+        let error = MediatorError(.badRequest, "the message declared \(declared) descriptors (\"fds\") but \(what) came with it")
+        logger.warning("\(error.message)")
+        switch envelope.kind {
+        case .response:
+            guard case .int(let id)? = envelope.id, let waiter = pending.cancel(id) else { return }
+            waiter.fail(error)
+            if envelope.continues { enqueue(Self.cancelFrame(id)) }
+        case .request:
+            if let id = envelope.id { enqueue(OutboundMessage.error(id: id, error)) }
+        case .event:
+            break
         }
     }
 
@@ -65,7 +94,9 @@ extension Connection {
         return Array(UnsafeRawBufferPointer(rebasing: raw[range]))
     }
 
-    func receiveResponse(_ envelope: Envelope, result: JSONValue?, _ raw: UnsafeRawBufferPointer) {
+    func receiveResponse(
+        _ envelope: Envelope, result: JSONValue?, descriptors: [OwnedDescriptor], _ raw: UnsafeRawBufferPointer
+    ) {
         guard case .int(let id)? = envelope.id else {
             if let error = Self.decode(raw, envelope.errorRange).flatMap(MediatorError.init(json:)) {
                 logger.warning("the daemon answered a frame without id: \(error)")
@@ -81,6 +112,14 @@ extension Connection {
         }
         // The result as the waiter wants it: a JSONValue, or its text.
         func value() -> JSONValue { result ?? .null }
+        if !descriptors.isEmpty, let refusal = refusal(ofReplyDescriptors: descriptors.count, to: id, result: value()) {
+            for descriptor in descriptors { try? descriptor.close() }
+            guard let waiter = pending.cancel(id) else { return }
+            waiter.fail(refusal)
+            if envelope.continues { enqueue(Self.cancelFrame(id)) }
+            return
+        }
+        func reply() -> MediatorReply { MediatorReply(result: value(), descriptors: descriptors.map(OwnedFileDescriptor.init)) }
         switch pending.deliver(id, continues: envelope.continues && error == nil) {
         case .unknown:
             logger.debug("response to an id not in flight", metadata: ["id": "\(id)"])
@@ -88,7 +127,9 @@ extension Connection {
             continuation.yield(value())
         case .partial(.markedStream(let continuation)):
             continuation.yield(StreamItem(value: value(), isFinal: false))
-        case .partial(.call), .partial(.encodedCall):
+        case .partial(.replyStream(let continuation)):
+            continuation.yield(reply())
+        case .partial(.call), .partial(.encodedCall), .partial(.reply):
             break  // PendingCalls hands back only streams as partial
         case .final(.markedStream(let continuation)):
             if let error {
@@ -108,6 +149,33 @@ extension Connection {
                 continuation.yield(value())
                 continuation.finish()
             }
+        case .final(.reply(let continuation)):
+            continuation.resume(returning: error.map { .failure($0) } ?? .success(reply()))
+        case .final(.replyStream(let continuation)):
+            if let error {
+                continuation.finish(throwing: error)
+            } else {
+                continuation.yield(reply())
+                continuation.finish()
+            }
+        }
+    }
+
+    /// Why the `count` descriptors of a response to `id` cannot be taken:
+    /// this connection did not say `"fds": true`, the call was not made to
+    /// receive descriptors (``MediatorClient/call(target:action:params:descriptors:timeout:)``),
+    /// or the result refers to one that did not come; nil when they can.
+    private func refusal(ofReplyDescriptors count: Int, to id: Int64, result: JSONValue) -> MediatorError? {
+        guard acceptsDescriptors, pending.acceptsDescriptors(id) else {
+            return MediatorError(
+                .fdsNotSupported,
+                "the response carried \(count) descriptors, and the call did not ask for them (connect with fds: true and call with descriptors:)")
+        }
+        do {
+            _ = try FileDescriptorReferences.indexes(in: result, fds: count, root: "result")
+            return nil
+        } catch {
+            return error
         }
     }
 
@@ -117,7 +185,17 @@ extension Connection {
         return Array(UnsafeRawBufferPointer(rebasing: raw[range]))
     }
 
-    func receiveRequest(_ envelope: Envelope, params: JSONValue?, _ raw: UnsafeRawBufferPointer) {
+    func receiveRequest(
+        _ envelope: Envelope, params: JSONValue?, descriptors: [OwnedDescriptor], _ raw: UnsafeRawBufferPointer
+    ) {
+        if !descriptors.isEmpty, !acceptsDescriptors || hooks == nil {
+            for descriptor in descriptors { try? descriptor.close() }
+            if let id = envelope.id {
+                enqueue(OutboundMessage.error(
+                    id: id, MediatorError(.fdsNotSupported, "this connection did not say it accepts descriptors (\"fds\": true)")))
+            }
+            return
+        }
         guard let hooks else {
             if let id = envelope.id {
                 enqueue(
@@ -131,7 +209,8 @@ extension Connection {
             id: envelope.id, target: envelope.target, action: envelope.action,
             params: params ?? .object([:]),
             timeoutMs: envelope.timeoutMs, more: envelope.more,
-            callerText: Self.bytes(raw, envelope.callerRange))
+            callerText: Self.bytes(raw, envelope.callerRange),
+            descriptors: descriptors.map(OwnedFileDescriptor.init))
         if let range = envelope.traceparentRange {
             request.trace = TraceMembers(
                 traceparent: Self.decode(raw, range)?.stringValue,
@@ -158,79 +237,11 @@ extension Connection {
     }
 
     /// A short reason for a connection failure.
-    static func describe(_ error: any Error) -> String {
-        if let error = error as? IOError {
-            return String(cString: strerror(error.errnoCode))
+    static func describe(_ error: SocketError) -> String {
+        switch error {
+        case .system(_, let code): return String(cString: strerror(code))
+        case .pathTooLong: return "the socket path is too long"
+        default: return "\(error)"
         }
-        if let error = error as? SocketAddressError {
-            switch error {
-            case .unixDomainSocketPathTooLong: return "the socket path is too long"
-            default: return "\(error)"
-            }
-        }
-        return "\(error)"
-    }
-}
-
-/// Cuts the bytes read into lines (``LineFramer``, the exact frame limit)
-/// and feeds each to the connection; the only handler in the pipeline,
-/// lives on the event loop.
-///
-/// It frames lines itself, as the daemon's `PeerHandler` does, rather than
-/// behind a `ByteToMessageHandler`: a line then costs a function call, not a
-/// trip through the pipeline and the decoder's buffer management.
-final class InboundHandler: ChannelInboundHandler {
-    typealias InboundIn = ByteBuffer
-
-    private let connection: Connection
-    private var framer: LineFramer
-    /// The start of a line whose end has not arrived; nil when none.
-    private var partial: ByteBuffer?
-
-    init(_ connection: Connection, maxFrameBytes: Int) {
-        self.connection = connection
-        self.framer = LineFramer(maxFrameBytes: maxFrameBytes)
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        connection.readBatch.wrappingAdd(1, ordering: .relaxed)
-        connection.beginRead()
-        defer { connection.endRead(context) }
-        var bytes = Self.unwrapInboundIn(data)
-        if var earlier = partial {
-            partial = nil
-            earlier.writeBuffer(&bytes)
-            bytes = earlier
-        }
-        while true {
-            switch bytes.withUnsafeReadableBytes({ framer.next($0) }) {
-            case .frame(let start, let length, let consumed):
-                let frame = bytes.getSlice(at: bytes.readerIndex + start, length: length)
-                bytes.moveReaderIndex(forwardBy: consumed)
-                if let frame { connection.receive(frame) }
-            case .tooLarge(let consumed):
-                bytes.moveReaderIndex(forwardBy: consumed)
-                connection.receiveTooLarge()
-            case .needMore(let consumed):
-                bytes.moveReaderIndex(forwardBy: consumed)
-                if bytes.readableBytes > 0 { partial = bytes }
-                return
-            }
-        }
-    }
-
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        connection.writabilityChanged()
-        context.fireChannelWritabilityChanged()
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        connection.didClose()
-        context.fireChannelInactive()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        connection.logger.debug("connection error: \(error)")
-        context.close(promise: nil)
     }
 }

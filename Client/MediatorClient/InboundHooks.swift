@@ -15,10 +15,26 @@ struct IncomingRequest: Sendable {
     var callerText: [UInt8]?
     /// W3C trace context, as the daemon forwarded it (nil members when absent).
     var trace = TraceMembers()
+    /// The descriptors that came with the request (`fds`), in order.
+    var descriptors: [OwnedFileDescriptor] = []
+
+    init(
+        id: MessageID?, target: String, action: String, params: JSONValue, timeoutMs: Int64?, more: Bool,
+        callerText: [UInt8]?, descriptors: [OwnedFileDescriptor] = []
+    ) {
+        self.id = id
+        self.target = target
+        self.action = action
+        self.params = params
+        self.timeoutMs = timeoutMs
+        self.more = more
+        self.callerText = callerText
+        self.descriptors = descriptors
+    }
 }
 
 /// What a component's connection does with what the daemon sends it besides
-/// responses and subscribed events. Called on the event loop: must not block.
+/// responses and subscribed events. Called on the connection's thread: must not block.
 ///
 /// A class: it is read for every request, and a struct of four closures
 /// would be copied (four retains and releases) each time.

@@ -15,6 +15,10 @@ extension MediatorClient {
     /// somewhere to put the partial responses.
     private func send(_ request: ClientRequest) async throws(MediatorError) -> ClientResponse {
         let timeoutMs = request.timeout.map(Connection.milliseconds)
+        if request.passesDescriptors {
+            let reply = try await callPassingDescriptors(request)
+            return ClientResponse(result: reply.result, descriptors: reply.descriptors)
+        }
         switch (request.kind, request.encodedParams) {
         case (.call, .value(let params)):
             return ClientResponse(result: try await connection.call(

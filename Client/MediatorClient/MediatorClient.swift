@@ -71,6 +71,11 @@ public final class MediatorClient: Sendable {
     ///   - name: sent in `hello`; the daemon passes it to components as
     ///     `caller.name`.
     ///   - maxFrameBytes: the largest inbound frame (without LF) accepted.
+    ///   - fds: says `"fds": true` in `hello`: the client sends and receives
+    ///     file descriptors (``call(target:action:params:descriptors:timeout:)``),
+    ///     up to ``maxDescriptorsPerMessage`` per message. Without it,
+    ///     sending descriptors throws `fds_not_supported` and any that
+    ///     arrive are closed and refused.
     ///   - tracer: makes a `.client` span around each call and injects its
     ///     context (`traceparent`); nil uses `InstrumentationSystem`'s, and
     ///     when nothing is bootstrapped no spans are made (docs/tracing.md).
@@ -84,11 +89,11 @@ public final class MediatorClient: Sendable {
     ///   `hello` (`unsupported_protocol`).
     public static func connect(
         socketPath: String? = nil, name: String? = nil,
-        maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes, tracer: (any Tracer)? = nil, logger: Logger? = nil,
-        interceptors: [any ClientInterceptor] = []
+        maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes, fds: Bool = false, tracer: (any Tracer)? = nil,
+        logger: Logger? = nil, interceptors: [any ClientInterceptor] = []
     ) async throws(MediatorError) -> MediatorClient {
         try await connect(
-            socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, hooks: nil, tracer: tracer,
+            socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, fds: fds, hooks: nil, tracer: tracer,
             logger: logger ?? Self.logger, interceptors: interceptors)
     }
 
@@ -99,14 +104,15 @@ public final class MediatorClient: Sendable {
     }
 
     static func connect(
-        socketPath: String?, name: String?, maxFrameBytes: Int, hooks: InboundHooks?, tracer: (any Tracer)?,
-        logger: Logger = MediatorClient.logger, interceptors: [any ClientInterceptor] = []
+        socketPath: String?, name: String?, maxFrameBytes: Int, fds: Bool = false, hooks: InboundHooks?,
+        tracer: (any Tracer)?, logger: Logger = MediatorClient.logger, interceptors: [any ClientInterceptor] = []
     ) async throws(MediatorError) -> MediatorClient {
         let path = resolvedSocketPath(socketPath)
         let connection = try await Connection.connect(
-            socketPath: path, maxFrameBytes: max(1, maxFrameBytes), hooks: hooks, logger: logger)
+            socketPath: path, maxFrameBytes: max(1, maxFrameBytes), acceptsDescriptors: fds, hooks: hooks, logger: logger)
         var params: [String: JSONValue] = ["protocol": .int(ProtocolConstants.version)]
         if let name { params["name"] = .string(name) }
+        if fds { params[HelloFileDescriptors.paramsMember] = .bool(true) }
         let result: JSONValue
         do {
             result = try await connection.call(
@@ -119,6 +125,7 @@ public final class MediatorClient: Sendable {
             throw error
         }
         connection.setPeerMaxFrameBytes(result["max_frame"]?.intValue)
+        if fds { connection.setPeerMaxDescriptors(HelloFileDescriptors.maxFds(result: result)) }
         let connectionID = result["connection"]?.intValue.flatMap { Int(exactly: $0) }
         logger.debug("connected", metadata: ["socket": "\(path)", "connection": "\(connectionID.map(String.init) ?? "?")"])
         return MediatorClient(connection: connection, connectionID: connectionID, tracer: tracer, interceptors: interceptors)

@@ -57,6 +57,8 @@ public final class MediatorSession: Service, Sendable {
 
     private let socketPath: String?
     private let name: String?
+    /// Each connection says `"fds": true` (MediatorSession+Descriptors.swift).
+    private let fds: Bool
     private let tracer: (any Tracer)?
     private let logger: Logger
     private let interceptors: [any ClientInterceptor]
@@ -67,14 +69,15 @@ public final class MediatorSession: Service, Sendable {
     /// How long a call waits for a connection when it gives no timeout.
     static let defaultWait: Duration = .seconds(30)
 
-    /// - Parameters: those of ``MediatorClient/connect(socketPath:name:maxFrameBytes:tracer:logger:interceptors:)``;
+    /// - Parameters: those of ``MediatorClient/connect(socketPath:name:maxFrameBytes:fds:tracer:logger:interceptors:)``;
     ///   each connection's client runs the interceptors.
     public init(
-        socketPath: String? = nil, name: String? = nil, tracer: (any Tracer)? = nil, logger: Logger? = nil,
+        socketPath: String? = nil, name: String? = nil, fds: Bool = false, tracer: (any Tracer)? = nil, logger: Logger? = nil,
         interceptors: [any ClientInterceptor] = []
     ) {
         self.socketPath = socketPath
         self.name = name
+        self.fds = fds
         self.tracer = tracer
         self.logger = logger ?? MediatorClient.logger
         self.interceptors = interceptors
@@ -93,7 +96,7 @@ public final class MediatorSession: Service, Sendable {
             let client: MediatorClient
             do {
                 client = try await MediatorClient.connect(
-                    socketPath: socketPath, name: name, tracer: tracer, logger: logger, interceptors: interceptors)
+                    socketPath: socketPath, name: name, fds: fds, tracer: tracer, logger: logger, interceptors: interceptors)
             } catch {
                 publish(.disconnected(error))
                 logger.debug("cannot connect; retrying in \(backoff)", metadata: ["error": "\(error)"])

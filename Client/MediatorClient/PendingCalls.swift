@@ -27,11 +27,23 @@ enum Waiter: Sendable {
     case stream(StreamSink<JSONValue>)
     /// The same, each response marked final or not (``StreamItem``).
     case markedStream(StreamSink<StreamItem>)
+    /// A call that takes the descriptors of its answer (``MediatorReply``).
+    case reply(UnsafeContinuation<Result<MediatorReply, MediatorError>, Never>)
+    /// A `more` call that takes the descriptors of each response.
+    case replyStream(StreamSink<MediatorReply>)
 
     var isStream: Bool {
         switch self {
-        case .stream, .markedStream: return true
-        case .call, .encodedCall: return false
+        case .stream, .markedStream, .replyStream: return true
+        case .call, .encodedCall, .reply: return false
+        }
+    }
+
+    /// Whether the answer's descriptors are for this waiter.
+    var acceptsDescriptors: Bool {
+        switch self {
+        case .reply, .replyStream: return true
+        case .call, .encodedCall, .stream, .markedStream: return false
         }
     }
 
@@ -42,6 +54,8 @@ enum Waiter: Sendable {
         case .encodedCall(let continuation): continuation.resume(returning: .failure(error))
         case .stream(let continuation): continuation.finish(throwing: error)
         case .markedStream(let continuation): continuation.finish(throwing: error)
+        case .reply(let continuation): continuation.resume(returning: .failure(error))
+        case .replyStream(let continuation): continuation.finish(throwing: error)
         }
     }
 }
@@ -123,6 +137,12 @@ final class PendingCalls: Sendable {
     /// caller fails it), nil when it is not in the table.
     func cancel(_ id: Int64) -> Waiter? {
         state.withLockedValue { $0.entries.removeValue(forKey: id)?.waiter }
+    }
+
+    /// Whether the waiter of `id` takes the descriptors of its answers;
+    /// false when `id` is not in flight.
+    func acceptsDescriptors(_ id: Int64) -> Bool {
+        state.withLockedValue { $0.entries[id]?.waiter.acceptsDescriptors ?? false }
     }
 
     /// Routes one response. A `continues` response to a stream keeps the

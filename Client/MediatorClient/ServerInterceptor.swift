@@ -84,9 +84,25 @@ public struct ServerResponse: Sendable {
             switch answer {
             case .value(let value): return value
             case .convertible(let value): return value.jsonValue
+            case .reply(let reply): return reply.result
             }
         }
-        set { answer = .value(newValue) }
+        set {
+            // A handler's descriptors stay with the result they came with.
+            if case .reply(var reply) = answer {
+                reply.result = newValue
+                answer = .reply(reply)
+            } else {
+                answer = .value(newValue)
+            }
+        }
+    }
+
+    /// The descriptors sent with the result (a handler added with
+    /// ``Component/addDescriptorAction(_:_:)``); empty otherwise.
+    public var descriptors: [OwnedFileDescriptor] {
+        if case .reply(let reply) = answer { return reply.descriptors }
+        return []
     }
 }
 

@@ -67,7 +67,7 @@ final class Subscriptions: Sendable {
         for continuation in finished { continuation.finish() }
     }
 
-    /// Gives an event to every matching subscriber. Called on the event loop
+    /// Gives an event to every matching subscriber. Called on the connection's thread
     /// only, so events keep their order.
     func deliver(_ event: MediatorEvent) {
         let targets: [AsyncThrowingStream<MediatorEvent, any Error>.Continuation] = state.withLockedValue { state in

@@ -13,7 +13,7 @@ import Tracing
 /// }
 /// ```
 ///
-/// The parameters are those of ``MediatorClient/connect(socketPath:name:maxFrameBytes:tracer:logger:interceptors:)``.
+/// The parameters are those of ``MediatorClient/connect(socketPath:name:maxFrameBytes:fds:tracer:logger:interceptors:)``.
 ///
 /// - Returns: what `body` returns.
 /// - Throws: what `connect` throws (`unreachable` when the daemon's socket
@@ -21,11 +21,11 @@ import Tracing
 ///   either way.
 public func withMediatorClient<Result: Sendable>(
     socketPath: String? = nil, name: String? = nil, maxFrameBytes: Int = ProtocolConstants.defaultMaxFrameBytes,
-    tracer: (any Tracer)? = nil, logger: Logger? = nil, interceptors: [any ClientInterceptor] = [],
+    fds: Bool = false, tracer: (any Tracer)? = nil, logger: Logger? = nil, interceptors: [any ClientInterceptor] = [],
     _ body: (MediatorClient) async throws -> Result
 ) async throws -> Result {
     let client = try await MediatorClient.connect(
-        socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, tracer: tracer, logger: logger,
+        socketPath: socketPath, name: name, maxFrameBytes: maxFrameBytes, fds: fds, tracer: tracer, logger: logger,
         interceptors: interceptors)
     do {
         let result = try await body(client)

@@ -35,7 +35,7 @@ import ServiceLifecycle
 /// and applies the policy `mediatord` applies without policy files.
 public struct MediatorTestDaemon: Sendable {
     /// The daemon's socket: give it to code under test that takes a path
-    /// (``MediatorClient/connect(socketPath:name:maxFrameBytes:tracer:logger:interceptors:)``,
+    /// (``MediatorClient/connect(socketPath:name:maxFrameBytes:fds:tracer:logger:interceptors:)``,
     /// ``Component/run(socketPath:name:onRegistered:)``, or `MEDIATOR_SOCKET`
     /// for a child process).
     public let socketPath: String

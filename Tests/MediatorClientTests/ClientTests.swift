@@ -90,7 +90,7 @@ struct ClientTests {
                 for index in 0..<500 {
                     group.addTask(executorPreference: client.executor) {
                         let value = try await client.call(target: "Echo", action: "echo", params: ["n": .int(Int64(index))])
-                        let onLoop = client.connection.channel.eventLoop.inEventLoop
+                        let onLoop = client.connection.loop.inEventLoop
                         return (onLoop, value["n"]?.intValue == Int64(index))
                     }
                 }

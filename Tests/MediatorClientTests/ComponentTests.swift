@@ -297,9 +297,9 @@ struct ComponentTests {
         defer { Task { await fake.shutdown() } }
         var component = Component(target: "Svc", handlerExecutor: executor)
         component.addAction("where") { _ in
-            let before = MultiThreadedEventLoopGroup.currentEventLoop != nil
+            let before = ConnectionLoop.isLoopThread
             try await Task.sleep(for: .milliseconds(1))  // and after a suspension
-            let after = MultiThreadedEventLoopGroup.currentEventLoop != nil
+            let after = ConnectionLoop.isLoopThread
             return ["before": .bool(before), "after": .bool(after)]
         }
         try await serving(component, on: fake) { peer in

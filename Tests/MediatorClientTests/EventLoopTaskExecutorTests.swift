@@ -9,17 +9,12 @@ import Testing
 /// there or from elsewhere, and tasks that keep yielding on it never starve
 /// the loop's other work (its I/O, in a connection).
 @Suite struct EventLoopTaskExecutorTests {
-    static func withLoop<T: Sendable>(_ body: @Sendable (any EventLoop, EventLoopTaskExecutor) async throws -> T) async throws -> T {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let loop = group.next()
-        let outcome: Result<T, any Error>
-        do {
-            outcome = .success(try await body(loop, EventLoopTaskExecutor(loop)))
-        } catch {
-            outcome = .failure(error)
-        }
-        try await group.shutdownGracefully()
-        return try outcome.get()
+    /// A connection's loop without a connection: its thread only runs the
+    /// jobs it is handed, until the loop is gone.
+    static func withLoop<T: Sendable>(_ body: @Sendable (ConnectionLoop, EventLoopTaskExecutor) async throws -> T) async throws -> T {
+        let loop = try ConnectionLoop()
+        try loop.start {}
+        return try await body(loop, EventLoopTaskExecutor(loop))
     }
 
     @Test func tasksStartedFromAnotherThreadRunOnTheLoop() async throws {
@@ -57,14 +52,36 @@ import Testing
                 stop.withLockedValue { $0 = true }
             }
             // Scheduled from the loop itself, while the spinners keep it busy.
-            let promise = loop.makePromise(of: Bool.self)
-            loop.execute { loop.execute { promise.succeed(!stop.withLockedValue { $0 }) } }
-            let reachedInTime = try await promise.futureResult.get()
+            let reachedInTime = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                loop.execute { loop.execute { continuation.resume(returning: !stop.withLockedValue { $0 }) } }
+            }
             stop.withLockedValue { $0 = true }
             watchdog.cancel()
             for spinner in spinners { await spinner.value }
             return reachedInTime
         }
         #expect(reachedInTime, "a loop task waited until the spinning tasks were stopped")
+    }
+
+    /// A connection's thread ends once the connection closed and nothing
+    /// holds its loop any more: one thread per connection must not mean
+    /// one thread per connection ever made.
+    @Test func aClosedConnectionsThreadEnds() async throws {
+        let fake = try await FakeDaemon.start()
+        defer { Task { await fake.shutdown() } }
+        weak var weakLoop: ConnectionLoop?
+        let thread: UInt
+        do {
+            let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
+            _ = try await withTimeout { try await client.call(target: "Echo", action: "echo") }
+            weakLoop = client.connection.loop
+            thread = client.connection.loop.threadID
+            #expect(ConnectionLoop.isRunning(thread))
+            await client.close()
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ConnectionLoop.isRunning(thread), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(!ConnectionLoop.isRunning(thread), "the connection's thread still runs")
+        #expect(weakLoop == nil, "the loop outlived its connection")
     }
 }
