@@ -121,6 +121,16 @@ struct BrokerDescriptorTests {
         #expect(d.broker.statistics.uids[uid]?.quotaRefusals["max_fds_in_flight_per_uid"] == 1)
     }
 
+    /// A oneway request that is refused gets no answer; its descriptors are closed all the same.
+    @Test(arguments: [#"{"target":"Svc","action":"a","fds":1}"#, #"{"target":"mediator","action":"ping","fds":1}"#])
+    func aRefusedOnewayIsReleasedUnanswered(line: String) {
+        let d = setUp(componentFds: false)
+        let passed = d.send(line, descriptors: 1, from: 2)
+        #expect(d.take(2).isEmpty && d.take(1).isEmpty)
+        #expect(d.descriptorsReleased == [passed])
+        #expect(d.descriptorsHeld.isEmpty)
+    }
+
     @Test func aTargetNotFoundReleasesTheDescriptors() {
         let d = setUp()
         expectRefused(d, #"{"id":7,"target":"Nobody","action":"a","fds":1}"#, code: "target_not_found")
