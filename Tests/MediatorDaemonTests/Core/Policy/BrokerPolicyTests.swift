@@ -89,6 +89,32 @@ struct BrokerPolicyTests {
         #expect(d.descriptorsHeld.isEmpty)
     }
 
+    /// A caller on another host (through this daemon's bridge) is checked
+    /// against the remote rules for `send_fds` too.
+    @Test func aRemoteCallersDescriptorsNeedARemoteSendFdsGrant() {
+        let d = BrokerDriver()
+        d.broker.passesDescriptors = true
+        d.broker.ownProcessID = BrokerDriver.credentials(1).pid
+        d.broker.loadPolicy(Policy(rules: [
+            Policy.Rule(match: .everyone, allow: .everything),
+            Policy.Rule(match: Policy.Match(host: "hostA"), allow: .init(call: [.any], sendDescriptors: [.exact("Files")])),
+        ]))
+        for connection: ConnectionID in [1, 2] {
+            d.connect(connection)
+            _ = d.daemon("hello", #"{"protocol":1,"fds":true}"#, from: connection)
+        }
+        d.register("Files", from: 2)
+        d.register("Notes", from: 2)
+        let remote = #""remote_caller":{"host":"hostA","uid":1000,"pid":77}"#
+        let allowed = d.send(#"{"id":1,"target":"Files","action":"a","fds":1,\#(remote)}"#, descriptors: 1, from: 1)
+        #expect(d.takeOne(2)?["fds"] == 1)
+        #expect(d.descriptorsSent[2] == [allowed])
+        let denied = d.send(#"{"id":2,"target":"Notes","action":"a","fds":1,\#(remote)}"#, descriptors: 1, from: 1)
+        #expect(error(d.takeOne(1)) == #"uid 1000 on host "hostA" may not send file descriptors to "Notes""#)
+        #expect(d.descriptorsReleased == [denied])
+        #expect(d.descriptorsHeld.isEmpty)
+    }
+
     @Test func theDaemonsOpenActionsStayOpenAndStartStopNeedAGrant() {
         let d = driver()
         #expect(d.daemon("list", from: 2)?["result"] != nil)
