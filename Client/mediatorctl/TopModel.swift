@@ -24,6 +24,8 @@ struct TopFrame: Equatable {
         var connections: Int
         var inFlight: Int
         var queuedBytes: Int
+        /// File descriptors it sent that the daemon holds now.
+        var fdsInFlight: Int
         var refusalsPerSecond: Double
         var refusalsByQuota: [String: Int]
         var totalRefusals: Int
@@ -40,6 +42,12 @@ struct TopFrame: Equatable {
     var deniedPerSecond: Double
     var refusedPerSecond: Double
     var badFrames: Int
+    /// File descriptors: received since start (0: none ever, not shown),
+    /// held now, and written on or closed undelivered per second.
+    var fdsReceived: Int
+    var fdsInFlight: Int
+    var fdsPassedPerSecond: Double
+    var fdsReleasedPerSecond: Double
     var rows: [Row]
     var uids: [UIDRow]
 }
@@ -127,7 +135,7 @@ enum TopModel {
             uids.append(TopFrame.UIDRow(
                 uid: Int(uid), connections: Int(entry["connections"]?.intValue ?? 0),
                 inFlight: Int(entry["calls_in_flight"]?.intValue ?? 0), queuedBytes: Int(entry["queued_bytes"]?.intValue ?? 0),
-                refusalsPerSecond: rate(total, totalThen), refusalsByQuota: byQuota, totalRefusals: Int(total)))
+                fdsInFlight: Int(entry["fds_in_flight"]?.intValue ?? 0), refusalsPerSecond: rate(total, totalThen), refusalsByQuota: byQuota, totalRefusals: Int(total)))
         }
         // The uids being refused first, then the busiest.
         uids.sort {
@@ -142,7 +150,11 @@ enum TopModel {
             inFlight: Int(daemon["calls_in_flight"]?.intValue ?? 0), held: Int(daemon["calls_held"]?.intValue ?? 0),
             deniedPerSecond: rate(daemon["policy_denials"]?.intValue, daemonBefore?["policy_denials"]?.intValue),
             refusedPerSecond: rate(refusedNow, refusedThen),
-            badFrames: Int(daemon["bad_frames"]?.intValue ?? 0), rows: rows, uids: uids)
+            badFrames: Int(daemon["bad_frames"]?.intValue ?? 0),
+            fdsReceived: Int(daemon["fds_received"]?.intValue ?? 0), fdsInFlight: Int(daemon["fds_in_flight"]?.intValue ?? 0),
+            fdsPassedPerSecond: rate(daemon["fds_passed"]?.intValue, daemonBefore?["fds_passed"]?.intValue),
+            fdsReleasedPerSecond: rate(daemon["fds_released"]?.intValue, daemonBefore?["fds_released"]?.intValue),
+            rows: rows, uids: uids)
     }
 
     static func row(

@@ -4,16 +4,18 @@ import MediatorProtocol
 /// a given size, or one JSON line. Pure, so both are unit-tested.
 ///
 ///     mediatorctl top  uptime 1h02m  every 1s  order: calls/s  (c p e i n: order, q: quit)
-///     connections 12  targets 5  calls/s 1523.0  in flight 3  held 0  denied/s 0.0  refused/s 2.0  bad frames 0
+///     connections 12  targets 5  calls/s 1523.0  in flight 3  held 0  denied/s 0.0  refused/s 2.0  bad frames 0  fds in flight 4  passed/s 10.0  closed/s 0.0
 ///
 ///     TARGET   CALLS/S  ERR/S  P50     P99    IN FLIGHT  HELD  CALLS
 ///     Notes    1500.0   0.0    0.05ms  0.3ms  2          0     120345
 ///
-///     UID   CONNS  IN FLIGHT  QUEUED  REFUSED/S  REFUSED (THIS INTERVAL)
-///     1000  3      8192       0       2.0        max_calls_in_flight_per_uid 2
+///     UID   CONNS  IN FLIGHT  QUEUED  FDS  REFUSED/S  REFUSED (THIS INTERVAL)
+///     1000  3      8192       0       4    2.0        max_calls_in_flight_per_uid 2
+///
+/// The descriptor figures show once the daemon has received any.
 enum TopScreen {
     static let headers = ["CALLS/S", "ERR/S", "P50", "P99", "IN FLIGHT", "HELD", "CALLS"]
-    static let uidHeaders = ["UID", "CONNS", "IN FLIGHT", "QUEUED", "REFUSED/S", "REFUSED (THIS INTERVAL)"]
+    static let uidHeaders = ["UID", "CONNS", "IN FLIGHT", "QUEUED", "FDS", "REFUSED/S", "REFUSED (THIS INTERVAL)"]
     /// At most this many uid lines, below the targets.
     static let maxUIDRows = 5
 
@@ -26,13 +28,15 @@ enum TopScreen {
                 + "  order: \(title(order))  (c p e i n: order, q: quit)",
             "connections \(frame.connections)  targets \(frame.registeredTargets)  calls/s \(rate(frame.callsPerSecond))"
                 + "  in flight \(frame.inFlight)  held \(frame.held)  denied/s \(rate(frame.deniedPerSecond))"
-                + "  refused/s \(rate(frame.refusedPerSecond))  bad frames \(frame.badFrames)",
+                + "  refused/s \(rate(frame.refusedPerSecond))  bad frames \(frame.badFrames)"
+                + (frame.fdsReceived == 0 ? "" : "  fds in flight \(frame.fdsInFlight)"
+                    + "  passed/s \(rate(frame.fdsPassedPerSecond))  closed/s \(rate(frame.fdsReleasedPerSecond))"),
             "",
         ]
         let uidRows = frame.uids.prefix(maxUIDRows).map { uid in
             [
                 String(uid.uid), String(uid.connections), String(uid.inFlight), String(uid.queuedBytes),
-                rate(uid.refusalsPerSecond),
+                String(uid.fdsInFlight), rate(uid.refusalsPerSecond),
                 uid.refusalsByQuota.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "),
             ]
         }
@@ -72,7 +76,7 @@ enum TopScreen {
             [
                 "uid": .int(Int64(uid.uid)), "connections": .int(Int64(uid.connections)),
                 "calls_in_flight": .int(Int64(uid.inFlight)), "queued_bytes": .int(Int64(uid.queuedBytes)),
-                "quota_refusals_per_s": .double(rounded(uid.refusalsPerSecond)),
+                "fds_in_flight": .int(Int64(uid.fdsInFlight)), "quota_refusals_per_s": .double(rounded(uid.refusalsPerSecond)),
                 "quota_refusals": .object(uid.refusalsByQuota.mapValues { .int(Int64($0)) }),
             ]
         }
@@ -84,6 +88,8 @@ enum TopScreen {
                 "calls_per_s": .double(rounded(frame.callsPerSecond)), "calls_in_flight": .int(Int64(frame.inFlight)),
                 "calls_held": .int(Int64(frame.held)), "policy_denials_per_s": .double(rounded(frame.deniedPerSecond)),
                 "quota_refusals_per_s": .double(rounded(frame.refusedPerSecond)), "bad_frames": .int(Int64(frame.badFrames)),
+                "fds_in_flight": .int(Int64(frame.fdsInFlight)), "fds_passed_per_s": .double(rounded(frame.fdsPassedPerSecond)),
+                "fds_released_per_s": .double(rounded(frame.fdsReleasedPerSecond)),
             ],
             "uids": .array(uids),
         ]

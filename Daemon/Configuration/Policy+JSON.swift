@@ -6,7 +6,7 @@ extension Policy {
     static let fileMembers = ["rules", "description"]
     static let ruleMembers = ["match", "allow", "description"]
     static let matchMembers = ["user", "group", "uid", "gid", "remote", "host"]
-    static let allowMembers = ["register", "call", "subscribe", "publish", "monitor"]
+    static let allowMembers = ["register", "call", "subscribe", "publish", "monitor", "send_fds"]
 
     /// The largest uid or gid a rule may name; 4294967295 is `(uid_t)-1`, no one.
     static let maxID: Int64 = 4_294_967_294
@@ -92,12 +92,17 @@ extension Policy {
             let publish = try patterns(members, "publish", at: path, "an event pattern: expected \(names)") {
                 Pattern($0, kind: .event)
             }
+            let sendDescriptors = try patterns(members, "send_fds", at: path, "a target pattern: expected \(names)") {
+                Pattern($0, kind: .target)
+            }
             var monitor = false
             if let monitorValue = members["monitor"] {
                 guard let flag = monitorValue.boolValue else { throw expected(path + ".monitor", "true or false", monitorValue) }
                 monitor = flag
             }
-            return Allow(register: register, call: call, subscribe: subscribe, publish: publish, monitor: monitor)
+            return Allow(
+                register: register, call: call, subscribe: subscribe, publish: publish, monitor: monitor,
+                sendDescriptors: sendDescriptors)
         }
 
         /// An array of pattern strings, each read by `parse`; one it

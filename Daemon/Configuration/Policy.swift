@@ -12,9 +12,13 @@ package enum PolicyRequest: Sendable, Equatable, CustomStringConvertible {
     case publish(event: String)
     /// Attaching a monitor.
     case monitor
+    /// A call that carries file descriptors (contract section 8) to
+    /// `target`, checked besides the call itself.
+    case sendDescriptors(target: String)
 
     /// The request as a denial names it: `register "Notes"`, `call "Notes/add"`,
-    /// `subscribe to "user.*"`, `publish "user.login"`, `monitor`.
+    /// `subscribe to "user.*"`, `publish "user.login"`, `monitor`,
+    /// `send file descriptors to "Notes"`.
     package var description: String {
         switch self {
         case .register(let target): return "register \(Policy.quoted(target))"
@@ -22,6 +26,7 @@ package enum PolicyRequest: Sendable, Equatable, CustomStringConvertible {
         case .subscribe(let pattern): return "subscribe to \(Policy.quoted(pattern))"
         case .publish(let event): return "publish \(Policy.quoted(event))"
         case .monitor: return "monitor"
+        case .sendDescriptors(let target): return "send file descriptors to \(Policy.quoted(target))"
         }
     }
 }
@@ -124,22 +129,26 @@ package struct Policy: Sendable, Equatable {
         package var publish: [Pattern]
         /// Whether a monitor may be attached.
         package var monitor: Bool
+        /// Targets that calls carrying file descriptors may go to (`send_fds`);
+        /// the call itself needs its `call` grant too.
+        package var sendDescriptors: [Pattern]
 
         package init(
             register: [Pattern] = [], call: [CallPattern] = [], subscribe: [Pattern] = [], publish: [Pattern] = [],
-            monitor: Bool = false
+            monitor: Bool = false, sendDescriptors: [Pattern] = []
         ) {
             self.register = register
             self.call = call
             self.subscribe = subscribe
             self.publish = publish
             self.monitor = monitor
+            self.sendDescriptors = sendDescriptors
         }
 
         /// Everything: `*` everywhere, the daemon's administrative actions and `monitor`.
         package static let everything = Allow(
             register: [.any], call: [.any, CallPattern(target: .exact(ProtocolConstants.daemonTarget), action: .any)],
-            subscribe: [.any], publish: [.any], monitor: true)
+            subscribe: [.any], publish: [.any], monitor: true, sendDescriptors: [.any])
 
         /// Whether this grants `request`.
         package func grants(_ request: PolicyRequest) -> Bool {
@@ -163,6 +172,8 @@ package struct Policy: Sendable, Equatable {
                 return publish.contains { $0.matches(event) }
             case .monitor:
                 return monitor
+            case .sendDescriptors(let target):
+                return sendDescriptors.contains { $0.matches(target) }
             }
         }
     }
@@ -213,14 +224,17 @@ package struct Policy: Sendable, Equatable {
     /// The policy without any policy file: the daemon's own uid (and root)
     /// may do anything; everyone else may call, subscribe and publish, but
     /// not register, monitor, or start and stop managed components. (Events under `mediator.` are the daemon's
-    /// own: the broker refuses to let anyone publish them.)
+    /// own: the broker refuses to let anyone publish them.) Whoever may call
+    /// may pass file descriptors with the call, as on D-Bus: a descriptor is
+    /// one more argument, opened by the sender with its own rights.
     package static func defaultPolicy(daemonUID: UInt32) -> Policy {
         Policy(
             rules: [
                 Rule(match: Match(uid: daemonUID), allow: .everything),
-                Rule(match: .everyone, allow: Allow(call: [.any], subscribe: [.any], publish: [.any])),
-                // What the administrator exported may be called from other hosts.
-                Rule(match: Match(remote: true), allow: Allow(call: [.any])),
+                Rule(match: .everyone, allow: Allow(call: [.any], subscribe: [.any], publish: [.any], sendDescriptors: [.any])),
+                // What the administrator exported may be called from other hosts
+                // (a sealed memfd crosses the bridge as bytes and arrives as a new one).
+                Rule(match: Match(remote: true), allow: Allow(call: [.any], sendDescriptors: [.any])),
             ],
             isDefault: true)
     }

@@ -36,6 +36,7 @@ enum MetricFamilies {
     static var uidQueuedBytes: MetricNameDescriptor { named("uid_queued", unit: "bytes", "Bytes queued toward a uid's connections and not yet taken by them.") }
     static var uidQuotaRefusals: MetricNameDescriptor { named("uid_quota_refusals", unit: "total", "Requests of a uid refused by a quota, by quota.") }
     static var uidPolicyDenials: MetricNameDescriptor { named("uid_policy_denials", unit: "total", "Requests of a uid denied by the access policy.") }
+    static var uidFdsInFlight: MetricNameDescriptor { named("uid_fds_in_flight", unit: "", "File descriptors a uid sent that the daemon holds now.") }
 
     // The daemon (no labels).
     static var uptime: MetricNameDescriptor { named("uptime", unit: "seconds", "Time since the daemon started.") }
@@ -49,6 +50,10 @@ enum MetricFamilies {
     static var policyDenials: MetricNameDescriptor { named("policy_denials", unit: "total", "Requests denied by the access policy.") }
     static var badFrames: MetricNameDescriptor { named("bad_frames", unit: "total", "Lines that were not a valid message.") }
     static var backlogDisconnects: MetricNameDescriptor { named("backlog_disconnects", unit: "total", "Connections closed because too much was queued toward them.") }
+    static var fdsReceived: MetricNameDescriptor { named("fds_received", unit: "total", "File descriptors received with messages.") }
+    static var fdsPassed: MetricNameDescriptor { named("fds_passed", unit: "total", "File descriptors written on to their receiver.") }
+    static var fdsReleased: MetricNameDescriptor { named("fds_released", unit: "total", "File descriptors closed undelivered (refused, or their call or receiver gone).") }
+    static var fdsInFlight: MetricNameDescriptor { named("fds_in_flight", unit: "", "File descriptors the daemon holds now.") }
     static var slowCalls: MetricNameDescriptor { named("slow_calls", unit: "total", "Calls answered later than the slow-call threshold.") }
 
     /// Latency buckets: local calls take tens of microseconds, a component's

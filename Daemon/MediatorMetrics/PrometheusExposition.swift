@@ -96,6 +96,7 @@ struct PublishedMetrics {
             set(MetricFamilies.uidConnections, labels, Double(now.connections), uidRegistry)
             set(MetricFamilies.uidCallsInFlight, labels, Double(now.callsInFlight), uidRegistry)
             set(MetricFamilies.uidQueuedBytes, labels, Double(now.queuedBytes), uidRegistry)
+            set(MetricFamilies.uidFdsInFlight, labels, Double(now.fdsInFlight), uidRegistry)
             count(MetricFamilies.uidConnectionsOpened, labels, counted.connectionsOpened, uidRegistry)
             count(MetricFamilies.uidPolicyDenials, labels, counted.policyDenials, uidRegistry)
             for (quota, refusals) in counted.quotaRefusals {
@@ -115,6 +116,10 @@ struct PublishedMetrics {
         count(MetricFamilies.badFrames, [], daemon.badFrames, registry)
         count(MetricFamilies.backlogDisconnects, [], daemon.backlogDisconnects, registry)
         count(MetricFamilies.slowCalls, [], statistics.slowCalls.total, registry)
+        count(MetricFamilies.fdsReceived, [], live.descriptors.received, registry)
+        count(MetricFamilies.fdsPassed, [], live.descriptors.passed, registry)
+        count(MetricFamilies.fdsReleased, [], live.descriptors.released, registry)
+        set(MetricFamilies.fdsInFlight, [], Double(live.descriptors.inFlight), registry)
         for (key, gauge) in gauges where !gaugesSet.contains(key) { gauge.set(to: 0) }
     }
 

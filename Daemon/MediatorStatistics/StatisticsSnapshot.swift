@@ -7,10 +7,13 @@ package struct LiveFigures: Sendable {
         package var connections = 0
         package var callsInFlight = 0
         package var queuedBytes = 0
-        package init(connections: Int = 0, callsInFlight: Int = 0, queuedBytes: Int = 0) {
+        /// Descriptors sent by the uid that the daemon holds now.
+        package var fdsInFlight = 0
+        package init(connections: Int = 0, callsInFlight: Int = 0, queuedBytes: Int = 0, fdsInFlight: Int = 0) {
             self.connections = connections
             self.callsInFlight = callsInFlight
             self.queuedBytes = queuedBytes
+            self.fdsInFlight = fdsInFlight
         }
     }
 
@@ -23,6 +26,8 @@ package struct LiveFigures: Sendable {
     /// Calls held for a component being started, by target.
     package var heldByTarget: [String: Int] = [:]
     package var uids: [UInt32: UID] = [:]
+    /// The descriptors the host passed, closed and holds (zero when it passes none).
+    package var descriptors = DescriptorCounts()
 
     package init() {}
 }
@@ -191,6 +196,10 @@ package struct StatisticsSnapshot: Sendable {
                 "policy_denials": .int(Int64(daemon.policyDenials)),
                 "bad_frames": .int(Int64(daemon.badFrames)),
                 "backlog_disconnects": .int(Int64(daemon.backlogDisconnects)),
+                "fds_received": .int(Int64(live.descriptors.received)),
+                "fds_passed": .int(Int64(live.descriptors.passed)),
+                "fds_released": .int(Int64(live.descriptors.released)),
+                "fds_in_flight": .int(Int64(live.descriptors.inFlight)),
             ],
             "latency_bucket_bounds_ns": Self.bucketBoundsJSON,
         ]
@@ -280,6 +289,7 @@ package struct StatisticsSnapshot: Sendable {
                 "connections_opened": .int(Int64(counters.connectionsOpened)),
                 "calls_in_flight": .int(Int64(now.callsInFlight)),
                 "queued_bytes": .int(Int64(now.queuedBytes)),
+                "fds_in_flight": .int(Int64(now.fdsInFlight)),
                 "quota_refusals": .object(counters.quotaRefusals.mapValues { .int(Int64($0)) }),
                 "policy_denials": .int(Int64(counters.policyDenials)),
             ]

@@ -145,6 +145,28 @@ private let checkCases: [PolicyCheckCase] = [
     PolicyCheckCase(
         name: "monitor omitted means false", rules: #"{"rules": [{"match": {}, "allow": {"call": ["*/*"]}}]}"#,
         request: .monitor, subject: alice, denial: "uid 1000 (alice) may not monitor"),
+    // send_fds
+    PolicyCheckCase(
+        name: "send_fds to an exact target", rules: #"{"rules": [{"match": {}, "allow": {"send_fds": ["Files"]}}]}"#,
+        request: .sendDescriptors(target: "Files"), subject: carol, denial: nil),
+    PolicyCheckCase(
+        name: "send_fds under a prefix", rules: #"{"rules": [{"match": {}, "allow": {"send_fds": ["Net.*"]}}]}"#,
+        request: .sendDescriptors(target: "Net.wifi"), subject: carol, denial: nil),
+    PolicyCheckCase(
+        name: "send_fds to another target", rules: #"{"rules": [{"match": {}, "allow": {"send_fds": ["Files"]}}]}"#,
+        request: .sendDescriptors(target: "Notes"), subject: carol,
+        denial: #"uid 1002 (carol) may not send file descriptors to "Notes""#),
+    PolicyCheckCase(
+        name: "a call grant is not a send_fds grant", rules: #"{"rules": [{"match": {}, "allow": {"call": ["*/*"]}}]}"#,
+        request: .sendDescriptors(target: "Notes"), subject: alice,
+        denial: #"uid 1000 (alice) may not send file descriptors to "Notes""#),
+    PolicyCheckCase(
+        name: "send_fds for one user only",
+        rules: #"{"rules": [{"match": {"user": "alice"}, "allow": {"send_fds": ["*"]}}]}"#,
+        request: .sendDescriptors(target: "Notes"), subject: bob, denial: #"uid 1001 may not send file descriptors to "Notes""#),
+    PolicyCheckCase(
+        name: "root may send descriptors with no rules", rules: #"{"rules": []}"#,
+        request: .sendDescriptors(target: "Any"), subject: root, denial: nil),
     // match
     PolicyCheckCase(
         name: "match by uid", rules: #"{"rules": [{"match": {"uid": 1001}, "allow": {"register": ["B"]}}]}"#,
@@ -434,6 +456,14 @@ extension PolicyTests {
             #expect(policy.check(.publish(event: "user.login"), by: bob) == nil)
         }
 
+        /// Whoever may call may pass descriptors with the call, local or
+        /// remote (a memfd the bridge turned into bytes and back).
+        @Test func othersMaySendDescriptorsWithTheirCalls() {
+            #expect(policy.check(.sendDescriptors(target: "Notes"), by: alice) == nil)
+            #expect(policy.check(.sendDescriptors(target: "Notes"), by: daemonUser) == nil)
+            #expect(policy.check(.sendDescriptors(target: "Notes"), by: .remote(host: "far", uid: 1000)) == nil)
+        }
+
         @Test func othersMayNotRegisterOrMonitor() {
             #expect(policy.check(.register(target: "Notes"), by: alice) == #"uid 1000 (alice) may not register "Notes""#)
             #expect(policy.check(.monitor, by: bob) == "uid 1001 may not monitor")
@@ -530,7 +560,7 @@ private let badCases: [BadPolicyCase] = [
         json: #"{"rules": [{"match": {}, "allow": []}]}"#, member: "rules[0].allow", reason: "must be an object, got []"),
     BadPolicyCase(
         json: #"{"rules": [{"match": {}, "allow": {"own": ["Notes"]}}]}"#, member: "rules[0].allow.own",
-        reason: "unknown member; known members: register, call, subscribe, publish, monitor"),
+        reason: "unknown member; known members: register, call, subscribe, publish, monitor, send_fds"),
     BadPolicyCase(
         json: #"{"rules": [{"match": {}, "allow": {"register": "Notes"}}]}"#, member: "rules[0].allow.register",
         reason: #"must be an array of patterns, got "Notes""#),
@@ -549,6 +579,12 @@ private let badCases: [BadPolicyCase] = [
     BadPolicyCase(
         json: #"{"rules": [{"match": {}, "allow": {"publish": ["*.login"]}}]}"#, member: "rules[0].allow.publish[0]",
         reason: #""*.login" is not an event pattern: expected a name, NAME.* or *"#),
+    BadPolicyCase(
+        json: #"{"rules": [{"match": {}, "allow": {"send_fds": true}}]}"#, member: "rules[0].allow.send_fds",
+        reason: "must be an array of patterns, got true"),
+    BadPolicyCase(
+        json: #"{"rules": [{"match": {}, "allow": {"send_fds": ["Notes/*"]}}]}"#, member: "rules[0].allow.send_fds[0]",
+        reason: #""Notes/*" is not a target pattern: expected a name, NAME.* or *"#),
     BadPolicyCase(
         json: #"{"rules": [{"match": {}, "allow": {"monitor": "yes"}}]}"#, member: "rules[0].allow.monitor",
         reason: #"must be true or false, got "yes""#),

@@ -39,7 +39,9 @@ struct PrometheusExpositionTests {
         live.registeredTargets = 1
         live.inFlightBySlot[feed] = 1
         live.heldByTarget["Later"] = 4
-        live.uids[1000] = LiveFigures.UID(connections: 1, callsInFlight: 1, queuedBytes: 512)
+        live.uids[1000] = LiveFigures.UID(connections: 1, callsInFlight: 1, queuedBytes: 512, fdsInFlight: 3)
+        statistics.quotaRefused(uid: 1000, quota: "max_fds_in_flight_per_uid")
+        live.descriptors = DescriptorCounts(received: 10, released: 4, inFlight: 3, inFlightByUID: [1000: 3])
         return StatisticsSnapshot(statistics: statistics, live: live)
     }
 
@@ -64,6 +66,12 @@ struct PrometheusExpositionTests {
             #"mediator_uid_policy_denials_total{uid="1000"}"#: "1",
             #"mediator_uid_connections{uid="1000"}"#: "1.0",
             #"mediator_uid_queued_bytes{uid="1000"}"#: "512.0",
+            #"mediator_uid_fds_in_flight{uid="1000"}"#: "3.0",
+            #"mediator_uid_quota_refusals_total{uid="1000",quota="max_fds_in_flight_per_uid"}"#: "1",
+            "mediator_fds_received_total": "10",
+            "mediator_fds_passed_total": "3",
+            "mediator_fds_released_total": "4",
+            "mediator_fds_in_flight": "3.0",
             "mediator_uptime_seconds": "1.5",
             "mediator_connections": "1.0",
             "mediator_bad_frames_total": "2",

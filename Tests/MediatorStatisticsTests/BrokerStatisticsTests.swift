@@ -151,6 +151,24 @@ import Testing
         #expect(snapshot.json()["uids"]?.arrayValue?.count == 2000)
     }
 
+    /// The host's descriptor counts: passed is what was neither closed nor is still held.
+    @Test func descriptorsPassedReleasedAndInFlightAreReported() throws {
+        var statistics = BrokerStatistics(slowCallThresholdNanoseconds: 1_000_000)
+        statistics.quotaRefused(uid: 1000, quota: "max_fds_in_flight_per_uid")
+        var live = LiveFigures()
+        live.descriptors = DescriptorCounts(received: 20, released: 5, inFlight: 3, inFlightByUID: [1000: 2, 1001: 1])
+        live.uids = [1000: LiveFigures.UID(connections: 1, fdsInFlight: 2), 1001: LiveFigures.UID(fdsInFlight: 1)]
+        let json = StatisticsSnapshot(statistics: statistics, live: live).json()
+        #expect(json["daemon"]?["fds_received"] == .int(20))
+        #expect(json["daemon"]?["fds_passed"] == .int(12))
+        #expect(json["daemon"]?["fds_released"] == .int(5))
+        #expect(json["daemon"]?["fds_in_flight"] == .int(3))
+        let uids = try #require(json["uids"]?.arrayValue)
+        #expect(uids.map { $0["fds_in_flight"] } == [.int(2), .int(1)])
+        #expect(uids.first?["quota_refusals"] == ["max_fds_in_flight_per_uid": .int(1)])
+        #expect(DescriptorCounts().passed == 0)
+    }
+
     @Test func snapshotJSON() throws {
         var statistics = BrokerStatistics(slowCallThresholdNanoseconds: 1_000_000)
         let slot = statistics.slot(target: "Notes", action: "get")
@@ -186,7 +204,8 @@ import Testing
         #expect(action["latency"]?["buckets"]?.arrayValue?.count == LatencyHistogram.bucketCount)
         #expect(json["uids"] == [[
             "uid": .int(1000), "connections": .int(1), "connections_opened": .int(1), "calls_in_flight": .int(2),
-            "queued_bytes": .int(7), "quota_refusals": ["max_calls_in_flight_per_uid": .int(1)], "policy_denials": .int(1),
+            "queued_bytes": .int(7), "fds_in_flight": .int(0), "quota_refusals": ["max_calls_in_flight_per_uid": .int(1)],
+            "policy_denials": .int(1),
         ]])
         #expect(json["components"] == [[
             "target": "Notes", "activations": .int(1), "start_failures": ["start_timeout": .int(1)], "restarts": .int(0),

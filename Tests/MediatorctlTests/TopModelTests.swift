@@ -117,6 +117,39 @@ struct TopModelTests {
         #expect(small.count == 8 && !small.contains { $0.hasPrefix("UID") })
     }
 
+    /// Descriptors: held now, passed and closed per second over the
+    /// interval, per uid held; shown once the daemon received any.
+    @Test func descriptorFiguresAreRatesOverTheIntervalAndShowOnceAnyArrived() throws {
+        func stats(uptime: Double, received: Int64, passed: Int64, released: Int64, inFlight: Int64) -> JSONValue {
+            guard case .object(var members) = Self.stats(uptime: uptime, routed: 0, targets: [], uids: [
+                ["uid": 1000, "connections": 1, "calls_in_flight": 0, "queued_bytes": 0, "fds_in_flight": .int(inFlight),
+                 "quota_refusals": ["max_fds_in_flight_per_uid": 3]],
+            ]), case .object(var daemon)? = members["daemon"] else { return .null }
+            daemon["fds_received"] = .int(received)
+            daemon["fds_passed"] = .int(passed)
+            daemon["fds_released"] = .int(released)
+            daemon["fds_in_flight"] = .int(inFlight)
+            members["daemon"] = .object(daemon)
+            return .object(members)
+        }
+        let first = stats(uptime: 10, received: 30, passed: 20, released: 8, inFlight: 2)
+        let second = stats(uptime: 12, received: 60, passed: 44, released: 12, inFlight: 4)
+        let frame = TopModel.frame(previous: first, current: second, order: .calls)
+        #expect(frame.fdsInFlight == 4 && frame.fdsPassedPerSecond == 12 && frame.fdsReleasedPerSecond == 2)
+        #expect(frame.uids.first?.fdsInFlight == 4)
+        let lines = TopScreen.lines(frame, order: .calls, delay: 2, target: nil, width: 300, height: 20)
+        #expect(lines[1].hasSuffix("fds in flight 4  passed/s 12.0  closed/s 2.0"))
+        #expect(lines.contains { $0.hasPrefix("UID") && $0.contains("FDS") })
+        #expect(lines.last?.hasPrefix("1000  1      0          0       4    ") == true, "\(lines)")
+        let json = TopScreen.json(frame, order: .calls, target: nil)
+        #expect(json["daemon"]?["fds_in_flight"] == 4 && json["daemon"]?["fds_passed_per_s"] == 12.0)
+        #expect(json["daemon"]?["fds_released_per_s"] == 2.0)
+        #expect(json["uids"]?.arrayValue?.first?["fds_in_flight"] == 4)
+        // A daemon that never received one: no descriptor figures on the screen.
+        let none = TopModel.frame(previous: nil, current: Self.stats(uptime: 1, routed: 0, targets: []), order: .calls)
+        #expect(!TopScreen.lines(none, order: .calls, delay: 1, target: nil, width: 300, height: 20)[1].contains("fds"))
+    }
+
     @Test func oneJSONLinePerRefresh() throws {
         let current = Self.stats(uptime: 4, routed: 8, targets: [Self.target("Notes", calls: 8, buckets: [8, 0, 0, 0])])
         let json = TopScreen.json(TopModel.frame(previous: nil, current: current, order: .calls), order: .calls, target: nil)

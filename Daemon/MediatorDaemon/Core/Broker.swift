@@ -65,6 +65,9 @@ package final class Broker {
     /// Descriptors the host holds for a uid (received, not yet written or
     /// closed), for the quota on them (nil without a host: unit tests).
     var descriptorsHeld: ((UInt32) -> Int)?
+    /// The host's counts of descriptors received, closed undelivered and
+    /// held, for statistics (nil without a host: unit tests).
+    var descriptorCounts: (() -> DescriptorCounts)?
     /// A stream whose caller has more than `max_outbound_bytes` divided by
     /// this queued is ended (``endStream(_:backlog:now:)``) rather than
     /// grown until the caller is disconnected as a peer that does not read.

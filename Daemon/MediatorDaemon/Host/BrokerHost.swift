@@ -3,6 +3,7 @@ import MediatorEventLoop
 import MediatorProtocol
 import MediatorSocket
 import MediatorSocketHost
+import MediatorStatistics
 import MediatorTransport
 import NIOCore
 
@@ -47,6 +48,11 @@ final class BrokerHost: @unchecked Sendable {
         broker.passesDescriptors = true
         broker.backlog = { [unowned self] connection in server?.queuedBytes(connection) ?? 0 }
         broker.descriptorsHeld = { [unowned self] uid in descriptors.countByUID[uid] ?? 0 }
+        broker.descriptorCounts = { [unowned self] in
+            DescriptorCounts(
+                received: descriptors.received, released: descriptors.released, inFlight: descriptors.total,
+                inFlightByUID: descriptors.countByUID)
+        }
     }
 
     /// Starts serving `listener` (listening already); on the loop's thread.

@@ -115,6 +115,11 @@ extension Broker {
             live.uids[uid, default: LiveFigures.UID()].callsInFlight += callsInFlight(of: connection)
             live.uids[uid, default: LiveFigures.UID()].queuedBytes += quotas.queuedBytes(of: connection)
         }
+        if let counts = descriptorCounts?() {
+            live.descriptors = counts
+            // A uid whose connections are gone may still have descriptors queued toward others.
+            for (uid, held) in counts.inFlightByUID { live.uids[uid, default: LiveFigures.UID()].fdsInFlight = held }
+        }
         return live
     }
 }

@@ -8,7 +8,8 @@ import Glibc
 #endif
 
 /// Access checks against the policy (Policy.swift): register, call (and
-/// `open`, as the call it reaches), subscribe, publish, monitor. A denial
+/// `open`, as the call it reaches), sending descriptors with a call,
+/// subscribe, publish, monitor. A denial
 /// answers `forbidden` naming what was denied, and is logged with the
 /// peer's pid, uid and executable.
 extension Broker {

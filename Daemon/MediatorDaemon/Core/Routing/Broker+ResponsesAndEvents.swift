@@ -157,31 +157,34 @@ extension Broker {
 
     /// Why an answer with `fds` descriptors cannot go to its caller, or nil
     /// when it can: both ends were granted `max_fds`, and the count is
-    /// within it.
-    func answerDescriptorRefusal(_ daemonID: Int64, fds: Int, from connection: ConnectionID) -> String? {
+    /// within it. Over `max_fds` is the component's malformed answer
+    /// (`bad_request`, contract section 8); an end without descriptors is
+    /// `fds_not_supported`.
+    func answerDescriptorRefusal(_ daemonID: Int64, fds: Int, from connection: ConnectionID) -> MediatorError? {
         guard peers[connection]?.passesDescriptors == true else {
-            return passesDescriptors
+            return MediatorError(.fdsNotSupported, passesDescriptors
                 ? "the component answered with file descriptors without \"fds\": true in its hello"
-                : "the component answered with file descriptors, which this mediatord does not pass"
+                : "the component answered with file descriptors, which this mediatord does not pass")
         }
         guard fds <= configuration.maxFdsPerMessage else {
-            return "the component answered with \(fds) file descriptors, over max_fds \(configuration.maxFdsPerMessage)"
+            return MediatorError(.badRequest,
+                "the component answered with \(fds) file descriptors, over max_fds \(configuration.maxFdsPerMessage)")
         }
         let caller = inFlight.withCall(daemonID) { $0.caller }
         guard let caller, peers[caller]?.passesDescriptors == true else {
-            return "the answer carries file descriptors and the caller did not say \"fds\": true in hello"
+            return MediatorError(.fdsNotSupported, "the answer carries file descriptors and the caller did not say \"fds\": true in hello")
         }
         return nil
     }
 
-    /// An answer with descriptors its caller cannot take: the caller gets
-    /// `fds_not_supported` in its place (contract section 8), the call ends
-    /// (a partial's stream too: the component is told to stop).
-    func refuseAnswerWithDescriptors(_ daemonID: Int64, _ reason: String, from connection: ConnectionID, now: NIODeadline) {
+    /// An answer with descriptors that cannot go to its caller: the caller
+    /// gets `refusal` (its code and message) in its place (contract section
+    /// 8), the call ends (a partial's stream too: the component is told to stop).
+    func refuseAnswerWithDescriptors(_ daemonID: Int64, _ refusal: MediatorError, from connection: ConnectionID, now: NIODeadline) {
         guard let call = finish(daemonID, now: now) else { return }
-        recordAnswer(call, code: ErrorCode.fdsNotSupported.rawValue, now: now)
+        recordAnswer(call, code: refusal.code.rawValue, now: now)
         let error = MediatorError(
-            .fdsNotSupported, reason, data: ["target": .string(call.target), "action": .string(call.action)])
+            refusal.code, refusal.message, data: ["target": .string(call.target), "action": .string(call.action)])
         let answer = writer.error(callerID: call.callerIDBytes, error, delivered: .yes)
         send(call.caller, answer)
         if call.more { sendCancelEvent(call) }

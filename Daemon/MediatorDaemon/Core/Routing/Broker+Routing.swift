@@ -133,13 +133,17 @@ extension Broker {
         if let remote = request.remote {
             // A caller on another host: the policy's remote rules decide, and
             // the component learns who it was, beside the bridge's own caller.
-            if let denial = checkPolicy(.call(target: request.target, action: request.action), remote: remote) {
+            if let denial = checkPolicy(.call(target: request.target, action: request.action), remote: remote)
+                ?? (request.descriptors == nil ? nil : checkPolicy(.sendDescriptors(target: request.target), remote: remote))
+            {
                 return fail(denial)
             }
             callerMember = writer.callerMember(callerMember, remote: remote)
         } else if uid != 0, let credentials = credentials(of: connection),
             // uid 0 may do anything (Policy.allows): its credentials are not even read.
             let denial = checkPolicy(.call(target: request.target, action: request.action), credentials)
+                // A call with descriptors needs the `send_fds` grant for its target too.
+                ?? (request.descriptors == nil ? nil : checkPolicy(.sendDescriptors(target: request.target), credentials))
         {
             return fail(denial)
         }

@@ -1,5 +1,6 @@
 import MediatorConfiguration
 import MediatorProtocol
+import MediatorStatistics
 import MetricsTestKit
 import NIOCore
 import Testing
@@ -155,6 +156,32 @@ struct BrokerStatisticsTests {
         #expect(uid?["policy_denials"] == 2)
         #expect(uid?["calls_in_flight"] == 1 && uid?["connections"] == 1)
         #expect(action(result, "Svc", "a")?["calls"] == 1, "refused calls are not forwarded calls")
+    }
+
+    /// The host's descriptor counts reach `stats` through the closure it
+    /// sets, per uid too; the quota's refusals are counted by its name.
+    @Test func descriptorCountsOfTheHostAndQuotaRefusalsAreInStats() throws {
+        let d = driver { $0.maxFdsInFlightPerUID = 2 }
+        d.broker.passesDescriptors = true
+        for connection: ConnectionID in [1, 2] { _ = d.daemon("hello", #"{"protocol":1,"fds":true}"#, from: connection) }
+        d.broker.descriptorsHeld = { [unowned d] uid in d.descriptorsHeld.filter { $0.uid == uid }.reduce(0) { $0 + $1.count } }
+        d.broker.descriptorCounts = {
+            DescriptorCounts(received: 9, released: 3, inFlight: 2, inFlightByUID: [1001: 2, 4242: 0])
+        }
+        d.send(#"{"id":1,"target":"Svc","action":"a","fds":3}"#, descriptors: 3, from: 1)
+        #expect(errorCode(d.takeOne(1)) == "overloaded")
+        #expect(d.descriptorsHeld.isEmpty)
+        let result = try #require(stats(d))
+        #expect(result["daemon"]?["fds_received"] == 9)
+        #expect(result["daemon"]?["fds_passed"] == 4)
+        #expect(result["daemon"]?["fds_released"] == 3)
+        #expect(result["daemon"]?["fds_in_flight"] == 2)
+        let uid = result["uids"]?.arrayValue?.first { $0["uid"] == 1001 }
+        #expect(uid?["fds_in_flight"] == 2)
+        #expect(uid?["quota_refusals"] == ["max_fds_in_flight_per_uid": 1])
+        // Without a host that counts them, zeros.
+        d.broker.descriptorCounts = nil
+        #expect(try #require(stats(d))["daemon"]?["fds_in_flight"] == 0)
     }
 
     @Test func activationsStartFailuresAndHeldCalls() throws {

@@ -58,6 +58,63 @@ struct BrokerPolicyTests {
         #expect(d.take(1).isEmpty)
     }
 
+    /// A call with descriptors needs `send_fds` for its target besides the
+    /// call grant: a denial is `forbidden`, names it, and releases them.
+    @Test func sendingDescriptorsNeedsTheSendFdsGrant() {
+        let d = BrokerDriver()
+        d.broker.passesDescriptors = true
+        d.broker.loadPolicy(Policy(rules: [
+            Policy.Rule(match: .init(uid: 1001), allow: .init(register: [.any], call: [.any])),
+            Policy.Rule(match: .init(uid: 1002), allow: .init(call: [.any], sendDescriptors: [.exact("Files")])),
+        ]))
+        for connection: ConnectionID in [1, 2] {
+            d.connect(connection)
+            _ = d.daemon("hello", #"{"protocol":1,"fds":true}"#, from: connection)
+        }
+        d.register("Files", from: 1)
+        d.register("Notes", from: 1)
+        let allowed = d.send(#"{"id":1,"target":"Files","action":"a","fds":1}"#, descriptors: 1, from: 2)
+        #expect(d.takeOne(1)?["fds"] == 1)
+        #expect(d.descriptorsSent[1] == [allowed])
+        let denied = d.send(#"{"id":2,"target":"Notes","action":"a","fds":2}"#, descriptors: 2, from: 2)
+        let answer = d.takeOne(2)
+        #expect(errorCode(answer) == "forbidden")
+        #expect(error(answer) == #"uid 1002 may not send file descriptors to "Notes""#)
+        #expect(d.descriptorsReleased == [denied])
+        #expect(d.take(1).isEmpty)
+        // The same call without descriptors is allowed.
+        d.send(#"{"id":3,"target":"Notes","action":"a"}"#, from: 2)
+        #expect(d.takeOne(1)?["action"] == "a")
+        #expect(d.broker.statistics.uids[1002]?.policyDenials == 1)
+        #expect(d.descriptorsHeld.isEmpty)
+    }
+
+    /// A caller on another host (through this daemon's bridge) is checked
+    /// against the remote rules for `send_fds` too.
+    @Test func aRemoteCallersDescriptorsNeedARemoteSendFdsGrant() {
+        let d = BrokerDriver()
+        d.broker.passesDescriptors = true
+        d.broker.ownProcessID = BrokerDriver.credentials(1).pid
+        d.broker.loadPolicy(Policy(rules: [
+            Policy.Rule(match: .everyone, allow: .everything),
+            Policy.Rule(match: Policy.Match(host: "hostA"), allow: .init(call: [.any], sendDescriptors: [.exact("Files")])),
+        ]))
+        for connection: ConnectionID in [1, 2] {
+            d.connect(connection)
+            _ = d.daemon("hello", #"{"protocol":1,"fds":true}"#, from: connection)
+        }
+        d.register("Files", from: 2)
+        d.register("Notes", from: 2)
+        let remote = #""remote_caller":{"host":"hostA","uid":1000,"pid":77}"#
+        let allowed = d.send(#"{"id":1,"target":"Files","action":"a","fds":1,\#(remote)}"#, descriptors: 1, from: 1)
+        #expect(d.takeOne(2)?["fds"] == 1)
+        #expect(d.descriptorsSent[2] == [allowed])
+        let denied = d.send(#"{"id":2,"target":"Notes","action":"a","fds":1,\#(remote)}"#, descriptors: 1, from: 1)
+        #expect(error(d.takeOne(1)) == #"uid 1000 on host "hostA" may not send file descriptors to "Notes""#)
+        #expect(d.descriptorsReleased == [denied])
+        #expect(d.descriptorsHeld.isEmpty)
+    }
+
     @Test func theDaemonsOpenActionsStayOpenAndStartStopNeedAGrant() {
         let d = driver()
         #expect(d.daemon("list", from: 2)?["result"] != nil)
