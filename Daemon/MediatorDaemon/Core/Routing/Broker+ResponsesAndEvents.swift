@@ -31,7 +31,8 @@ extension Broker {
         }
         if fds != (arrivingDescriptors?.count ?? 0) {
             refuseAnswerWithDescriptors(
-                daemonID, "file descriptors do not match \"fds\": \(fds) declared, \(arrivingDescriptors?.count ?? 0) arrived",
+                daemonID, MediatorError(
+                    .badRequest, "file descriptors do not match \"fds\": \(fds) declared, \(arrivingDescriptors?.count ?? 0) arrived"),
                 from: connection, now: now)
             return
         }
