@@ -364,10 +364,12 @@ import Testing
                     with params["text"] as received:
                         text = bytes(mediator.read_memfd(received)).decode()
                     return {"text": mediator.FD(mediator.memfd_from_bytes(text.lower().encode()), close=True), "from": text}
-                service.run(socket=sys.argv[1], fds=True)
+                service.run(socket=sys.argv[1], fds=True, reconnect=False)
                 """
             let component = try Self.startPython(script, arguments: [daemon.path])
-            defer { component.terminate() }
+            // SIGKILL: the package answers SIGTERM by leaving gracefully,
+            // and without reconnect it also ends when the daemon goes.
+            defer { kill(component.processIdentifier, SIGKILL) }
             _ = try await daemon.received.first(timeout: 30, "the Python component's registration") {
                 $0.message["action"] == "register" && $0.message["params"]?["target"] == "PyFiles"
             }
