@@ -1,0 +1,245 @@
+"""Descriptors through the real mediatord (issue 26, Tests): between the
+package and raw-socket peers in each direction, handed from a privileged
+component to an unprivileged caller, and against hostile peers. Each
+hostile case checks the answer's code and that the daemon closed what it
+could not deliver: a pipe's read end sees EOF once every copy of its write
+end is closed, and mediatord's /proc/PID/fd count is back at its baseline."""
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+from support import HERE, DaemonTestCase, RawPeer, fd_count, wait_until
+from test_fds import read_all
+
+import mediator
+
+#: The uid of the unprivileged side (setpriv), and the helper it runs.
+NOBODY = 65534
+UNPRIVILEGED = os.path.join(HERE, "fd_unprivileged.py")
+CAN_SWITCH_UID = os.geteuid() == 0 and os.path.exists("/usr/bin/setpriv")
+#: The kernel's limit of descriptors in one SCM_RIGHTS message, the daemon's default max_fds.
+KERNEL_MAX_FDS = 253
+
+
+def identity(fd):
+    status = os.fstat(fd)
+    return [status.st_dev, status.st_ino]
+
+
+class RawComponent:
+    """A component on a bare socket (RawPeer): registers `target` and hands
+    each request with its descriptors to `handler(message, fds, peer)` on
+    its own thread; events are dropped (their descriptors closed)."""
+
+    def __init__(self, test, target, actions, handler, fds=True):
+        self.peer = RawPeer(test.socket, fds=fds)
+        self.peer.register(target, actions)
+        self.peer.link.conn.settimeout(None)  # idle as long as the test wants; close() ends the read
+        self.handler, self.errors = handler, []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        test.addCleanup(self.stop, test)
+
+    def _run(self):
+        while True:
+            try:
+                message, fds = self.peer.receive()
+            except AssertionError:  # the connection closed
+                return
+            if "target" in message:
+                try:
+                    self.handler(message, fds, self.peer)
+                except Exception as error:  # reported by stop()
+                    self.errors.append(error)
+            else:
+                for fd in fds:
+                    os.close(fd)
+
+    def stop(self, test):
+        self.peer.close()
+        self.thread.join(10)
+        test.assertEqual(self.errors, [])
+
+
+def answer_with_identities(message, fds, peer):
+    """Answers with the (st_dev, st_ino) of each descriptor it got, and, when
+    asked with `give`, with descriptors of its own (the read ends of pipes
+    whose write ends say which they are)."""
+    identities = [identity(fd) for fd in fds]
+    for fd in fds:
+        os.close(fd)
+    own = []
+    for index in range(message["params"].get("give", 0)):
+        r, w = os.pipe()
+        os.write(w, b"given %d" % index)
+        os.close(w)
+        own.append(r)
+    result = {"got": identities, "given": [{"$fd": i} for i in range(len(own))]}
+    for part in range(message["params"].get("parts", 0) if message.get("more") else 0):
+        memfd = mediator.memfd_from_bytes(b"part %d" % part)
+        peer.send({"id": message["id"], "continues": True, "result": {"part": {"$fd": 0}}, "fds": 1}, [memfd])
+        os.close(memfd)
+    reply = {"id": message["id"], "result": result}
+    if own:
+        reply["fds"] = len(own)
+    peer.send(reply, own)
+    for fd in own:
+        os.close(fd)
+
+
+def descriptor_zoo(test):
+    """Descriptors of several kinds, each a different open file: a pipe's
+    write end, a temp file, /dev/null, a socket, a memfd. Closed after the test."""
+    r, w = os.pipe()
+    handle = tempfile.TemporaryFile()
+    null = os.open("/dev/null", os.O_RDONLY)
+    left, right = socket.socketpair()
+    memfd = mediator.memfd_from_bytes(b"zoo")
+    for each in (r, w, null, memfd):
+        test.addCleanup(os.close, each)
+    for each in (handle, left, right):
+        test.addCleanup(each.close)
+    return [w, handle.fileno(), null, left.fileno(), memfd]
+
+
+class FdsThroughDaemonTestCase(DaemonTestCase):
+    def setUp(self):
+        super().setUp()
+        self.pid = self.daemon.process.pid
+
+    def raw(self, **options):
+        peer = RawPeer(self.socket, **options)
+        self.addCleanup(peer.close)
+        return peer
+
+    def daemon_fds(self):
+        return fd_count(self.pid)
+
+    def assertDaemonBackTo(self, baseline):
+        wait_until(lambda: self.daemon_fds() == baseline, 10)
+        self.assertEqual(self.daemon_fds(), baseline, "mediatord's descriptors: %s"
+                         % sorted(os.readlink("/proc/%d/fd/%s" % (self.pid, fd))
+                                  for fd in os.listdir("/proc/%d/fd" % self.pid)))
+
+    def assertClosedEverywhere(self, read_end):
+        """The pipe's write ends are all closed (ours first): the daemon kept no copy."""
+        self.assertEqual(read_all(read_end), b"")
+
+    def pipe(self):
+        """A pipe: (read end, closed after the test; write end, closed by the caller)."""
+        r, w = os.pipe()
+        self.addCleanup(os.close, r)
+        return r, w
+
+
+class EndToEndTests(FdsThroughDaemonTestCase):
+    def serve_identities(self, fds=True):
+        service = mediator.Service("Ids")
+
+        @service.action("ids")
+        def ids(params, ctx):
+            found = [identity(handle.fileno()) for handle in params["f"]]
+            for handle in params["f"]:
+                handle.close()
+            given = []
+            for index in range(params.get("give", 0)):
+                r, w = os.pipe()
+                os.write(w, b"given %d" % index)
+                os.close(w)
+                given.append(mediator.FD(r, close=True))
+            return {"got": found, "given": given}
+        self.serve(service, fds=fds)
+
+    def test_raw_caller_to_package_component_in_order_same_files(self):
+        self.serve_identities()
+        caller = self.raw()
+        self.assertEqual(caller.hello["result"]["max_fds"], KERNEL_MAX_FDS)
+        zoo = descriptor_zoo(self)
+        message, fds = caller.call("Ids", "ids", {"f": [{"$fd": i} for i in range(len(zoo))], "give": 2}, zoo)
+        self.assertEqual(message["result"]["got"], [identity(fd) for fd in zoo])
+        # Both ways in one call: the component's two pipes come back in order.
+        self.assertEqual((message["fds"], message["result"]["given"]), (2, [{"$fd": 0}, {"$fd": 1}]))
+        self.assertEqual([read_all(fd) for fd in fds], [b"given 0", b"given 1"])
+        for fd in fds:
+            os.close(fd)
+
+    def test_package_caller_to_raw_component_in_order_same_files(self):
+        RawComponent(self, "RawIds", ["ids"], answer_with_identities)
+        client = self.connect(fds=True)
+        zoo = descriptor_zoo(self)
+        result = client.call("RawIds", "ids", {"f": [mediator.FD(fd) for fd in zoo], "give": 3})
+        self.assertEqual(result["got"], [identity(fd) for fd in zoo])
+        self.assertEqual([read_all(handle.fileno()) for handle in result["given"]], [b"given 0", b"given 1", b"given 2"])
+        for handle in result["given"]:
+            handle.close()
+
+    def test_raw_to_raw_with_stream_partials(self):
+        RawComponent(self, "RawIds", ["ids"], answer_with_identities)
+        caller = self.raw()
+        zoo = descriptor_zoo(self)
+        call = caller.request("RawIds", "ids", {"f": [{"$fd": i} for i in range(len(zoo))], "give": 1, "parts": 3},
+                              zoo, more=True)
+        parts = []
+        while True:
+            message, fds = caller.answer(call)
+            if not message.get("continues"):
+                break
+            self.assertEqual((message["fds"], len(fds), message["result"]), (1, 1, {"part": {"$fd": 0}}))
+            parts.append(bytes(mediator.read_memfd(fds[0])))
+            os.close(fds[0])
+        self.assertEqual(parts, [b"part 0", b"part 1", b"part 2"])
+        self.assertEqual(message["result"]["got"], [identity(fd) for fd in zoo])
+        self.assertEqual(read_all(fds[0]), b"given 0")
+        os.close(fds[0])
+
+    def test_package_stream_partials_from_a_raw_component(self):
+        RawComponent(self, "RawIds", ["ids"], answer_with_identities)
+        client = self.connect(fds=True)
+        values = list(client.stream("RawIds", "ids", {"f": [], "parts": 2, "give": 1}))
+        self.assertEqual(len(values), 3)
+        self.assertEqual([bytes(mediator.read_memfd(v["part"].fileno())) for v in values[:2]], [b"part 0", b"part 1"])
+        self.assertEqual(read_all(values[2]["given"][0].fileno()), b"given 0")
+        for value in values[:2]:
+            value["part"].close()
+        values[2]["given"][0].close()
+
+    @unittest.skipUnless(CAN_SWITCH_UID, "needs root and setpriv to run the caller as another uid")
+    def test_a_privileged_component_hands_an_unprivileged_caller_an_opened_file(self):
+        # A file only root may open, in a folder only root may enter.
+        private = tempfile.mkdtemp(prefix="mediator-private-")
+        self.addCleanup(os.rmdir, private)
+        path = os.path.join(private, "secret")
+        with open(path, "w") as secret:
+            secret.write("for root's eyes, handed over")
+        self.addCleanup(os.unlink, path)
+        os.chmod(path, 0o600)
+        os.chmod(self.daemon.dir, 0o755)  # the unprivileged caller reaches the socket (mode 0666)
+        service = mediator.Service("Files")
+
+        @service.action("open")
+        def open_(params, ctx):
+            # The privileged side checks who asks, then opens for them.
+            if ctx.caller["uid"] != NOBODY:
+                raise mediator.MediatorError("forbidden", "not for this caller")
+            return {"file": mediator.FD(os.open(params["path"], os.O_RDONLY), close=True)}
+        self.serve(service, fds=True)
+        seen = subprocess.run(
+            ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups",
+             sys.executable, UNPRIVILEGED, "open", self.socket, path],
+            capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        self.assertEqual(seen.returncode, 0, seen.stderr)
+        report = json.loads(seen.stdout)
+        self.assertEqual((report["uid"], report["can_open"]), (NOBODY, False))
+        self.assertEqual(report["content"], "for root's eyes, handed over")
+        self.assertEqual(report["file"], identity_of_path(path))
+
+
+def identity_of_path(path):
+    status = os.stat(path)
+    return [status.st_dev, status.st_ino]
