@@ -243,3 +243,206 @@ class EndToEndTests(FdsThroughDaemonTestCase):
 def identity_of_path(path):
     status = os.stat(path)
     return [status.st_dev, status.st_ino]
+
+
+class Sink:
+    """A raw component of `Sink` that keeps what reached it (the message and
+    the identities of its descriptors), closes the descriptors and answers
+    with their count."""
+
+    def __init__(self, test, target="Sink"):
+        self.received = []
+        self.component = RawComponent(test, target, ["take"], self.take)
+
+    def take(self, message, fds, peer):
+        self.received.append((message, [identity(fd) for fd in fds]))
+        for fd in fds:
+            os.close(fd)
+        peer.send({"id": message["id"], "result": {"got": len(fds)}})
+
+
+class HostilePeerTests(FdsThroughDaemonTestCase):
+    def setUp(self):
+        super().setUp()
+        self.sink = Sink(self)
+        self.caller = self.raw()
+        self.baseline = self.daemon_fds()
+
+    def assertRefused(self, message, code, *read_ends):
+        self.assertEqual(message.get("error", {}).get("code"), code, message)
+        for r in read_ends:
+            self.assertClosedEverywhere(r)
+        self.assertEqual(self.sink.received, [])
+        self.assertDaemonBackTo(self.baseline)
+        self.assertIn("result", self.caller.call("mediator", "ping")[0])  # the connection still works
+
+    def send_pipes(self, count, message=None, raw=None):
+        """Sends `count` pipes' write ends with `message` (or raw bytes), closes
+        ours; returns the read ends."""
+        ends = [self.pipe() for _ in range(count)]
+        self.caller.send(message, [w for _, w in ends], raw=raw)
+        for _, w in ends:
+            os.close(w)
+        return [r for r, _ in ends]
+
+    def test_more_descriptors_than_the_json_names(self):
+        ends = self.send_pipes(2, {"id": 1, "target": "Sink", "action": "take", "params": {"f": {"$fd": 0}}, "fds": 1})
+        self.assertRefused(self.caller.answer(1)[0], "bad_request", *ends)
+
+    def test_fewer_descriptors_than_the_json_names(self):
+        ends = self.send_pipes(1, {"id": 1, "target": "Sink", "action": "take",
+                                   "params": {"f": [{"$fd": 0}, {"$fd": 1}]}, "fds": 2})
+        self.assertRefused(self.caller.answer(1)[0], "bad_request", *ends)
+
+    def test_descriptors_with_a_line_that_declares_none(self):
+        ends = self.send_pipes(1, {"id": 1, "target": "Sink", "action": "take", "params": {}})
+        self.assertRefused(self.caller.answer(1)[0], "bad_request", *ends)
+
+    def test_descriptors_with_bytes_that_end_mid_line_then_a_line_declaring_none(self):
+        ends = self.send_pipes(1, raw=b'{"id":1,"target":"Sink","act')
+        self.caller.send(raw=b'ion":"take","params":{}}\n')
+        self.assertRefused(self.caller.answer(1)[0], "bad_request", *ends)
+
+    def test_descriptors_with_bytes_that_end_mid_line_then_the_peer_leaves(self):
+        leaving = RawPeer(self.socket)
+        ends = [self.pipe() for _ in range(3)]
+        leaving.send(raw=b'{"id":1,"target":"Sink","action":"take","fds":3,"par', fds=[w for _, w in ends])
+        for _, w in ends:
+            os.close(w)
+        leaving.close()
+        for r, _ in ends:
+            self.assertClosedEverywhere(r)
+        self.assertEqual(self.sink.received, [])
+        self.assertDaemonBackTo(self.baseline)
+
+    def test_a_peer_that_did_not_say_fds(self):
+        plain = self.raw(fds=False)
+        self.assertNotIn("max_fds", plain.hello["result"])
+        baseline = self.daemon_fds()
+        r, w = self.pipe()
+        plain.send({"id": 1, "target": "Sink", "action": "take", "params": {"f": {"$fd": 0}}, "fds": 1}, [w])
+        os.close(w)
+        self.assertEqual(plain.answer(1)[0]["error"]["code"], "bad_request")
+        self.assertClosedEverywhere(r)
+        self.assertEqual(self.sink.received, [])
+        self.assertDaemonBackTo(baseline)
+
+    def test_an_answer_with_descriptors_to_a_caller_without_fds(self):
+        def give(message, fds, peer):
+            r, w = os.pipe()
+            given.append(r)
+            peer.send({"id": message["id"], "result": {"f": {"$fd": 0}}, "fds": 1}, [w])
+            os.close(w)
+        given = []
+        RawComponent(self, "Giver", ["give"], give)
+        plain = self.raw(fds=False)
+        baseline = self.daemon_fds()
+        message, fds = plain.call("Giver", "give")
+        self.assertEqual((message["error"]["code"], fds), ("fds_not_supported", []))
+        self.addCleanup(os.close, given[0])
+        self.assertClosedEverywhere(given[0])
+        self.assertDaemonBackTo(baseline)
+
+    def test_253_descriptors_in_one_frame(self):
+        ends = [self.pipe() for _ in range((KERNEL_MAX_FDS + 1) // 2)]
+        sent = [fd for pair in ends for fd in reversed(pair)][:KERNEL_MAX_FDS]  # write and read ends, mixed
+        self.addCleanup(lambda: [os.close(w) for _, w in ends])
+        message, _ = self.caller.call("Sink", "take", {"f": [{"$fd": i} for i in range(len(sent))]}, sent)
+        self.assertEqual(message["result"], {"got": KERNEL_MAX_FDS})
+        self.assertEqual(self.sink.received[0][1], [identity(fd) for fd in sent])
+        self.assertDaemonBackTo(self.baseline)
+
+    def test_a_caller_that_leaves_while_a_slow_component_holds_its_descriptors(self):
+        held = []
+        RawComponent(self, "Slow", ["hold"], lambda message, fds, peer: held.append((message, fds, peer)))
+        baseline = self.daemon_fds()
+        leaving = RawPeer(self.socket)
+        r, w = self.pipe()
+        leaving.request("Slow", "hold", {"f": {"$fd": 0}}, [w])
+        os.close(w)
+        self.assertTrue(wait_until(lambda: held, 10))
+        leaving.close()
+        # The component's answer, with a descriptor, finds the caller gone: the daemon closes it.
+        message, fds, peer = held[0]
+        late_r, late_w = self.pipe()
+        peer.send({"id": message["id"], "result": {"f": {"$fd": 0}}, "fds": 1}, [late_w])
+        os.close(late_w)
+        self.assertClosedEverywhere(late_r)
+        os.close(fds[0])  # the component lets go of what it held
+        self.assertClosedEverywhere(r)
+        self.assertDaemonBackTo(baseline)
+
+    def test_a_caller_that_leaves_with_descriptors_queued_toward_a_component(self):
+        stuck = RawPeer(self.socket)  # registers and then does not read
+        stuck.register("Stuck", ["take"])
+        baseline = self.daemon_fds()
+        leaving = RawPeer(self.socket)
+        ends = [self.pipe() for _ in range(12)]
+        for _, w in ends:
+            # 64 KiB each: the socket toward the component fills, the rest waits in the daemon.
+            leaving.request("Stuck", "take", {"pad": "x" * (64 << 10), "f": {"$fd": 0}}, [w])
+            os.close(w)
+        leaving.call("mediator", "ping")  # every call is in the daemon now
+        self.assertGreater(self.daemon_fds(), baseline + 1, "no descriptor waits in the daemon: pad more")
+        leaving.close()
+        # The component reads at last: every request, with its descriptor, then lets go.
+        requests = 0
+        while requests < len(ends):
+            message, fds = stuck.receive()
+            requests += "target" in message
+            for fd in fds:
+                os.close(fd)
+        for r, _ in ends:
+            self.assertClosedEverywhere(r)
+        self.assertDaemonBackTo(baseline)
+        stuck.close()
+
+
+class LoweredMaxFdsTests(FdsThroughDaemonTestCase):
+    daemon_args = ("--max-fds-per-message", "16")
+
+    def test_over_max_fds_is_a_bad_request_and_closed(self):
+        sink = Sink(self)
+        caller = self.raw()
+        self.assertEqual(caller.hello["result"]["max_fds"], 16)
+        baseline = self.daemon_fds()
+        for count in (17, KERNEL_MAX_FDS):
+            r, w = self.pipe()
+            message, _ = caller.call("Sink", "take", {}, [w] * count)
+            os.close(w)
+            self.assertEqual(message["error"]["code"], "bad_request")
+            self.assertClosedEverywhere(r)
+            self.assertDaemonBackTo(baseline)
+        self.assertEqual(sink.received, [])
+        null = os.open("/dev/null", os.O_RDONLY)
+        self.addCleanup(os.close, null)
+        self.assertEqual(caller.call("Sink", "take", {}, [null] * 16)[0]["result"], {"got": 16})
+
+
+@unittest.skipUnless(CAN_SWITCH_UID, "needs root and setpriv to flood as another uid")
+class FloodFromOneUidTests(FdsThroughDaemonTestCase):
+    QUOTA = 8
+    daemon_args = ("--max-fds-in-flight-per-uid", str(QUOTA))
+
+    def test_a_flood_from_one_uid_is_refused_at_its_quota(self):
+        stuck = RawPeer(self.socket)  # registers and then does not read: what it is sent stays queued
+        stuck.register("Stuck", ["take"])
+        baseline = self.daemon_fds()
+        os.chmod(self.daemon.dir, 0o755)
+        seen = subprocess.run(
+            ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups",
+             sys.executable, UNPRIVILEGED, "flood", self.socket, str(64 << 10)],
+            capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        self.assertEqual(seen.returncode, 0, seen.stderr)
+        report = json.loads(seen.stdout)
+        self.assertEqual(report["uid"], NOBODY)
+        self.assertGreaterEqual(report["forwarded"], self.QUOTA)
+        self.assertEqual(len(report["errors"]), 4)
+        for error in report["errors"]:
+            self.assertEqual((error["code"], error.get("data", {}).get("quota"), error.get("data", {}).get("limit")),
+                             ("overloaded", "max_fds_in_flight_per_uid", self.QUOTA), error)
+            self.assertIn("max_fds_in_flight_per_uid", error["message"])
+        self.assertTrue(report["refused_closed"], "the daemon kept a refused descriptor")
+        self.assertTrue(report["forwarded_open"], "a forwarded descriptor was closed on its way")
+        stuck.close()  # what was queued toward it goes with it
+        self.assertDaemonBackTo(baseline - 1)
