@@ -278,12 +278,14 @@ class RawPeer:
     def send(self, message=None, fds=(), raw=None):
         self.link.send(message, fds, raw)
 
-    def request(self, target, action, params=None, fds=(), **members):
-        """Sends a request (`fds` with it, `"fds": len(fds)` unless given in `members`); returns its id."""
+    def request(self, target, action, params=None, fds=(), declare=None, **members):
+        """Sends a request with `fds`, declaring `"fds": declare` (default:
+        as many as are sent); returns its id."""
         self._next_id += 1
         message = {"id": self._next_id, "target": target, "action": action, "params": params or {}}
-        if fds:
-            message["fds"] = len(fds)
+        declare = len(fds) if declare is None else declare
+        if declare:
+            message["fds"] = declare
         message.update(members)
         self.send(message, fds)
         return self._next_id
@@ -318,8 +320,8 @@ class RawPeer:
         return self.wait_for(lambda m: m.get("id") == request_id and "target" not in m
                              and ("result" in m or "error" in m))
 
-    def call(self, target, action, params=None, fds=(), **members):
-        return self.answer(self.request(target, action, params, fds, **members))
+    def call(self, target, action, params=None, fds=(), declare=None, **members):
+        return self.answer(self.request(target, action, params, fds, declare, **members))
 
     def register(self, target, actions, **params):
         message, _ = self.call("mediator", "register", dict(params, target=target, actions=list(actions)))

@@ -41,7 +41,7 @@ class RawComponent:
         self.peer = RawPeer(test.socket, fds=fds)
         self.peer.register(target, actions)
         self.peer.link.conn.settimeout(None)  # idle as long as the test wants; close() ends the read
-        self.handler, self.errors = handler, []
+        self.handler, self.errors, self.stopping = handler, [], False
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
         test.addCleanup(self.stop, test)
@@ -56,12 +56,14 @@ class RawComponent:
                 try:
                     self.handler(message, fds, self.peer)
                 except Exception as error:  # reported by stop()
-                    self.errors.append(error)
+                    if not self.stopping:
+                        self.errors.append(error)
             else:
                 for fd in fds:
                     os.close(fd)
 
     def stop(self, test):
+        self.stopping = True
         self.peer.close()
         self.thread.join(10)
         test.assertEqual(self.errors, [])
@@ -343,6 +345,41 @@ class HostilePeerTests(FdsThroughDaemonTestCase):
         self.assertClosedEverywhere(given[0])
         self.assertDaemonBackTo(baseline)
 
+    def answered_by(self, target, declare, send, fds=True):
+        """The caller's answer when a raw component of `target` answers with
+        `send` pipes' write ends declaring `declare`; the pipes' read ends."""
+        read_ends = []
+
+        def answer(message, fds, peer):
+            ends = [os.pipe() for _ in range(send)]
+            read_ends.extend(r for r, _ in ends)
+            peer.send({"id": message["id"], "result": {"f": {"$fd": 0}}, "fds": declare}, [w for _, w in ends])
+            for _, w in ends:
+                os.close(w)
+        RawComponent(self, target, ["give"], answer, fds=fds)
+        baseline = self.daemon_fds()
+        message, fds = self.caller.call(target, "give")
+        for r in read_ends:
+            self.addCleanup(os.close, r)
+        self.assertEqual(fds, [])
+        return message, read_ends, baseline
+
+    def test_a_component_answer_with_fewer_or_more_descriptors_than_it_declares(self):
+        # The component's fault: bad_request, as for a request (it was fds_not_supported).
+        for target, declare, send in (("Fewer", 2, 1), ("More", 1, 3)):
+            message, read_ends, baseline = self.answered_by(target, declare, send)
+            self.assertEqual((message["error"]["code"], message["error"]["data"]["delivered"]), ("bad_request", True))
+            self.assertIn("do not match", message["error"]["message"])
+            for r in read_ends:
+                self.assertClosedEverywhere(r)
+            self.assertDaemonBackTo(baseline)
+
+    def test_a_component_without_fds_that_answers_with_descriptors(self):
+        message, read_ends, baseline = self.answered_by("Undeclared", 1, 1, fds=False)
+        self.assertEqual(message["error"]["code"], "bad_request")
+        self.assertClosedEverywhere(read_ends[0])
+        self.assertDaemonBackTo(baseline)
+
     def test_253_descriptors_in_one_frame(self):
         ends = [self.pipe() for _ in range((KERNEL_MAX_FDS + 1) // 2)]
         sent = [fd for pair in ends for fd in reversed(pair)][:KERNEL_MAX_FDS]  # write and read ends, mixed
@@ -418,6 +455,20 @@ class LoweredMaxFdsTests(FdsThroughDaemonTestCase):
         self.addCleanup(os.close, null)
         self.assertEqual(caller.call("Sink", "take", {}, [null] * 16)[0]["result"], {"got": 16})
 
+    def test_a_component_answer_over_max_fds_is_a_bad_request_and_closed(self):
+        r, w = self.pipe()
+
+        def answer(message, fds, peer):
+            peer.send({"id": message["id"], "result": {}, "fds": 17}, [w] * 17)
+            os.close(w)
+        RawComponent(self, "Many", ["give"], answer)
+        caller = self.raw()
+        baseline = self.daemon_fds()
+        message, fds = caller.call("Many", "give")
+        self.assertEqual((message["error"]["code"], fds), ("bad_request", []))
+        self.assertClosedEverywhere(r)
+        self.assertDaemonBackTo(baseline)
+
 
 @unittest.skipUnless(CAN_SWITCH_UID, "needs root and setpriv to flood as another uid")
 class FloodFromOneUidTests(FdsThroughDaemonTestCase):
@@ -446,3 +497,88 @@ class FloodFromOneUidTests(FdsThroughDaemonTestCase):
         self.assertTrue(report["forwarded_open"], "a forwarded descriptor was closed on its way")
         stuck.close()  # what was queued toward it goes with it
         self.assertDaemonBackTo(baseline - 1)
+
+
+class LeakTests(FdsThroughDaemonTestCase):
+    """Issue 26, point 2: after 10,000 descriptor-carrying calls, failures
+    included, mediatord has as many descriptors open as before them."""
+
+    CALLS = 10_000
+    #: Calls written before their answers are read.
+    BATCH = 100
+    #: Every this many calls, a caller connects, sends calls and leaves without reading.
+    LEAVING_EVERY = 500
+    #: The timeout of the calls meant to time out, in ms.
+    SHORT_TIMEOUT_MS = 20
+
+    @staticmethod
+    def leak_component(message, fds, peer):
+        """echo: its descriptor back; stream: it in a partial, then a plain
+        result; short: declares two, sends one; give: a descriptor of its
+        own; ignore: no answer (the call times out or is cancelled)."""
+        action = message["action"]
+        if action == "give":
+            fds = fds + [os.open("/dev/null", os.O_RDONLY)]
+        if action == "stream":
+            peer.send({"id": message["id"], "continues": True, "result": {"$fd": 0}, "fds": 1}, fds[:1])
+            peer.send({"id": message["id"], "result": {"done": True}})
+        elif action in ("echo", "short", "give"):
+            sent = fds[-1:]
+            peer.send({"id": message["id"], "result": {"$fd": 0}, "fds": 2 if action == "short" else 1}, sent)
+        for fd in fds:
+            os.close(fd)
+
+    def test_ten_thousand_calls_with_descriptors_leave_no_descriptor_behind(self):
+        RawComponent(self, "Leak", ["echo", "stream", "ignore", "short", "give"], self.leak_component)
+        RawComponent(self, "Plain", ["echo"], lambda message, fds, peer: peer.send({"id": message["id"], "result": {}}),
+                     fds=False)
+        caller, plain = self.raw(), self.raw(fds=False)
+        null = os.open("/dev/null", os.O_RDONLY)
+        self.addCleanup(os.close, null)
+        baseline, own_baseline = self.daemon_fds(), fd_count(os.getpid())
+        kinds = [
+            ("Leak", "echo", {}, "result"),
+            ("Leak", "stream", {"more": True}, "result"),
+            ("Leak", "ignore", {"timeout_ms": self.SHORT_TIMEOUT_MS}, "timeout"),
+            ("Leak", "ignore", {}, "cancelled"),  # cancelled at once
+            ("Leak", "short", {}, "bad_request"),  # the component's answer does not match its fds
+            ("Plain", "echo", {}, "fds_not_supported"),
+            ("Nobody", "echo", {}, "target_not_found"),
+            ("Leak", "echo", {"declare": 2}, "bad_request"),  # the caller's request does not match its fds
+        ]
+        outcomes = {}
+        calls = unread = 0
+        while calls < self.CALLS:
+            expected = []  # (peer, call, outcome)
+            for _ in range(self.BATCH):
+                target, action, members, outcome = kinds[calls % len(kinds)]
+                call = caller.request(target, action, {"f": {"$fd": 0}}, [null], **members)
+                if outcome == "cancelled":
+                    caller.request("mediator", "cancel", {"id": call})
+                expected.append((caller, call, outcome))
+                calls += 1
+            # A caller without fds whose answer would carry one.
+            expected.append((plain, plain.request("Leak", "give"), "fds_not_supported"))
+            calls += 1
+            if calls % self.LEAVING_EVERY < self.BATCH + 1:
+                leaving = RawPeer(self.socket)
+                for _ in range(5):
+                    leaving.request("Leak", "echo", {"f": {"$fd": 0}}, [null])
+                leaving.close()
+                calls += 5
+                unread += 5
+            for peer, call, outcome in expected:
+                while True:
+                    message, fds = peer.answer(call)
+                    for fd in fds:
+                        os.close(fd)
+                    if not message.get("continues"):
+                        break
+                got = "result" if "result" in message else message["error"]["code"]
+                self.assertEqual(got, outcome, message)
+                outcomes[got] = outcomes.get(got, 0) + 1
+        self.assertEqual(set(outcomes), {kind[3] for kind in kinds})
+        self.assertEqual(sum(outcomes.values()) + unread, calls)  # every call was answered, but the leavers'
+        self.assertDaemonBackTo(baseline)
+        wait_until(lambda: fd_count(os.getpid()) == own_baseline, 10)
+        self.assertEqual(fd_count(os.getpid()), own_baseline, "the test's components kept descriptors")

@@ -25,7 +25,7 @@ extension Broker {
             if case .int(let daemonID)? = envelope.id,
                 inFlight.withCall(daemonID, { $0.callee == connection }) == true
             {
-                refuseAnswerWithDescriptors(daemonID, error.message, from: connection, now: now)
+                refuseAnswerWithDescriptors(daemonID, error, from: connection, now: now)
             } else {
                 badFrame(from: connection, idBytes: nil, error, answer: false)
             }

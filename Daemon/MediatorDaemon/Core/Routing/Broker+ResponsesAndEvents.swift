@@ -151,31 +151,36 @@ extension Broker {
 
     /// Why an answer with `fds` descriptors cannot go to its caller, or nil
     /// when it can: both ends were granted `max_fds`, and the count is
-    /// within it.
-    func answerDescriptorRefusal(_ daemonID: Int64, fds: Int, from connection: ConnectionID) -> String? {
+    /// within it. The component's own fault (descriptors it was not granted,
+    /// over `max_fds`) is `bad_request`, as for a request (contract section
+    /// 8); a caller that cannot take them, or a daemon that passes none, is
+    /// `fds_not_supported`.
+    func answerDescriptorRefusal(_ daemonID: Int64, fds: Int, from connection: ConnectionID) -> MediatorError? {
+        guard passesDescriptors else {
+            return MediatorError(.fdsNotSupported, "the component answered with file descriptors, which this mediatord does not pass")
+        }
         guard peers[connection]?.passesDescriptors == true else {
-            return passesDescriptors
-                ? "the component answered with file descriptors without \"fds\": true in its hello"
-                : "the component answered with file descriptors, which this mediatord does not pass"
+            return MediatorError(.badRequest, "the component answered with file descriptors without \"fds\": true in its hello")
         }
         guard fds <= configuration.maxFdsPerMessage else {
-            return "the component answered with \(fds) file descriptors, over max_fds \(configuration.maxFdsPerMessage)"
+            return MediatorError(
+                .badRequest, "the component answered with \(fds) file descriptors, over max_fds \(configuration.maxFdsPerMessage)")
         }
         let caller = inFlight.withCall(daemonID) { $0.caller }
         guard let caller, peers[caller]?.passesDescriptors == true else {
-            return "the answer carries file descriptors and the caller did not say \"fds\": true in hello"
+            return MediatorError(.fdsNotSupported, "the answer carries file descriptors and the caller did not say \"fds\": true in hello")
         }
         return nil
     }
 
-    /// An answer with descriptors its caller cannot take: the caller gets
-    /// `fds_not_supported` in its place (contract section 8), the call ends
-    /// (a partial's stream too: the component is told to stop).
-    func refuseAnswerWithDescriptors(_ daemonID: Int64, _ reason: String, from connection: ConnectionID, now: NIODeadline) {
+    /// An answer with descriptors that cannot go on (`refusal`: its code
+    /// and why): the caller gets the error in its place, the call ends (a
+    /// partial's stream too: the component is told to stop).
+    func refuseAnswerWithDescriptors(_ daemonID: Int64, _ refusal: MediatorError, from connection: ConnectionID, now: NIODeadline) {
         guard let call = finish(daemonID, now: now) else { return }
-        recordAnswer(call, code: ErrorCode.fdsNotSupported.rawValue, now: now)
+        recordAnswer(call, code: refusal.code.rawValue, now: now)
         let error = MediatorError(
-            .fdsNotSupported, reason, data: ["target": .string(call.target), "action": .string(call.action)])
+            refusal.code, refusal.message, data: ["target": .string(call.target), "action": .string(call.action)])
         let answer = writer.error(callerID: call.callerIDBytes, error, delivered: .yes)
         send(call.caller, answer)
         if call.more { sendCancelEvent(call) }
