@@ -380,6 +380,70 @@ class HostilePeerTests(FdsThroughDaemonTestCase):
         self.assertClosedEverywhere(read_ends[0])
         self.assertDaemonBackTo(baseline)
 
+    def test_descriptors_the_daemon_cannot_route_are_closed(self):
+        plain_answers = []
+        RawComponent(self, "PlainSink", ["take"], lambda message, fds, peer: plain_answers.append(message), fds=False)
+        baseline = self.daemon_fds()
+        cases = [
+            # (what, message, the answer's code or None for no answer)
+            ("a oneway call to a component without fds", {"target": "PlainSink", "action": "take", "fds": 1}, None),
+            ("a oneway call to nobody", {"target": "Nobody", "action": "take", "fds": 1}, None),
+            ("an event", {"event": "chaos.fd", "data": {"$fd": 0}, "fds": 1}, None),
+            ("the daemon's own target", {"id": 11, "target": "mediator", "action": "ping", "fds": 1},
+             "fds_not_supported"),
+            ("a target nobody serves", {"id": 12, "target": "Nobody", "action": "take", "fds": 1}, "target_not_found"),
+            ("an action not declared", {"id": 13, "target": "Sink", "action": "nope", "fds": 1}, "action_not_found"),
+            ("fds 0", {"id": 14, "target": "Sink", "action": "take", "fds": 0}, "bad_request"),
+            ("fds not an integer", {"id": 15, "target": "Sink", "action": "take", "fds": "1"}, "bad_request"),
+            ("bad JSON", None, "bad_request"),
+        ]
+        for what, message, code in cases:
+            with self.subTest(what):
+                raw = b'{"id":17,"target":"Sink","fds":1,\n' if message is None else None
+                (r,) = self.send_pipes(1, message, raw=raw)
+                if code is not None:
+                    answer, fds = self.caller.answer(message["id"] if message else None)
+                    self.assertEqual((answer.get("error", {}).get("code", "ok"), fds), (code, []), answer)
+                self.assertClosedEverywhere(r)
+                self.assertDaemonBackTo(baseline)
+        self.assertEqual((self.sink.received, plain_answers), ([], []))
+        self.assertIn("result", self.caller.call("mediator", "ping")[0])
+
+    def test_a_late_answer_with_descriptors_is_closed(self):
+        late = []
+        RawComponent(self, "Late", ["take"], lambda message, fds, peer: late.append((message, fds, peer)))
+        baseline = self.daemon_fds()
+        message, _ = self.caller.call("Late", "take", {}, timeout_ms=100)
+        self.assertEqual(message["error"]["code"], "timeout")
+        self.assertTrue(wait_until(lambda: late, 5))
+        request, _, peer = late[0]
+        r, w = self.pipe()
+        peer.send({"id": request["id"], "result": {"f": {"$fd": 0}}, "fds": 1}, [w])
+        os.close(w)
+        self.assertClosedEverywhere(r)
+        self.assertDaemonBackTo(baseline)
+
+    def test_a_duplicate_id_with_descriptors_is_refused_and_closed(self):
+        held = []
+        RawComponent(self, "Holder", ["hold"], lambda message, fds, peer: held.append((message, fds, peer)))
+        baseline = self.daemon_fds()
+        first_r, first_w = self.pipe()
+        self.caller.request("Holder", "hold", {}, [first_w])
+        os.close(first_w)
+        self.assertTrue(wait_until(lambda: held, 5))
+        r, w = self.pipe()
+        self.caller.send({"id": self.caller._next_id, "target": "Holder", "action": "hold", "fds": 1}, [w])
+        os.close(w)
+        answer, _ = self.caller.wait_for(lambda m: m.get("id", 0) is None)
+        self.assertEqual(answer["error"]["code"], "bad_request")
+        self.assertClosedEverywhere(r)
+        message, fds, peer = held[0]
+        os.close(fds[0])
+        peer.send({"id": message["id"], "result": {}})
+        self.assertClosedEverywhere(first_r)
+        self.assertEqual(len(held), 1)
+        self.assertDaemonBackTo(baseline)
+
     def test_253_descriptors_in_one_frame(self):
         ends = [self.pipe() for _ in range((KERNEL_MAX_FDS + 1) // 2)]
         sent = [fd for pair in ends for fd in reversed(pair)][:KERNEL_MAX_FDS]  # write and read ends, mixed
@@ -582,3 +646,51 @@ class LeakTests(FdsThroughDaemonTestCase):
         self.assertDaemonBackTo(baseline)
         wait_until(lambda: fd_count(os.getpid()) == own_baseline, 10)
         self.assertEqual(fd_count(os.getpid()), own_baseline, "the test's components kept descriptors")
+
+
+class HeldCallTests(FdsThroughDaemonTestCase):
+    """Calls with descriptors held while the daemon starts their component
+    from a manifest (contract section 4, point 5)."""
+
+    FDS_COMPONENT = os.path.join(os.path.dirname(os.path.dirname(HERE)), "Tests", "Chaos", "fds_component.py")
+
+    def make_daemon(self):
+        daemon = super().make_daemon()
+        manifests = {
+            # Never registers: its calls wait until they time out.
+            "Starting": {"target": "Starting", "actions": ["take"], "exec": ["/bin/sleep", "30"], "restart": "no",
+                         "start_timeout_s": 5},
+            "FdsOnDemand": {"target": "FdsOnDemand", "actions": ["read", "stream", "sleep"], "mode": "pool",
+                            "exec": [sys.executable, self.FDS_COMPONENT, "--socket", daemon.socket,
+                                     "--target", "FdsOnDemand"], "restart": "no"},
+        }
+        for name, manifest in manifests.items():
+            with open(os.path.join(daemon.components, name + ".json"), "w") as f:
+                json.dump(manifest, f)
+        return daemon
+
+    def test_a_held_call_that_times_out_closes_its_descriptors(self):
+        caller = self.raw()
+        r, w = self.pipe()
+        message, _ = caller.call("Starting", "take", {"f": {"$fd": 0}}, [w], timeout_ms=300)
+        os.close(w)
+        self.assertEqual(message["error"]["code"], "timeout")
+        self.assertClosedEverywhere(r)
+
+    def test_a_held_call_whose_caller_leaves_closes_its_descriptors(self):
+        leaving = RawPeer(self.socket)
+        r, w = self.pipe()
+        leaving.request("Starting", "take", {"f": {"$fd": 0}}, [w])
+        os.close(w)
+        leaving.call("mediator", "ping")  # the call is held now
+        leaving.close()
+        self.assertClosedEverywhere(r)
+
+    def test_a_held_call_reaches_the_component_with_its_descriptor(self):
+        caller = self.raw()
+        memfd = mediator.memfd_from_bytes(b"held while starting")
+        self.addCleanup(os.close, memfd)
+        message, fds = caller.call("FdsOnDemand", "read", {"f": {"$fd": 0}}, [memfd], timeout_ms=20000)
+        self.assertEqual((message.get("result", {}).get("content"), len(fds)), ("held while starting", 1), message)
+        self.assertEqual(bytes(mediator.read_memfd(fds[0])), b"held while starting")
+        os.close(fds[0])
