@@ -3,6 +3,7 @@ against the test's mediatord, it prints one JSON line of what it saw.
 
     fd_unprivileged.py open SOCKET PATH   call Files/open for PATH, read the file it gets
     fd_unprivileged.py flood SOCKET PAD   send calls with a descriptor each to Stuck until refused
+    fd_unprivileged.py calls SOCKET N     N calls one after the other to Sink/take, a descriptor each
 """
 import json
 import os
@@ -72,10 +73,21 @@ def flood(socket_path, pad):
     return report
 
 
+def calls(socket_path, count):
+    peer = RawPeer(socket_path)
+    null = os.open("/dev/null", os.O_RDONLY)
+    answers = [peer.call("Sink", "take", {"f": {"$fd": 0}}, [null])[0] for _ in range(count)]
+    os.close(null)
+    peer.close()
+    return {"uid": os.getuid(), "answers": answers}
+
+
 if __name__ == "__main__":
     command, socket_path, argument = sys.argv[1:4]
     if command == "open":
         print(json.dumps(open_file(socket_path, argument)))
+    elif command == "calls":
+        print(json.dumps(calls(socket_path, int(argument))))
     else:
         print(json.dumps(flood(socket_path, int(argument))))
     sys.stdout.flush()
