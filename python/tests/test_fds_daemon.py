@@ -7,7 +7,6 @@ end is closed, and mediatord's /proc/PID/fd count is back at its baseline."""
 import json
 import os
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -437,11 +436,11 @@ class HostilePeerTests(FdsThroughDaemonTestCase):
         RawComponent(self, "Holder", ["hold"], lambda message, fds, peer: held.append((message, fds, peer)))
         baseline = self.daemon_fds()
         first_r, first_w = self.pipe()
-        self.caller.request("Holder", "hold", {}, [first_w])
+        first = self.caller.request("Holder", "hold", {}, [first_w])
         os.close(first_w)
         self.assertTrue(wait_until(lambda: held, 5))
         r, w = self.pipe()
-        self.caller.send({"id": self.caller._next_id, "target": "Holder", "action": "hold", "fds": 1}, [w])
+        self.caller.send({"id": first, "target": "Holder", "action": "hold", "fds": 1}, [w])
         os.close(w)
         answer, _ = self.caller.wait_for(lambda m: m.get("id", 0) is None)
         self.assertEqual(answer["error"]["code"], "bad_request")
@@ -450,6 +449,7 @@ class HostilePeerTests(FdsThroughDaemonTestCase):
         os.close(fds[0])
         peer.send({"id": message["id"], "result": {}})
         self.assertClosedEverywhere(first_r)
+        self.assertEqual(self.caller.answer(first)[0]["result"], {})
         self.assertEqual(len(held), 1)
         self.assertDaemonBackTo(baseline)
 
