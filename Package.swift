@@ -271,10 +271,11 @@ let package = Package(
                 "ChildProcesses",
                 "MediatorClient",
                 "MediatorProtocol",
+                "MediatorSocket",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/Chaos",
-            exclude: ["README.md"]
+            exclude: ["README.md", "fds_component.py"]
         ),
 
         // Trace context across processes (issue 12): an in-memory tracer

@@ -145,9 +145,19 @@ package struct MetricsEndpoint: Service {
         }
         switch address {
         case .unixSocket(let path):
+            // Bound under a temporary name, given its mode, then renamed into
+            // place: nobody can connect to the path before its mode is right
+            // (a peer that came between bind and chmod was refused).
+            let staging = "\(path).\(getpid()).new"
             let server = try await bootstrap.bind(
-                unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initializer)
-            chmod(path, Self.socketMode)
+                unixDomainSocketPath: staging, cleanupExistingSocketFile: true, childChannelInitializer: initializer)
+            chmod(staging, Self.socketMode)
+            guard rename(staging, path) == 0 else {
+                let reason = String(cString: strerror(errno))
+                unlink(staging)
+                try? await server.channel.close()
+                throw BindFailure(address: address, reason: reason.lowercased())
+            }
             return server
         case .tcp(let host, let port):
             return try await bootstrap.bind(host: host, port: port, childChannelInitializer: initializer)

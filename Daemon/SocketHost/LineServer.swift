@@ -36,8 +36,10 @@ package final class LineServer {
         package var tooLarge: (ConnectionID) -> Void
         /// The connection is gone: the peer closed it, it failed, or it was closed here.
         package var closed: (ConnectionID) -> Void
-        /// The bytes queued toward a connection that its socket has not
-        /// taken changed, after a flush: what per-uid quotas count.
+        /// What is queued toward a connection that its socket has not taken
+        /// changed, after a flush: its bytes (the figure given), or its
+        /// descriptors, also when a flush wrote all it was given at once.
+        /// Per-uid quotas count both.
         package var backlogChanged: (ConnectionID, Int) -> Void
 
         package init(
@@ -317,6 +319,9 @@ package final class LineServer {
 
     private func flush(_ id: ConnectionID) {
         guard let connection = connections[id] else { return }
+        // Descriptors written are reported even when the bytes left are
+        // the same as before (none): their sender's count goes down then.
+        let descriptorsBefore = connection.outbound.queuedDescriptorCount
         let outcome: WriteOutcome
         do {
             outcome = try connection.outbound.write(to: connection.socket)
@@ -346,7 +351,7 @@ package final class LineServer {
             }
         }
         let backlog = connection.outbound.queuedByteCount
-        if backlog != connection.reportedBacklog {
+        if backlog != connection.reportedBacklog || connection.outbound.queuedDescriptorCount != descriptorsBefore {
             connection.reportedBacklog = backlog
             handlers.backlogChanged(id, backlog)
         }

@@ -18,6 +18,8 @@ enum ChaosTargets {
     static let missing = "NoSuchTarget"
     /// A pool that the pool probe's raw connections join (twice each), and nobody calls.
     static let poolProbe = "ChaosPoolProbe"
+    /// A pool of `Tests/Chaos/fds_component.py`, which passes descriptors (issue 26).
+    static let fds = "ChaosFds"
 }
 
 /// One kind of call the clients make, with what may come back.
@@ -26,6 +28,11 @@ enum CallKind: String, CaseIterable, Comparable {
     case notesEcho, notesSleep, notesInvalid, notesFallback
     case demandEcho, demandStream, demandPoolSlow
     case ping, missingTarget, cancel, subscribe
+    /// Calls with a descriptor (contract section 8), to `ChaosFds`: read it
+    /// and get a copy back; a stream whose partials carry descriptors; a
+    /// sleep that holds it; and refused ones: to a target nobody serves, and
+    /// declaring two descriptors with one sent (`bad_request`).
+    case fdsRead, fdsStream, fdsSleep, fdsMissingTarget, fdsMismatch
     /// `mediator/open` of a URL that reaches `mediator/open` again, nested 1-64 deep (now and then ~2,000).
     case nestedOpen
     /// A call held while `ChaosOnDemand` is being started, then sent again with the same id.
@@ -42,12 +49,13 @@ enum CallKind: String, CaseIterable, Comparable {
         (.notesEcho, 6), (.notesSleep, 6), (.notesInvalid, 2), (.notesFallback, 3),
         (.demandEcho, 8), (.demandStream, 5), (.demandPoolSlow, 8),
         (.ping, 4), (.missingTarget, 2), (.nestedOpen, 2),
+        (.fdsRead, 5), (.fdsStream, 3), (.fdsSleep, 4), (.fdsMissingTarget, 1), (.fdsMismatch, 1),
     ]
 
     /// Calls that a `mediator/cancel` may be aimed at: they take a while.
     var isCancellable: Bool {
         switch self {
-        case .swiftSlow, .swiftStream, .notesSleep, .demandStream, .demandPoolSlow: return true
+        case .swiftSlow, .swiftStream, .notesSleep, .demandStream, .demandPoolSlow, .fdsStream, .fdsSleep: return true
         default: return false
         }
     }
@@ -58,7 +66,7 @@ enum CallKind: String, CaseIterable, Comparable {
     var toleratedErrors: Set<String> {
         switch self {
         case .swiftEcho, .swiftSlow, .swiftStream, .swiftFail, .swiftURL, .poolEcho,
-             .notesEcho, .notesSleep, .notesFallback:
+             .notesEcho, .notesSleep, .notesFallback, .fdsRead, .fdsStream, .fdsSleep:
             return ["component_unavailable", "target_not_found", "timeout"]
         case .notesInvalid:
             // Refused by the daemon's schema check, or nobody registered: never forwarded.
@@ -66,7 +74,7 @@ enum CallKind: String, CaseIterable, Comparable {
         case .demandEcho, .demandStream, .demandPoolSlow, .heldDuplicate:
             // A manifest names them: never target_not_found.
             return ["component_unavailable", "timeout", "activation_failed"]
-        case .ping, .missingTarget, .cancel, .subscribe:
+        case .ping, .missingTarget, .cancel, .subscribe, .fdsMissingTarget, .fdsMismatch:
             return []
         case .nestedOpen:
             // Refused before anything is routed: nothing else may answer it.
@@ -88,6 +96,10 @@ struct PlannedCall {
     var more = false
     /// For `nestedOpen`: how many `mediator/open` URLs are nested inside the call.
     var nesting = 0
+    /// What each descriptor sent with the call holds (a memfd each), in order.
+    var descriptors: [String] = []
+    /// The `fds` the request declares, when not the number sent (`fdsMismatch`).
+    var declaredFds: Int?
 
     func request(id: Int64) -> JSONValue {
         var members: [String: JSONValue] = [
@@ -95,8 +107,14 @@ struct PlannedCall {
         ]
         if let timeoutMs { members["timeout_ms"] = .int(timeoutMs) }
         if more { members["more"] = true }
+        let fds = declaredFds ?? descriptors.count
+        if fds > 0 { members["fds"] = .int(Int64(fds)) }
         return .object(members)
     }
+
+    /// What the descriptor of an `fds` call holds: its client and id, so that
+    /// a descriptor delivered with the wrong call shows.
+    static func descriptorTag(client: Int, id: Int64) -> String { "chaos c\(client) n\(id)" }
 }
 
 /// What the clients choose from; all randomness comes from the run's seeded generator.
@@ -202,6 +220,25 @@ struct CallMix {
         case .heldCancel:
             // Far longer than the cancel takes to follow it.
             return PlannedCall(kind: kind, target: ChaosTargets.onDemand, action: "slow", params: ["ms": 1500, "n": .int(id)], timeoutMs: 3000)
+        case .fdsRead, .fdsStream, .fdsSleep, .fdsMissingTarget, .fdsMismatch:
+            var call: PlannedCall
+            switch kind {
+            case .fdsStream:
+                call = stream(ChaosTargets.fds)
+            case .fdsSleep:
+                let (ms, timeout) = sleepAndTimeout()
+                call = PlannedCall(kind: kind, target: ChaosTargets.fds, action: "sleep", params: ["ms": .int(ms)], timeoutMs: timeout)
+            case .fdsMissingTarget:
+                call = PlannedCall(kind: kind, target: ChaosTargets.missing, action: "read", params: tag, timeoutMs: someTimeout())
+            default:
+                call = PlannedCall(kind: kind, target: ChaosTargets.fds, action: "read", params: tag, timeoutMs: someTimeout())
+            }
+            var params = call.params.objectValue ?? [:]
+            params["f"] = ["$fd": 0]
+            call.params = .object(params)
+            call.descriptors = [PlannedCall.descriptorTag(client: client, id: id)]
+            if kind == .fdsMismatch { call.declaredFds = 2 }
+            return call
         case .cancel, .subscribe:
             // Built by the client, which knows the call to cancel.
             return PlannedCall(kind: kind, target: "mediator", action: "ping", params: [:], timeoutMs: nil)
@@ -218,11 +255,15 @@ enum FinalAnswer {
 /// Judges a final answer against its call; nil when it is acceptable, else
 /// what is wrong.
 enum AnswerCheck {
+    /// `received` holds what each descriptor of the final answer held, in order.
     static func problem(
-        _ answer: FinalAnswer, call: PlannedCall, partials: Int, cancelAsked: Bool, ourPID: Int64, ourUID: Int64
+        _ answer: FinalAnswer, call: PlannedCall, partials: Int, cancelAsked: Bool, ourPID: Int64, ourUID: Int64,
+        received: [String?] = []
     ) -> String? {
         switch answer {
         case .error(let code, let message):
+            if call.kind == .fdsMissingTarget && code == "target_not_found" { return nil }
+            if call.kind == .fdsMismatch && code == "bad_request" { return nil }
             if call.kind == .swiftFail && code == "chaos_failure" { return nil }
             if call.kind == .notesInvalid && code == "invalid_params" { return nil }
             if call.kind == .missingTarget && code == "target_not_found" { return nil }
@@ -231,6 +272,15 @@ enum AnswerCheck {
             if call.kind.toleratedErrors.contains(code) { return nil }
             return "unexpected error \(code) (\(message.prefix(300)))"
         case .result(let result):
+            if call.kind == .fdsRead {
+                // The component read the descriptor sent, and its own came back holding the same.
+                let tag = call.descriptors.first.map { JSONValue.string($0) }
+                guard result["content"] == tag, result["copy"] == ["$fd": 0], received == [call.descriptors.first] else {
+                    return "wrong result \(result.jsonText) with descriptors holding \(received) for fdsRead of \(call.descriptors)"
+                }
+                return nil
+            }
+            guard received.isEmpty else { return "descriptors \(received) with the result of \(call.kind)" }
             return resultProblem(result, call: call, partials: partials, ourPID: ourPID, ourUID: ourUID)
         }
     }
@@ -252,11 +302,14 @@ enum AnswerCheck {
                 if pair.count == 2 { expected[String(pair[0])] = .string(String(pair[1])) }
             }
             good = result == .object(expected)
-        case .swiftSlow, .notesSleep, .demandPoolSlow:
+        case .swiftSlow, .notesSleep, .demandPoolSlow, .fdsSleep:
             good = result["slept"] != nil && result["slept"] == params["ms"]
         case .swiftStream, .demandStream:
             good = result["done"] == .bool(true) && result["count"] == params["count"]
                 && Int64(partials) == params["count"]?.intValue
+        case .fdsStream:
+            good = result["done"] == .bool(true) && result["count"] == params["count"]
+                && Int64(partials) == params["count"]?.intValue && result["content"] == call.descriptors.first.map { .string($0) }
         case .notesEcho:
             good = result["c"] == params["c"] && result["n"] == params["n"]
                 && result["caller"]?["pid"]?.intValue == ourPID && result["caller"]?["uid"]?.intValue == ourUID
@@ -267,7 +320,7 @@ enum AnswerCheck {
         case .heldDuplicate:
             // The first call's answer; an echo of the duplicate's params would mean it was served.
             good = result["slept"] != nil && result["slept"] == params["ms"]
-        case .swiftFail, .notesInvalid, .missingTarget, .nestedOpen, .heldCancel:
+        case .swiftFail, .notesInvalid, .missingTarget, .nestedOpen, .heldCancel, .fdsRead, .fdsMissingTarget, .fdsMismatch:
             good = false
         }
         if good { return nil }

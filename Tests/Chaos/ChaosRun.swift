@@ -42,6 +42,9 @@ struct ChaosRun: ParsableCommand {
     @Option(help: "Examples/python/notes_component.py (default: found above this executable or the current folder).")
     var notes: String?
 
+    @Option(help: "Tests/Chaos/fds_component.py, the component that passes descriptors (default: found like --notes).")
+    var fdsComponent: String?
+
     @Option(help: "The Python interpreter (default: python3 on PATH).")
     var python: String?
 
@@ -107,13 +110,15 @@ struct ChaosRun: ParsableCommand {
         guard let interpreter = python ?? Children.onPath("python3") else {
             throw ChaosFailure("no python3 on PATH; pass --python PATH")
         }
-        let script = try notes ?? findNotesScript(from: [binFolder, URL(fileURLWithPath: FileManager.default.currentDirectoryPath)])
-        guard access(script, R_OK) == 0 else { throw ChaosFailure("cannot read \(script)") }
-        return ChaosSession.Paths(mediatord: daemon, chaosBinary: chaosBinary, python: interpreter, notesScript: script)
+        let starts = [binFolder, URL(fileURLWithPath: FileManager.default.currentDirectoryPath)]
+        let script = try notes ?? findScript("Examples/python/notes_component.py", option: "--notes", from: starts)
+        let fdsScript = try fdsComponent ?? findScript("Tests/Chaos/fds_component.py", option: "--fds-component", from: starts)
+        for path in [script, fdsScript] where access(path, R_OK) != 0 { throw ChaosFailure("cannot read \(path)") }
+        return ChaosSession.Paths(
+            mediatord: daemon, chaosBinary: chaosBinary, python: interpreter, notesScript: script, fdsScript: fdsScript)
     }
 
-    private func findNotesScript(from starts: [URL]) throws -> String {
-        let relative = "Examples/python/notes_component.py"
+    private func findScript(_ relative: String, option: String, from starts: [URL]) throws -> String {
         for start in starts {
             var folder = start
             for _ in 0..<8 {
@@ -122,6 +127,6 @@ struct ChaosRun: ParsableCommand {
                 folder = folder.deletingLastPathComponent()
             }
         }
-        throw ChaosFailure("cannot find \(relative) above this executable or the current folder; pass --notes PATH")
+        throw ChaosFailure("cannot find \(relative) above this executable or the current folder; pass \(option) PATH")
     }
 }

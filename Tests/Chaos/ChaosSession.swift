@@ -24,6 +24,7 @@ final class ChaosSession {
         var chaosBinary: String
         var python: String
         var notesScript: String
+        var fdsScript: String
     }
 
     /// What one load phase did.
@@ -50,6 +51,11 @@ final class ChaosSession {
     /// The load clients, and last the probe client (no load; the held-call probes).
     private var clients: [LoadClient] = []
     private var probes: Probes?
+
+    /// How long the daemon's and the components' descriptors may take to be
+    /// back at their baselines once the run has settled (a component's
+    /// handler threads finish their cancelled calls).
+    static let descriptorSettleSeconds = 5.0
 
     /// Margin on top of the longest call when waiting for the last answers.
     static let drainMarginMs: Int64 = 5000
@@ -91,10 +97,12 @@ final class ChaosSession {
 
         let fleet = try Fleet(
             socketPath: socketPath, logPath: "\(work)/components.log", chaosBinary: paths.chaosBinary,
-            python: paths.python, notesScript: paths.notesScript, violations: violations)
+            python: paths.python, notesScript: paths.notesScript, fdsScript: paths.fdsScript, violations: violations)
         self.fleet = fleet
         fleet.startAll()
         try fleet.settle(within: 30)
+        // The components that pass descriptors, idle: what they may hold at the end.
+        let componentBaseline = fleet.descriptorCounts(of: ChaosTargets.fds).values.max() ?? 0
 
         for index in 0..<settings.clients {
             clients.append(try LoadClient(
@@ -114,10 +122,12 @@ final class ChaosSession {
 
         let warm = try phase("warm-up", seconds: settings.warmup)
         let warmRSS = try measureRSS("after the warm-up")
+        let daemonBaseline = ProcStats.openDescriptors(daemonPID) ?? []
         let countersBefore = fleet.counters
         var chaos = try phase("chaos", seconds: settings.seconds)
         chaos.fleet = Self.difference(fleet.counters, countersBefore)
         let endRSS = try measureRSS("after the run")
+        let descriptors = checkDescriptorsBack(daemon: daemonBaseline, component: componentBaseline)
 
         // The daemon still answers.
         var pingOK = true
@@ -157,6 +167,12 @@ final class ChaosSession {
 
         printSummary(
             tally: tally, warm: warm, chaos: chaos, rss: (cold, warmRSS, endRSS, limit), pingOK: pingOK, seen: seen)
+        print("""
+            descriptors (issue 26): sent \(tally.descriptorsSent), received \(tally.descriptorsReceived); \
+            read results with their copy \(tally.descriptorResults), partials with theirs \(tally.partialsWithDescriptors); \
+            mediatord open descriptors idle after warm-up \(daemonBaseline.count), after the run \(descriptors.daemon); \
+            \(ChaosTargets.fds) processes idle at the start at most \(componentBaseline), after the run \(descriptors.components)
+            """)
         if violations.isEmpty {
             print("mediator-chaos: PASS")
             return 0
@@ -288,6 +304,40 @@ final class ChaosSession {
 
     // MARK: - Verdict
 
+    /// Whether mediatord has as many descriptors open as at `daemon` (its
+    /// list idle after the warm-up), and each `ChaosFds` process at most
+    /// `component`, once the run settled: nothing it passed or refused was
+    /// kept. Waits for that at most `descriptorSettleSeconds`; the counts
+    /// seen last.
+    private func checkDescriptorsBack(daemon: [String], component: Int) -> (daemon: Int, components: [Int]) {
+        let deadline = monotonicNanos() + UInt64(Self.descriptorSettleSeconds * 1e9)
+        var now: [String] = []
+        var components: [Int32: Int] = [:]
+        while true {
+            now = ProcStats.openDescriptors(daemonPID) ?? []
+            components = fleet?.descriptorCounts(of: ChaosTargets.fds) ?? [:]
+            let back = now.count == daemon.count && components.values.allSatisfy { $0 <= component }
+            if back || monotonicNanos() >= deadline { break }
+            usleep(100_000)
+        }
+        if now.count != daemon.count {
+            var extra = now
+            for target in daemon { if let index = extra.firstIndex(of: target) { extra.remove(at: index) } }
+            violations.add(
+                "daemon descriptors not back at their baseline",
+                "\(now.count) open after the run, \(daemon.count) idle after the warm-up; not there then: \(extra.sorted().prefix(20))")
+        }
+        for (pid, count) in components.sorted(by: { $0.key < $1.key }) where count > component {
+            violations.add(
+                "component kept descriptors", "\(ChaosTargets.fds) pid \(pid): \(count) open after the run, at most \(component) when idle")
+        }
+        for client in clients where !client.socket.arrivedDescriptors.isEmpty {
+            violations.add(
+                "descriptors that no line declared", "client \(client.index): \(client.socket.arrivedDescriptors.count)")
+        }
+        return (now.count, components.keys.sorted().compactMap { components[$0] })
+    }
+
     private func checkNotVacuous(chaos: PhaseReport, tally: Tally, seen: [String: Set<Int32>]) {
         func require(_ condition: Bool, _ what: String) {
             if !condition { violations.add("the run proved nothing", what) }
@@ -302,6 +352,9 @@ final class ChaosSession {
         require(tally.errorsByCode["timeout", default: 0] > 0, "no call got timeout")
         require(tally.streamsCompleted > 0, "no stream got partials and then its final result")
         require(tally.passedThroughErrors > 0, "no component error was passed through")
+        require(tally.descriptorResults > 0, "no call's descriptor came back in a copy from \(ChaosTargets.fds)")
+        require(tally.partialsWithDescriptors > 0, "no stream partial carried a descriptor")
+        require(tally.errorsByCode["bad_request", default: 0] > 0, "no call with fewer descriptors than declared was refused")
         // The issue 10 probes: each must have been made and answered as expected.
         let probes = settings.probes
         if probes.contains(.nestedOpen) {

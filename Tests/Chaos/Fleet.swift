@@ -61,7 +61,7 @@ final class Fleet {
     private let violations: Violations
 
     init(socketPath: String, logPath: String, chaosBinary: String, python: String, notesScript: String,
-         violations: Violations) throws {
+         fdsScript: String, violations: Violations) throws {
         self.socketPath = socketPath
         self.logPath = logPath
         self.violations = violations
@@ -79,6 +79,12 @@ final class Fleet {
                 target: ChaosTargets.notesPool, label: "\(ChaosTargets.notesPool)#\(n)",
                 argv: [chaosBinary, ExecTrampoline.verb, python, "-u", notesScript, "--socket", socketPath,
                        "--target", ChaosTargets.notesPool, "--mode", "pool"]))
+        }
+        for n in 1...2 {
+            owned.append(OwnedProcess(
+                target: ChaosTargets.fds, label: "\(ChaosTargets.fds)#\(n)",
+                argv: [chaosBinary, ExecTrampoline.verb, python, "-u", fdsScript, "--socket", socketPath,
+                       "--target", ChaosTargets.fds]))
         }
         self.owned = owned
         ownedInstances = Dictionary(owned.map { ($0.target, 1) }, uniquingKeysWith: +)
@@ -132,6 +138,15 @@ final class Fleet {
         let pids = (status["pids"]?.arrayValue ?? []).compactMap { $0.intValue.map { Int32(truncatingIfNeeded: $0) } }
         managedPIDsSeen[target, default: []].formUnion(pids)
         return pids
+    }
+
+    /// How many descriptors each running owned process of `target` has open.
+    func descriptorCounts(of target: String) -> [Int32: Int] {
+        var counts: [Int32: Int] = [:]
+        for process in owned where process.target == target {
+            if let pid = process.pid, let open = ProcStats.openDescriptors(pid) { counts[pid] = open.count }
+        }
+        return counts
     }
 
     func managedState(_ target: String) throws -> JSONValue {
@@ -226,10 +241,23 @@ final class Fleet {
     }
 
     /// A caller that sends slow calls and hangs up with them in flight: the
-    /// daemon must cancel them toward the components and forget them.
+    /// daemon must cancel them toward the components and forget them, and
+    /// close the descriptors of the two calls that carry one (held by the
+    /// component, or in partials that find the caller gone).
     private func abandonConnection(using rng: inout SeededGenerator, now: UInt64) {
         do {
             let socket = try LineSocket.connect(path: socketPath)
+            // Not waited for: the daemon reads a connection's lines in order.
+            try socket.send(["id": 0, "target": "mediator", "action": "hello", "params": ["protocol": 1, "fds": true]])
+            let withDescriptors: [JSONValue] = [
+                ["id": 5, "target": .string(ChaosTargets.fds), "action": "sleep", "params": ["ms": 400, "f": ["$fd": 0]],
+                 "timeout_ms": 2000, "fds": 1],
+                ["id": 6, "target": .string(ChaosTargets.fds), "action": "stream",
+                 "params": ["count": 5, "interval_ms": 50, "f": ["$fd": 0]], "more": true, "timeout_ms": 2000, "fds": 1],
+            ]
+            for call in withDescriptors {
+                try socket.send(call, descriptors: [try TagMemfd.holding("abandoned")])
+            }
             let calls: [JSONValue] = [
                 ["id": 1, "target": .string(ChaosTargets.swift), "action": "slow", "params": ["ms": 500], "timeout_ms": 2000],
                 ["id": 2, "target": .string(ChaosTargets.onDemand), "action": "stream",
@@ -239,7 +267,7 @@ final class Fleet {
             ]
             for call in calls { try socket.send(call) }
             counters.abandonedConnections += 1
-            counters.abandonedCalls += calls.count
+            counters.abandonedCalls += calls.count + withDescriptors.count
             abandoned.append((socket, now + UInt64.random(in: 0...300_000_000, using: &rng)))
         } catch {
             violations.add("could not connect a caller", "\(error)")

@@ -1,81 +1,82 @@
 import ChildProcesses
 import Glibc
 import MediatorProtocol
+import MediatorSocket
 
-// Plain POSIX Unix stream sockets: the clients speak the wire protocol by
-// hand, so that every byte the daemon sends is seen and checked, with no
-// library in between to hide a duplicate or a stray line.
+// Unix stream sockets with no library between the wire and the checks:
+// the clients speak the wire protocol by hand, so that every byte the daemon
+// sends is seen and checked, with no library in between to hide a duplicate
+// or a stray line. MediatorSocket's UnixStreamSocket does only the syscalls
+// (recvmsg/sendmsg with SCM_RIGHTS, contract section 8).
 
-/// One connection with a line buffer. Writes block (bounded by
-/// SO_SNDTIMEO); reads never block: `readAvailable` takes what the kernel
-/// has, for a caller that polls.
+/// One connection with a line buffer. Writes block (at most
+/// `sendTimeoutSeconds`, waiting with poll); reads never block:
+/// `readAvailable` takes what the kernel has, for a caller that polls.
+/// Descriptors that arrive wait in order in `arrivedDescriptors` until a
+/// line that declares `fds` takes them (`takeDescriptors`).
 final class LineSocket {
     let fd: Int32
+    private let socket: UnixStreamSocket
+    private let sendTimeoutMs: Int32
     private var pending: [UInt8] = []
     private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
     private(set) var isClosed = false
+    /// Descriptors received and not yet taken by a line, oldest first.
+    private(set) var arrivedDescriptors: [OwnedDescriptor] = []
 
-    private init(fd: Int32) { self.fd = fd }
+    private init(socket: UnixStreamSocket, sendTimeoutSeconds: Int) throws {
+        guard let raw = socket.descriptor.rawValue else { throw ChaosFailure("a socket without a descriptor") }
+        self.socket = socket
+        self.fd = raw
+        self.sendTimeoutMs = Int32(sendTimeoutSeconds * 1000)
+    }
 
     deinit { close() }
 
     static func connect(path: String, sendTimeoutSeconds: Int = 5) throws -> LineSocket {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ChaosFailure.sys("socket") }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            Glibc.close(fd)
-            throw ChaosFailure("socket path too long: \(path)")
+        do {
+            return try LineSocket(socket: try UnixStreamSocket.connect(path: path), sendTimeoutSeconds: sendTimeoutSeconds)
+        } catch let error as SocketError {
+            throw ChaosFailure("connect \(path): \(error)")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard rc == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw ChaosFailure.sys("connect \(path)", code)
-        }
-        var tv = timeval(tv_sec: sendTimeoutSeconds, tv_usec: 0)
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        return LineSocket(fd: fd)
     }
 
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        Glibc.close(fd)
+        try? socket.close()
+        arrivedDescriptors.removeAll()  // OwnedDescriptor closes on release
     }
 
-    func send(_ message: JSONValue) throws {
+    func send(_ message: JSONValue, descriptors: [OwnedDescriptor] = []) throws {
         var bytes = message.encoded
         bytes.append(0x0A)
-        try writeAll(bytes)
+        try writeAll(bytes, descriptors: descriptors)
     }
 
-    func writeAll(_ bytes: [UInt8]) throws {
+    /// Writes all of `bytes`, `descriptors` with the first of them (they
+    /// are borrowed: the caller closes its copies after).
+    func writeAll(_ bytes: [UInt8], descriptors: [OwnedDescriptor] = []) throws {
         var done = 0
-        try bytes.withUnsafeBytes { raw in
-            guard let base = raw.baseAddress else { return }
-            while done < raw.count {
-                let n = write(fd, base + done, raw.count - done)
-                if n > 0 {
-                    done += n
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                    throw ChaosFailure("write to the daemon blocked for 5 s: it does not read")
-                } else {
-                    throw ChaosFailure.sys("write")
+        var riding = descriptors
+        while done < bytes.count {
+            let outcome: SendOutcome
+            do {
+                outcome = try bytes.withUnsafeBytes { raw throws(SocketError) in
+                    try socket.send(UnsafeRawBufferPointer(rebasing: raw[done...]), descriptors: riding)
                 }
+            } catch {
+                throw ChaosFailure("write: \(error)")
+            }
+            switch outcome {
+            case .sent(let count):
+                done += count
+                riding = []
+            case .wouldBlock:
+                var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                let ready = poll(&poller, 1, sendTimeoutMs)
+                if ready == 0 { throw ChaosFailure("write to the daemon blocked for \(sendTimeoutMs / 1000) s: it does not read") }
+                if ready < 0 && errno != EINTR { throw ChaosFailure.sys("poll") }
             }
         }
     }
@@ -85,19 +86,38 @@ final class LineSocket {
     /// of stream.
     func readAvailable(_ body: ([UInt8]) -> Void) throws -> Bool {
         while true {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if n > 0 {
-                pending.append(contentsOf: chunk[0..<n])
-                if n < chunk.count { break }
-                continue
+            let outcome: ReceiveOutcome
+            do {
+                outcome = try chunk.withUnsafeMutableBytes { raw throws(SocketError) in try socket.receive(into: raw) }
+            } catch {
+                throw ChaosFailure("read: \(error)")
             }
-            if n == 0 { splitLines(body); return false }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK { break }
-            throw ChaosFailure.sys("read")
+            switch outcome {
+            case .received(let count, let descriptors, let truncated):
+                if truncated { throw ChaosFailure("read: descriptors truncated (MSG_CTRUNC)") }
+                arrivedDescriptors += descriptors
+                pending.append(contentsOf: chunk[0..<count])
+                // A read ends after bytes that carried descriptors: split
+                // now, so that their line takes them before later ones arrive.
+                splitLines(body)
+                if count < chunk.count { return true }
+            case .wouldBlock:
+                splitLines(body)
+                return true
+            case .endOfStream:
+                splitLines(body)
+                return false
+            }
         }
-        splitLines(body)
-        return true
+    }
+
+    /// The first `count` descriptors that arrived and no line took yet;
+    /// nil when fewer arrived (they stay).
+    func takeDescriptors(_ count: Int) -> [OwnedDescriptor]? {
+        guard count <= arrivedDescriptors.count else { return nil }
+        let taken = Array(arrivedDescriptors.prefix(count))
+        arrivedDescriptors.removeFirst(count)
+        return taken
     }
 
     private func splitLines(_ body: ([UInt8]) -> Void) {

@@ -1,4 +1,5 @@
 import MediatorProtocol
+import MediatorSocket
 
 /// One of the run's clients: a raw connection that keeps `depth` calls in
 /// flight with ids of its own (1, 2, 3...), never reused, and checks every
@@ -40,6 +41,11 @@ final class LoadClient {
         self.violations = violations
         self.ourPID = pid
         self.ourUID = uid
+        // Id 0, before any of the client's own: descriptors may go both ways.
+        let hello = try socket.result("mediator", "hello", params: ["protocol": 1, "fds": true], id: 0)
+        guard (hello["max_fds"]?.intValue ?? 0) > 0 else {
+            throw ChaosFailure("hello with \"fds\": true granted no max_fds: \(hello.jsonText)")
+        }
     }
 
     var fd: Int32 { socket.fd }
@@ -111,12 +117,16 @@ final class LoadClient {
         inFlight.insert(id)
         tally.issued += 1
         tally.issuedByKind[call.kind, default: 0] += 1
-        send(call.request(id: id))
+        send(call.request(id: id), descriptors: call.descriptors)
     }
 
-    private func send(_ request: JSONValue) {
+    /// Sends `request` with a memfd holding each of `descriptors`; this
+    /// client's copies are closed once sent.
+    private func send(_ request: JSONValue, descriptors: [String] = []) {
         do {
-            try socket.send(request)
+            let memfds = try descriptors.map { try TagMemfd.holding($0) }
+            try socket.send(request, descriptors: memfds)
+            tally.descriptorsSent += memfds.count
         } catch {
             violations.add("client could not send", "client \(index): \(error)")
             closedByDaemon = true
@@ -149,6 +159,16 @@ final class LoadClient {
                 violations.add("unexpected event", "client \(index) (subscribed: \(subscribed)): \(text.prefix(200))")
             }
             return
+        }
+        // The descriptors the line declares, read and closed here.
+        var received: [String?] = []
+        if let declared = message["fds"] {
+            guard let count = declared.intValue, count > 0, let descriptors = socket.takeDescriptors(Int(count)) else {
+                return violations.add(
+                    "descriptors not as declared", "client \(index): \(socket.arrivedDescriptors.count) arrived for \(text.prefix(200))")
+            }
+            received = descriptors.map { TagMemfd.contents(of: $0) }
+            tally.descriptorsReceived += descriptors.count
         }
         if message["target"] != nil || message["action"] != nil {
             return violations.add("request sent to a client", "client \(index): \(text.prefix(200))")
@@ -186,6 +206,16 @@ final class LoadClient {
             if result["i"]?.intValue != Int64(record.partials + 1) {
                 violations.add("partials out of order", "client \(index) id \(id): partial \(record.partials + 1) was \(result.jsonText)")
             }
+            if record.call.kind == .fdsStream {
+                if result["f"] != ["$fd": 0] || received != ["part \(record.partials + 1)"] {
+                    violations.add(
+                        "partial without its descriptor",
+                        "client \(index) id \(id): partial \(result.jsonText) with descriptors holding \(received)")
+                }
+                tally.partialsWithDescriptors += 1
+            } else if !received.isEmpty {
+                violations.add("descriptors with a partial", "client \(index) id \(id) (\(record.call.kind)): \(received)")
+            }
             record.partials += 1
             tally.partials += 1
             records[id] = record
@@ -198,6 +228,7 @@ final class LoadClient {
         if let result {
             answer = .result(result)
             tally.results += 1
+            if record.call.kind == .fdsRead { tally.descriptorResults += 1 }
             if record.partials > 0 { tally.streamsCompleted += 1 }
         } else {
             let code = error?["code"]?.stringValue ?? "(none)"
@@ -214,7 +245,7 @@ final class LoadClient {
         if record.call.kind == .heldDuplicate { tally.heldDuplicatesAnswered += 1 }
         if let problem = AnswerCheck.problem(
             answer, call: record.call, partials: record.partials, cancelAsked: record.cancelAsked,
-            ourPID: ourPID, ourUID: ourUID)
+            ourPID: ourPID, ourUID: ourUID, received: received)
         {
             violations.add("wrong answer", "client \(index) id \(id) (\(record.call.kind)): \(problem)")
         }

@@ -29,6 +29,13 @@ struct Tally {
     /// the second time with one instance listed.
     var poolJoinProbes = 0
     var poolSecondJoinsRefused = 0
+    /// Descriptors the clients sent and received (issue 26); `fdsRead` results
+    /// whose descriptor came back holding the call's tag; partials that
+    /// carried their descriptor.
+    var descriptorsSent = 0
+    var descriptorsReceived = 0
+    var descriptorResults = 0
+    var partialsWithDescriptors = 0
 
     var finals: Int { results + errorsByCode.values.reduce(0, +) }
 
@@ -52,6 +59,10 @@ struct Tally {
         heldCancelsCancelled += other.heldCancelsCancelled
         poolJoinProbes += other.poolJoinProbes
         poolSecondJoinsRefused += other.poolSecondJoinsRefused
+        descriptorsSent += other.descriptorsSent
+        descriptorsReceived += other.descriptorsReceived
+        descriptorResults += other.descriptorResults
+        partialsWithDescriptors += other.partialsWithDescriptors
     }
 }
 

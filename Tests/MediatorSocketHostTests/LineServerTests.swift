@@ -92,6 +92,31 @@ struct LineServerTests {
         }
     }
 
+    /// The host counts descriptors queued toward a peer against their
+    /// sender's quota until a report says they were written: one written
+    /// at once (the backlog of bytes stays 0) must be reported too, or the
+    /// count only grows (every descriptor a non-root uid ever sent).
+    @Test func descriptorsWrittenAtOnceAreReported() throws {
+        try expectNoLeaks { watch in
+            let (server, loop, seen, path) = try start(watch)
+            defer { server.shutdown(); unlink(path) }
+            let client = try UnixStreamSocket.connect(path: path)
+            try watch.watch(client)
+            try client.sendAll("plain\n")
+            try pump(loop) { seen.lines.count == 1 }
+            #expect(seen.backlogs.isEmpty, "a line without descriptors written at once changes nothing")
+            try client.sendAll("fds=1 one file\n", descriptors: [try watch.memfd("a")])
+            try pump(loop) { seen.lines.count == 2 && !seen.backlogs.isEmpty }
+            #expect(seen.backlogs == [0])
+            let id = try #require(seen.lines.first?.id)
+            #expect(server.queuedDescriptors(id) == 0 && server.queuedBytes(id) == 0)
+            seen.lines = []
+            while try client.receiveOnce() != nil {}
+            try client.close()
+            try pump(loop) { seen.closed.count == 1 }
+        }
+    }
+
     @Test func descriptorsThatDidNotComeWithTheirLineAreReportedAndClosed() throws {
         try expectNoLeaks { watch in
             let (server, loop, seen, path) = try start(watch)

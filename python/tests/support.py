@@ -71,7 +71,7 @@ class DaemonTestCase(testing.DaemonTestCase):
     """mediator.testing's test case, on the daemon these tests build (`self.socket`)."""
 
     def make_daemon(self):
-        return Daemon()
+        return Daemon(*self.daemon_args)
 
     def setUp(self):
         super().setUp()
@@ -249,3 +249,98 @@ class _FdConnection:
             self.conn.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+class RawPeer:
+    """A peer of a real mediatord on a bare socket, speaking PROTOCOL.md
+    section 8 by hand with the standard library's `send_fds`/`recv_fds`
+    (none of the package's code): `hello` (with `"fds": true` unless
+    `fds=False`), then `send`/`request`/`wait_for`. Messages that arrive
+    while it waits for another are kept in order for a later `wait_for`.
+    Every wait is bounded by `timeout`; a connection closed or silent past
+    it fails the test."""
+
+    def __init__(self, path, fds=True, timeout=10.0, name=None):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        sock.connect(path)
+        self.link = _FdConnection(sock)
+        self._incoming = self.link.messages()
+        self._kept = []
+        self._next_id = 0
+        params = {"protocol": 1}
+        if fds:
+            params["fds"] = True
+        if name:
+            params["name"] = name
+        self.hello, _ = self.call("mediator", "hello", params)
+
+    def send(self, message=None, fds=(), raw=None):
+        self.link.send(message, fds, raw)
+
+    def request(self, target, action, params=None, fds=(), declare=None, **members):
+        """Sends a request with `fds`, declaring `"fds": declare` (default:
+        as many as are sent); returns its id."""
+        self._next_id += 1
+        message = {"id": self._next_id, "target": target, "action": action, "params": params or {}}
+        declare = len(fds) if declare is None else declare
+        if declare:
+            message["fds"] = declare
+        message.update(members)
+        self.send(message, fds)
+        return self._next_id
+
+    def receive(self):
+        """The next (message, descriptors) in order."""
+        if self._kept:
+            return self._kept.pop(0)
+        try:
+            return next(self._incoming)
+        except StopIteration:
+            raise AssertionError("the daemon closed the connection, or sent nothing in time") from None
+
+    def wait_for(self, matches):
+        """The first (message, descriptors) for which `matches(message)`;
+        the others are kept, in order."""
+        for index, (message, fds) in enumerate(self._kept):
+            if matches(message):
+                del self._kept[index]
+                return message, fds
+        while True:
+            try:
+                message, fds = next(self._incoming)
+            except StopIteration:
+                raise AssertionError("the daemon closed the connection, or sent nothing in time") from None
+            if matches(message):
+                return message, fds
+            self._kept.append((message, fds))
+
+    def answer(self, request_id):
+        """The next response to `request_id` (a partial or the final one)."""
+        return self.wait_for(lambda m: m.get("id") == request_id and "target" not in m
+                             and ("result" in m or "error" in m))
+
+    def call(self, target, action, params=None, fds=(), declare=None, **members):
+        return self.answer(self.request(target, action, params, fds, declare, **members))
+
+    def register(self, target, actions, **params):
+        message, _ = self.call("mediator", "register", dict(params, target=target, actions=list(actions)))
+        if "error" in message:
+            raise AssertionError("register %s: %s" % (target, message["error"]))
+        return message["result"]
+
+    def close(self):
+        self.link.shutdown()
+        for _, fds in self._kept:
+            for fd in fds:
+                os.close(fd)
+        self._kept = []
+        try:
+            self._incoming.close()  # closes the socket and descriptors that no message claimed
+        except ValueError:
+            pass  # another thread reads it: the shutdown ends that read, which closes them
+
+
+def fd_count(pid):
+    """How many descriptors process `pid` has open."""
+    return len(os.listdir("/proc/%d/fd" % pid))

@@ -35,6 +35,26 @@ public enum ProcStats {
         return clean + dirty
     }
 
+    /// What each open descriptor of the process points at (`socket:[inode]`,
+    /// `/memfd:NAME (deleted)`, a path), from /proc/PID/fd; nil when the
+    /// process is gone.
+    public static func openDescriptors(_ pid: pid_t) -> [String]? {
+        guard let directory = opendir("/proc/\(pid)/fd") else { return nil }
+        defer { closedir(directory) }
+        var targets: [String] = []
+        var buffer = [CChar](repeating: 0, count: 4096)
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard Int32(name) != nil else { continue }
+            let count = readlink("/proc/\(pid)/fd/\(name)", &buffer, buffer.count - 1)
+            guard count > 0 else { continue }  // closed meanwhile
+            targets.append(String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return targets
+    }
+
     /// A `kB` figure from /proc/PID/status, such as VmRSS or VmHWM.
     public static func statusKB(_ pid: pid_t, _ key: String) -> Int? {
         kB(key, in: "/proc/\(pid)/status")

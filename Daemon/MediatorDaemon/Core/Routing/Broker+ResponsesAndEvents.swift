@@ -158,18 +158,20 @@ extension Broker {
 
     /// Why an answer with `fds` descriptors cannot go to its caller, or nil
     /// when it can: both ends were granted `max_fds`, and the count is
-    /// within it. Over `max_fds` is the component's malformed answer
-    /// (`bad_request`, contract section 8); an end without descriptors is
+    /// within it. The component's own fault (descriptors it was not granted,
+    /// over `max_fds`) is `bad_request`, as for a request (contract section
+    /// 8); a caller that cannot take them, or a daemon that passes none, is
     /// `fds_not_supported`.
     func answerDescriptorRefusal(_ daemonID: Int64, fds: Int, from connection: ConnectionID) -> MediatorError? {
+        guard passesDescriptors else {
+            return MediatorError(.fdsNotSupported, "the component answered with file descriptors, which this mediatord does not pass")
+        }
         guard peers[connection]?.passesDescriptors == true else {
-            return MediatorError(.fdsNotSupported, passesDescriptors
-                ? "the component answered with file descriptors without \"fds\": true in its hello"
-                : "the component answered with file descriptors, which this mediatord does not pass")
+            return MediatorError(.badRequest, "the component answered with file descriptors without \"fds\": true in its hello")
         }
         guard fds <= configuration.maxFdsPerMessage else {
-            return MediatorError(.badRequest,
-                "the component answered with \(fds) file descriptors, over max_fds \(configuration.maxFdsPerMessage)")
+            return MediatorError(
+                .badRequest, "the component answered with \(fds) file descriptors, over max_fds \(configuration.maxFdsPerMessage)")
         }
         let caller = inFlight.withCall(daemonID) { $0.caller }
         guard let caller, peers[caller]?.passesDescriptors == true else {
@@ -178,9 +180,9 @@ extension Broker {
         return nil
     }
 
-    /// An answer with descriptors that cannot go to its caller: the caller
-    /// gets `refusal` (its code and message) in its place (contract section
-    /// 8), the call ends (a partial's stream too: the component is told to stop).
+    /// An answer with descriptors that cannot go on (`refusal`: its code
+    /// and why): the caller gets the error in its place, the call ends (a
+    /// partial's stream too: the component is told to stop).
     func refuseAnswerWithDescriptors(_ daemonID: Int64, _ refusal: MediatorError, from connection: ConnectionID, now: NIODeadline) {
         guard let call = finish(daemonID, now: now) else { return }
         recordAnswer(call, code: refusal.code.rawValue, now: now)
