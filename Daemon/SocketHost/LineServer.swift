@@ -82,6 +82,11 @@ package final class LineServer {
         @exclusivity(unchecked) var readingPaused = false
         /// The backlog last reported through ``Handlers/backlogChanged``.
         @exclusivity(unchecked) var reportedBacklog = 0
+        /// In ``LineServer/dirty`` already.
+        @exclusivity(unchecked) var isDirty = false
+        /// Dropped (closed, its source cancelled): a handler may drop it
+        /// while its read or flush is under way.
+        @exclusivity(unchecked) var isDropped = false
 
         /// The events to wait for now.
         var events: IOEvents {
@@ -106,7 +111,11 @@ package final class LineServer {
     private var flushSource: DeferSource?
     @exclusivity(unchecked) private var connections: [ConnectionID: Connection] = [:]
     /// Connections with output queued since the last flush.
-    @exclusivity(unchecked) private var dirty: Set<ConnectionID> = []
+    /// Connections with output queued since the last flush (each once:
+    /// ``Connection/isDirty``), and a spare array to swap with, so that a
+    /// flush allocates nothing.
+    @exclusivity(unchecked) private var dirty: [ConnectionID] = []
+    @exclusivity(unchecked) private var flushing: [ConnectionID] = []
     @exclusivity(unchecked) private var nextID: ConnectionID = 1
 
     /// Starts accepting on `listener` (already listening, e.g. adopted from
@@ -159,7 +168,7 @@ package final class LineServer {
             for descriptor in descriptors { try? descriptor.close() }
             return false
         }
-        dirty.insert(connection)
+        markDirty(open, connection)
         return true
     }
 
@@ -175,7 +184,7 @@ package final class LineServer {
             for descriptor in descriptors { try? descriptor.close() }
             return false
         }
-        dirty.insert(connection)
+        markDirty(open, connection)
         return true
     }
 
@@ -183,7 +192,7 @@ package final class LineServer {
     package func close(_ connection: ConnectionID) {
         guard let open = connections[connection], !open.closing else { return }
         open.closing = true
-        dirty.insert(connection)
+        markDirty(open, connection)
     }
 
     /// Closes `connection` now, dropping what is queued for it (a peer that
@@ -227,8 +236,11 @@ package final class LineServer {
             nextID += 1
             let connection = Connection(socket: socket, maxLineBytes: maxLineBytes)
             do {
-                connection.source = try loop.addIO(fd: fd, events: .readable) { [unowned self] _, events in
-                    ready(id, events)
+                // The connection itself, not its id: no table lookup per
+                // readiness (unowned: its source, which holds this closure,
+                // is cancelled when it is dropped).
+                connection.source = try loop.addIO(fd: fd, events: .readable) { [unowned self, unowned connection] _, events in
+                    ready(id, connection, events)
                 }
             } catch {
                 try? socket.close()
@@ -238,7 +250,6 @@ package final class LineServer {
             connections[id] = connection
             guard handlers.accepted(id, socket) else {
                 connections[id] = nil
-                dirty.remove(id)
                 connection.source?.cancel()
                 connection.outbound.close()
                 try? socket.close()
@@ -258,14 +269,17 @@ package final class LineServer {
         }
     }
 
-    private func ready(_ id: ConnectionID, _ events: IOEvents) {
-        if events.contains(.writable) { flush(id) }
-        if events.contains(.readable) || events.contains(.hangup) || events.contains(.error) { read(id) }
+    private func ready(_ id: ConnectionID, _ connection: Connection, _ events: IOEvents) {
+        if events.contains(.writable) {
+            flush(id, connection)
+            // The flush may have dropped it.
+            guard !connection.isDropped else { return }
+        }
+        if events.contains(.readable) || events.contains(.hangup) || events.contains(.error) { read(id, connection) }
     }
 
     /// Reads what is there, a read at a time, and hands each line over.
-    private func read(_ id: ConnectionID) {
-        guard let connection = connections[id] else { return }
+    private func read(_ id: ConnectionID, _ connection: Connection) {
         while true {
             let received: InboundFrames.Received
             do {
@@ -302,7 +316,7 @@ package final class LineServer {
                         }
                     }
                     // A handler may have closed it.
-                    guard connections[id] != nil else { return }
+                    guard !connection.isDropped else { return }
                 }
             }
         }
@@ -310,15 +324,30 @@ package final class LineServer {
 
     // MARK: - Writing
 
+    private func markDirty(_ open: Connection, _ id: ConnectionID) {
+        guard !open.isDirty else { return }
+        open.isDirty = true
+        dirty.append(id)
+    }
+
     private func flushDirty() {
         guard !dirty.isEmpty else { return }
-        let flushing = dirty
-        dirty.removeAll(keepingCapacity: true)
-        for id in flushing { flush(id) }
+        // Swapped, not copied: a flush's handlers may queue more, for the next one.
+        swap(&dirty, &flushing)
+        for id in flushing {
+            guard let connection = connections[id] else { continue }
+            connection.isDirty = false
+            flush(id, connection)
+        }
+        flushing.removeAll(keepingCapacity: true)
     }
 
     private func flush(_ id: ConnectionID) {
         guard let connection = connections[id] else { return }
+        flush(id, connection)
+    }
+
+    private func flush(_ id: ConnectionID, _ connection: Connection) {
         // Descriptors written are reported even when the bytes left are
         // the same as before (none): their sender's count goes down then.
         let descriptorsBefore = connection.outbound.queuedDescriptorCount
@@ -360,7 +389,7 @@ package final class LineServer {
     /// Forgets a connection: its source, its socket and every descriptor it still holds.
     private func drop(_ id: ConnectionID) {
         guard let connection = connections.removeValue(forKey: id) else { return }
-        dirty.remove(id)
+        connection.isDropped = true
         connection.source?.cancel()
         connection.inbound.close()
         connection.outbound.close()
