@@ -37,6 +37,10 @@ extension Integration {
                     os.write(out.fileno(), b"written by the component\n")
                 return {"ok": True}
 
+            @service.action("escape")
+            def escape(params, ctx):
+                return {"blob": mediator.FD(mediator.memfd_from_bytes(b"before\x1b]0;owned\x07after\n"), close=True)}
+
             @service.action("parts")
             def parts(params, ctx):
                 for n in range(2):
@@ -114,6 +118,39 @@ extension Integration {
             #expect(try stream.jsonLines().count == 3, "\(stream)")
             #expect(ChildProcess.read(saved + "/fd-0-0") == "part 0")
             #expect(ChildProcess.read(saved + "/fd-1-0") == "part 1")
+        }
+
+        /// Runs `mediatorctl ARGS` with a terminal as its stdout (util-linux
+        /// `script`, which also puts stderr on the terminal and gives back the
+        /// exit status).
+        static func onTerminal(_ cli: CLI, _ arguments: [String]) throws -> ChildProcess.Outcome {
+            let command = ([Paths.mediatorctl, "--socket", cli.socketPath] + arguments).map { "'\($0)'" }.joined(separator: " ")
+            return try ChildProcess.run(Self.script, ["-qec", command, "/dev/null"])
+        }
+
+        static let script = "/usr/bin/script"
+
+        @Test("On a terminal, content that is not plain text is refused (exit 1) unless --fds-to-stdout; text is printed",
+              .enabled(if: FileManager.default.isExecutableFile(atPath: script), "needs util-linux script for a terminal"))
+        func terminal() throws {
+            let world = try World()
+            defer { world.close() }
+            let cli = try Self.start(world)
+            let input = world.directory.file("input.txt")
+            try "plain text\n".write(toFile: input, atomically: true, encoding: .utf8)
+
+            let text = try Self.onTerminal(cli, ["call", "Files", "upper", "--fd", input, #"file:={"$fd": 0}"#])
+            #expect(text.status == 0, "\(text)")
+            #expect(text.stdout.contains("PLAIN TEXT"), "\(text)")
+
+            let refused = try Self.onTerminal(cli, ["call", "Files", "escape"])
+            #expect(refused.status == 1, "\(refused)")
+            #expect(!refused.stdout.contains("\u{1b}]0;owned") && !refused.stdout.contains("after"), "\(refused)")
+            #expect(refused.stdout.contains("descriptor 0 is not plain text"), "\(refused)")
+
+            let forced = try Self.onTerminal(cli, ["call", "Files", "escape", "--fds-to-stdout"])
+            #expect(forced.status == 0, "\(forced)")
+            #expect(forced.stdout.contains("\u{1b}]0;owned\u{07}after"), "\(forced)")
         }
 
         @Test("Refusals: fds_not_supported is exit status 1; a bad --fd or an unmatched {\"$fd\": I} is bad usage")
