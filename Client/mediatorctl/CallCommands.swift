@@ -83,6 +83,17 @@ struct Call: AsyncParsableCommand {
               mediatorctl call Notes add text=hi tags='["a","b"]'
               mediatorctl call Weather forecast '{"city": "Oslo", "days": 3}'
               mediatorctl call mediator list
+              mediatorctl call Archive store --fd /var/log/app.log 'file:={"$fd": 0}'
+              mediatorctl call Logs attach --fd 3 'out:={"$fd": 0}' 3>>app.log
+
+            File descriptors: each --fd sends one with the call, in order; the params name \
+            the I-th as {"$fd": I}. A number is the shell's open descriptor (duplicated), \
+            anything else a file opened read-only (./3 for a file named 3). Descriptors \
+            that come back are shown in the result as {"$fd": I, "path": "..."} (the \
+            /proc/self/fd link); then the content of each (a file or memfd from its start, \
+            a pipe or socket to its end) follows the result on stdout, or goes to \
+            DIR/fd-I with --save-fds DIR, or nowhere with --json. On a terminal, content \
+            that is not plain text is refused (exit status 1) unless --fds-to-stdout.
             """
     )
 
@@ -92,22 +103,36 @@ struct Call: AsyncParsableCommand {
     @Flag(name: .long, help: "Send the call without waiting for a reply (no id; prints nothing).")
     var oneway = false
 
+    @OptionGroup var descriptors: DescriptorOptions
     @OptionGroup var trace: TraceOptions
+
+    func validate() throws {
+        if oneway && !(descriptors.fds.isEmpty && descriptors.saveDirectory == nil) {
+            throw ValidationError("--oneway sends no descriptors and receives none (--fd, --save-fds)")
+        }
+    }
 
     func run() async throws {
         let (call, target, action, timeout, oneway) = (call, call.target, call.action, options.timeoutDuration, oneway)
-        let (output, options) = (options.output, options)
-        let result: JSONValue? = try await trace.run {
-            try await options.withClient(wait: .backstop) { client in
+        let (output, options, descriptors) = (options.output, options, descriptors)
+        let sent = try descriptors.open()
+        // Every call but a oneway one says "fds": true: whether the answer
+        // brings descriptors is the component's choice, and a caller that
+        // did not say it would get fds_not_supported after the work was done.
+        let reply: MediatorReply? = try await trace.run {
+            try await options.withClient(wait: .backstop, fds: !oneway) { client in
                 let params = try await call.paramsValue(using: client)
+                try descriptors.check(params)
                 if oneway {
                     try await client.send(target: target, action: action, params: params)
                     return nil
                 }
-                return try await client.call(target: target, action: action, params: params, timeout: timeout)
+                return try await client.call(target: target, action: action, params: params, descriptors: sent, timeout: timeout)
             }
         }
-        if let result { output.result(result) }
+        if let reply {
+            try ReceivedDescriptors(options: descriptors, output: output, jsonOnly: options.json).deliver(reply)
+        }
     }
 }
 
@@ -115,23 +140,35 @@ struct StreamCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stream",
         abstract: "Call an action that may reply several times (\"more\"); print each result on a line.",
-        discussion: "The timeout starts again with each partial result."
+        discussion: """
+            The timeout starts again with each partial result. --fd, --save-fds and \
+            --fds-to-stdout as for call; the descriptors of the N-th answer (from 0) are \
+            saved as DIR/fd-N-I, and their content follows that answer's line.
+            """
     )
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var call: CallArguments
+    @OptionGroup var descriptors: DescriptorOptions
     @OptionGroup var trace: TraceOptions
 
     func run() async throws {
         let (call, target, action, timeout) = (call, call.target, call.action, options.timeoutDuration)
-        let (output, options) = (options.output, options)
-        try await trace.run { try await options.withClient(wait: .unlimited) { client in
+        let (output, options, descriptors) = (options.output, options, descriptors)
+        let sent = try descriptors.open()
+        let received = ReceivedDescriptors(options: descriptors, output: output, jsonOnly: options.json)
+        try await trace.run { try await options.withClient(wait: .unlimited, fds: true) { client in
             let params = try await call.paramsValue(using: client)
+            try descriptors.check(params)
             do {
-                for try await value in client.stream(target: target, action: action, params: params, timeout: timeout) {
-                    output.line(value)
+                var response = 0
+                for try await reply in client.stream(target: target, action: action, params: params, descriptors: sent, timeout: timeout) {
+                    try received.deliver(reply, response: response, line: true)
+                    response += 1
                 }
             } catch let error as MediatorError {
+                throw error
+            } catch let error as ExitCode {
                 throw error
             } catch is CancellationError {
                 throw MediatorError(.cancelled, "the call was cancelled")

@@ -71,11 +71,12 @@ struct GlobalOptions: ParsableArguments {
     /// Connects (failure: `unreachable`, exit status 69), within the
     /// timeout: a daemon that accepts but does not answer `hello` in time is
     /// a `timeout` (exit status 1), as any other reply that does not come.
-    func connect() async throws(MediatorError) -> MediatorClient {
+    /// `fds`: say `"fds": true` in `hello` (descriptors may be sent and received).
+    func connect(fds: Bool = false) async throws(MediatorError) -> MediatorClient {
         let (path, name, seconds) = (try socketPath, name, timeoutSeconds)
         do {
             return try await Deadline.run(seconds: seconds) {
-                try await MediatorClient.connect(socketPath: path, name: name)
+                try await MediatorClient.connect(socketPath: path, name: name, fds: fds)
             }
         } catch let error as MediatorError {
             if error.code == .timeout {
@@ -99,15 +100,15 @@ struct GlobalOptions: ParsableArguments {
         case unlimited
     }
 
-    /// Connects, runs `body`, closes, and turns a MediatorError into the
-    /// printed message and exit status.
+    /// Connects (with `"fds": true` when `fds`), runs `body`, closes, and
+    /// turns a MediatorError into the printed message and exit status.
     func withClient<T: Sendable>(
-        wait: Wait,
+        wait: Wait, fds: Bool = false,
         _ body: @Sendable @escaping (MediatorClient) async throws -> T
     ) async throws -> T {
         let client: MediatorClient
         do {
-            client = try await connect()
+            client = try await connect(fds: fds)
         } catch {
             throw output.fail(error)
         }

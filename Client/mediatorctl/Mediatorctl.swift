@@ -27,7 +27,9 @@ struct Mediatorctl: AsyncParsableCommand {
             value=1 as "1", an integer one as 1, a bad value is bad usage), and where the schema \
             says nothing JSON when they parse as JSON and strings otherwise (n=5 is 5, \
             name=bob is "bob", s='"5"' is "5"); key:=json is always JSON; or - to read a JSON \
-            object from stdin.
+            object from stdin. --fd FILE or --fd N (the shell's descriptor N) sends a file \
+            descriptor, named {"$fd": I} in the params; descriptors that come back are \
+            printed after the result or saved with --save-fds DIR (mediatorctl call --help).
 
             Results go to stdout. An error prints "mediatorctl: CODE: message" on stderr, \
             and its data as JSON on a second line.

@@ -107,12 +107,17 @@ struct Output: Sendable {
     /// -1`) shows as EPIPE: on stdout that ends the process as SIGPIPE
     /// would, rather than writing into nothing for ever.
     static func write(_ fd: Int32, _ text: String) {
-        let bytes = Array(text.utf8)
+        _ = Array(text.utf8).withUnsafeBytes { write(fd, bytes: $0) }
+    }
+
+    /// Writes all of `bytes` as ``write(_:_:)`` does; false (errno set) when
+    /// a write failed other than on stdout's EPIPE.
+    @discardableResult
+    static func write(_ fd: Int32, bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
         var offset = 0
         while offset < bytes.count {
-            let count = bytes.withUnsafeBytes { buffer in
-                Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-            }
+            let count = Glibc.write(fd, base + offset, bytes.count - offset)
             if count < 0 {
                 if errno == EINTR { continue }
                 if errno == EPIPE && fd == STDOUT_FILENO {
@@ -120,10 +125,11 @@ struct Output: Sendable {
                     raise(SIGPIPE)
                     Glibc.exit(141)
                 }
-                return
+                return false
             }
             offset += count
         }
+        return true
     }
 
     /// Everything `fd` gives until its end (stdin for `call ... -`).
