@@ -398,7 +398,7 @@ let package = Package(
         .testTarget(
             name: "MediatorctlTests",
             dependencies: [
-                "mediatorctl", "MediatorProtocol",
+                "mediatorctl", "MediatorProtocol", "MediatorClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tests/MediatorctlTests"
