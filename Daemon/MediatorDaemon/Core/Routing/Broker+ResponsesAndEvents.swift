@@ -29,6 +29,12 @@ extension Broker {
             refuseAnswerWithDescriptors(daemonID, refusal, from: connection, now: now)
             return
         }
+        if fds > 0, envelope.resultRange != nil,
+            let problem = descriptorReferenceProblem(body, fds: fds, root: "result")
+        {
+            refuseAnswerWithDescriptors(daemonID, problem, from: connection, now: now)
+            return
+        }
         if fds != (arrivingDescriptors?.count ?? 0) {
             refuseAnswerWithDescriptors(
                 daemonID, MediatorError(

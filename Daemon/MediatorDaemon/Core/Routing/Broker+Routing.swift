@@ -37,6 +37,11 @@ extension Broker {
             }
         }
         let params = envelope.paramsRange.map { slice(frame, $0) }
+        if let descriptors, let refusal = descriptorReferenceProblem(params, fds: envelope.fds, root: "params") {
+            release(descriptors)
+            badFrame(from: connection, idBytes: idBytes.map(ownCopy), refusal, answer: idBytes != nil)
+            return
+        }
         let trace = envelope.traceparentRange == nil ? nil : forwardedTrace(envelope, frame)
         if envelope.target == ProtocolConstants.daemonTarget {
             if let descriptors {
@@ -65,6 +70,21 @@ extension Broker {
                 timeoutMs: envelope.timeoutMs, more: envelope.more, viaURL: false, trace: trace, remote: remote,
                 descriptors: descriptors),
             from: connection, now: now)
+    }
+
+    /// Why the `{"$fd": I}` values of a message with `fds` descriptors are
+    /// wrong (I not below `fds`, not an integer, another member beside it),
+    /// or nil; a pass over the value, for messages with descriptors only.
+    func descriptorReferenceProblem(_ value: ByteBuffer?, fds: Int, root: String) -> MediatorError? {
+        guard let value else { return nil }
+        do throws(MediatorError) {
+            _ = try value.withUnsafeReadableBytes { (raw) throws(MediatorError) in
+                try FileDescriptorReferences.indexes(in: raw, fds: fds, root: root)
+            }
+            return nil
+        } catch {
+            return error
+        }
     }
 
     /// Why a request that declares descriptors (contract section 8) is not

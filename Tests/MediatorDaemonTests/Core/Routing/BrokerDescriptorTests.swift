@@ -91,6 +91,27 @@ struct BrokerDescriptorTests {
         #expect(d.broker.inFlight.count == 0, sourceLocation: sourceLocation)
     }
 
+    /// A `{"$fd": I}` that names no descriptor of the message, is no
+    /// integer or has another member beside it is refused, not forwarded.
+    @Test(arguments: [
+        #"{"f":{"$fd":1}}"#, #"{"f":{"$fd":-1}}"#, #"{"f":{"$fd":"0"}}"#, #"{"f":{"$fd":0,"x":1}}"#,
+    ])
+    func aReferenceToNoDescriptorOfTheMessageIsABadRequest(params: String) {
+        let d = setUp()
+        expectRefused(d, #"{"id":7,"target":"Svc","action":"a","params":\#(params),"fds":1}"#, code: "bad_request")
+    }
+
+    @Test func anAnswerReferringToNoDescriptorOfItsOwnIsABadRequestForTheCaller() {
+        let d = setUp()
+        d.send(#"{"id":"c1","target":"Svc","action":"a"}"#, from: 2)
+        let daemonID = forwardedID(d)
+        let passed = d.send(#"{"id":\#(daemonID),"result":{"file":{"$fd":3}},"fds":1}"#, descriptors: 1, from: 1)
+        let answer = d.takeOne(2)
+        #expect(errorCode(answer) == "bad_request", "\(String(describing: answer))")
+        #expect(d.descriptorsReleased == [passed])
+        #expect(d.descriptorsHeld.isEmpty)
+    }
+
     @Test func aCalleeThatDidNotSayFdsIsNotSupported() {
         expectRefused(setUp(componentFds: false), code: "fds_not_supported")
     }
