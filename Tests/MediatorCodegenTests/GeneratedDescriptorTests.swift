@@ -37,6 +37,18 @@ import Testing
         #expect(list.descriptors.map(ObjectIdentifier.init) == [b.read, c.read, a.read].map(ObjectIdentifier.init))
     }
 
+    /// One handle in two members is sent once, both naming its index: the
+    /// same list that untyped calls build with `reference(_:)`.
+    @Test func encodingSendsAHandleNamedTwiceOnce() throws {
+        let ends = try Self.pipeEnds()
+        defer { close(ends.write) }
+        var list = DescriptorList()
+        let json = OpenResult(extra: [ends.read], file: ends.read).jsonValue(collecting: &list)
+        #expect(json == ["extra": [["$fd": 0]], "file": ["$fd": 0]])
+        #expect(list.count == 1)
+        #expect(list.reference(ends.read) == ["$fd": 0])
+    }
+
     @Test func decodingTakesTheDescriptorsItsIndexesName() throws {
         let (a, b) = (try Self.pipeEnds(), try Self.pipeEnds())
         defer { for end in [a.write, b.write] { close(end) } }
