@@ -20,6 +20,9 @@ import MediatorProtocol
 /// - An action without a params schema, or whose params schema is not an
 ///   object with properties, has `typealias XParams = JSONValue`, and the
 ///   client's params argument defaults to `[:]`. Results likewise.
+/// - An action whose params or result hold a descriptor (`"format": "fd"`)
+///   calls, streams and answers through the library's descriptor-passing
+///   forms; a oneway one is left out (no oneway call passes descriptors).
 /// - `Component(serving:)` throws: it parses the embedded interface with the
 ///   library's `ActionSpec(json:)`, which could refuse what this generator
 ///   accepted (a newer, stricter library).
@@ -243,7 +246,7 @@ struct SwiftWriter {
                 out.line("public func \(partialHelper(action))(_ partial: \(action.resultType), context: CallContext) async throws {")
                 out.indented { out in
                     // The descriptor-carrying form cannot fail: it throws nothing.
-                    out.line(passesDescriptors(action) ? "await context.send(encoding: partial)" : "try await context.send(encoding: partial)")
+                    out.line(carriers.resultCarries(action) ? "await context.send(encoding: partial)" : "try await context.send(encoding: partial)")
                 }
                 out.line("}")
             }

@@ -134,7 +134,7 @@ import Testing
         #expect(!source.contains("func drop("))
         let component = try Component(serving: StubDescriptors())
         #expect(component.acceptsDescriptors)
-        #expect(component.actionSpecs.map(\.name).sorted() == ["memfd", "open", "size", "tail"])
+        #expect(component.actionSpecs.map(\.name).sorted() == ["memfd", "open", "size", "tail", "track"])
     }
 
     /// Bounds and descriptor indexes fail as a typed call's: params out of
@@ -163,6 +163,7 @@ private struct StubDescriptors: DescriptorsService {
     struct NotCalled: Error {}
     func open(_ params: OpenParams, context: CallContext) async throws -> OpenResult { throw NotCalled() }
     func tail(_ params: TailParams, context: CallContext) async throws -> TailResult { throw NotCalled() }
+    func track(_ params: TrackParams, context: CallContext) async throws -> TrackResult { throw NotCalled() }
     func memfd(_ params: MemfdParams, context: CallContext) async throws -> MemfdResult { throw NotCalled() }
     func size(_ params: SizeParams, context: CallContext) async throws -> SizeResult { throw NotCalled() }
 }
