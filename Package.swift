@@ -415,7 +415,7 @@ let package = Package(
         // output compiles and works.
         .testTarget(
             name: "GeneratedInterfaceTests",
-            dependencies: ["MediatorClient", "MediatorProtocol"],
+            dependencies: ["MediatorClient", "MediatorProtocol", "MediatorTesting", "SocketTesting"],
             path: "Tests/GeneratedInterfaceTests",
             plugins: [.plugin(name: "MediatorGenerator")]
         ),

@@ -39,6 +39,6 @@ extension CallContext {
     /// The descriptor that `value` (`{"$fd": I}` in ``params``) refers to;
     /// nil when it is no such value or I is out of range.
     public func descriptor(_ value: JSONValue?) -> OwnedFileDescriptor? {
-        DescriptorEncodingContext.descriptor(value, in: descriptors)
+        DescriptorList(descriptors).descriptor(value)
     }
 }

@@ -1,15 +1,25 @@
 import MediatorProtocol
 
-/// The descriptors of one message, in order (contract section 8): what a
-/// generated type with a descriptor member (`"format": "fd"`) encodes into
-/// and decodes from, beside its JSON, where `{"$fd": I}` stands for the
-/// I-th of them.
+/// The descriptors of one message, in order (contract section 8), where
+/// `{"$fd": I}` in its JSON stands for the I-th of them: what code that
+/// places descriptors in params or a result builds (generated types with a
+/// descriptor member, `"format": "fd"`, included), and what it reads them
+/// back from.
 ///
-/// Encoding, ``append(_:)`` adds a descriptor and gives the index to write;
-/// the list then goes with the message (the library sends it with the
-/// frame's first byte). Decoding, ``take(at:)`` gives the descriptor an
-/// index names. The list holds handles, so a descriptor that no value takes
-/// is closed with the list.
+/// Encoding, ``reference(_:)`` (or ``index(of:)``) adds a descriptor and
+/// gives the value to write; ``descriptors`` then go with the message:
+///
+/// ```swift
+/// var list = DescriptorList()
+/// let params: JSONValue = ["log": list.reference(file)]
+/// let reply = try await client.call(
+///     target: "Archive", action: "store", params: params, descriptors: list.descriptors)
+/// ```
+///
+/// Decoding, ``take(at:)`` gives the descriptor an index names (throwing
+/// when there is none), ``descriptor(_:)`` the one a `{"$fd": I}` value
+/// names. The list holds handles, so a descriptor that no value takes is
+/// closed with the list.
 public struct DescriptorList: Sendable {
     /// The descriptors, in the order of their indexes.
     public private(set) var descriptors: [OwnedFileDescriptor]
@@ -23,10 +33,18 @@ public struct DescriptorList: Sendable {
     public var count: Int { descriptors.count }
     public var isEmpty: Bool { descriptors.isEmpty }
 
-    /// Adds `descriptor` to send; returns its index, the `I` of `{"$fd": I}`.
-    public mutating func append(_ descriptor: OwnedFileDescriptor) -> Int {
+    /// The index of `descriptor`, the `I` of `{"$fd": I}`: added at the end
+    /// unless the same handle is there already (a descriptor referred to
+    /// twice is sent once).
+    public mutating func index(of descriptor: OwnedFileDescriptor) -> Int {
+        if let index = descriptors.firstIndex(where: { $0 === descriptor }) { return index }
         descriptors.append(descriptor)
         return descriptors.count - 1
+    }
+
+    /// `{"$fd": I}` for `descriptor`, I from ``index(of:)``.
+    public mutating func reference(_ descriptor: OwnedFileDescriptor) -> JSONValue {
+        Self.reference(index(of: descriptor))
     }
 
     /// The descriptor `{"$fd": index}` names. A message may name one
@@ -45,6 +63,26 @@ public struct DescriptorList: Sendable {
                 found: String(index))
         }
         return descriptors[index]
+    }
+
+    /// The descriptor that `value` (`{"$fd": I}`) names; nil when it is no
+    /// such value or I is out of range.
+    public func descriptor(_ value: JSONValue?) -> OwnedFileDescriptor? {
+        Self.referencedIndex(value).flatMap { descriptors.indices.contains($0) ? descriptors[$0] : nil }
+    }
+
+    /// The value `{"$fd": index}`.
+    public static func reference(_ index: Int) -> JSONValue {
+        .object([FileDescriptorReferences.member: .int(Int64(index))])
+    }
+
+    /// The I of a `{"$fd": I}` value (I not negative, no other member); nil
+    /// for any other value.
+    public static func referencedIndex(_ value: JSONValue?) -> Int? {
+        guard case .object(let members)? = value, members.count == 1,
+            let index = members[FileDescriptorReferences.member]?.intValue, index >= 0
+        else { return nil }
+        return Int(exactly: index)
     }
 }
 
@@ -77,6 +115,7 @@ extension OwnedFileDescriptor: DescriptorCarrying {
     public static func decode(from jsonValue: JSONValue, descriptors: DescriptorList) throws(JSONConversionError)
         -> OwnedFileDescriptor
     {
+        // Not referencedIndex: a negative index is named as out of range.
         guard case .object(let members) = jsonValue, members.count == 1,
             let index = members[FileDescriptorReferences.member]?.intValue, let exact = Int(exactly: index)
         else {
@@ -86,7 +125,7 @@ extension OwnedFileDescriptor: DescriptorCarrying {
     }
 
     public func jsonValue(collecting descriptors: inout DescriptorList) -> JSONValue {
-        [FileDescriptorReferences.member: .int(Int64(descriptors.append(self)))]
+        descriptors.reference(self)
     }
 }
 

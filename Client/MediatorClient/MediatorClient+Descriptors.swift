@@ -19,7 +19,7 @@ extension MediatorClient {
     /// result with the descriptors that came with it.
     ///
     /// `params` refers to `descriptors[I]` as `{"$fd": I}`
-    /// (``DescriptorEncodingContext`` builds both). Duplicates are sent:
+    /// (``DescriptorList`` builds both). Duplicates are sent:
     /// the descriptors given stay the caller's. The answer's descriptors
     /// are the reply's, closed when it goes; when the call fails, times
     /// out, is cancelled or the connection is lost, the ones that came are

@@ -38,6 +38,11 @@ struct DescriptorCarriers {
 
     /// Whether an action's params or result hold a descriptor.
     func carries(_ action: ActionModel) -> Bool {
-        carries(TypeRef(.named(action.paramsType))) || carries(TypeRef(.named(action.resultType)))
+        carries(TypeRef(.named(action.paramsType))) || resultCarries(action)
+    }
+
+    /// Whether an action's result (or a partial of it) holds a descriptor.
+    func resultCarries(_ action: ActionModel) -> Bool {
+        carries(TypeRef(.named(action.resultType)))
     }
 }

@@ -30,4 +30,17 @@ struct SourceWriter {
             line(part.isEmpty ? prefix : "\(prefix) \(part)")
         }
     }
+
+    /// Swift: `let name: type`, set by `assignment` in a `do` (`doHead`)
+    /// whose `catch` runs `handler`.
+    mutating func swiftCatching(
+        _ name: String, _ type: String, doHead: String = "do", _ assignment: String, catch handler: String
+    ) {
+        line("let \(name): \(type)")
+        line("\(doHead) {")
+        indented { $0.line("\(name) = \(assignment)") }
+        line("} catch {")
+        indented { $0.line(handler) }
+        line("}")
+    }
 }

@@ -20,6 +20,9 @@ import MediatorProtocol
 /// - An action without a params schema, or whose params schema is not an
 ///   object with properties, has `typealias XParams = JSONValue`, and the
 ///   client's params argument defaults to `[:]`. Results likewise.
+/// - An action whose params or result hold a descriptor (`"format": "fd"`)
+///   calls, streams and answers through the library's descriptor-passing
+///   forms; a oneway one is left out (no oneway call passes descriptors).
 /// - `Component(serving:)` throws: it parses the embedded interface with the
 ///   library's `ActionSpec(json:)`, which could refuse what this generator
 ///   accepted (a newer, stricter library).
@@ -54,19 +57,22 @@ struct SwiftWriter {
         carriers = try DescriptorCarriers(model: model)
     }
 
-    /// The actions with typed calls and handlers: those whose params and
-    /// result hold no descriptor. The library's calls and handlers take
-    /// `Codable` values; an action with descriptors has its types (which
-    /// convert with a `DescriptorList`) and no typed call yet.
-    var typedActions: [ActionModel] { model.actions.filter { !carriers.carries($0) } }
+    /// The actions with typed calls and handlers: all but a oneway action
+    /// whose params hold a descriptor (the library has no oneway call that
+    /// passes descriptors). An action whose params or result hold one
+    /// (``passesDescriptors(_:)``) calls and answers with its descriptors.
+    var typedActions: [ActionModel] { model.actions.filter { !(carriers.carries($0) && $0.oneway) } }
+
+    /// Whether an action's params or result hold a descriptor.
+    func passesDescriptors(_ action: ActionModel) -> Bool { carriers.carries(action) }
 
     /// The doc lines that name the actions left out of the typed calls and handlers.
     func writeUntypedActions(into out: inout SourceWriter) {
-        let untyped = model.actions.filter { carriers.carries($0) }.map { "`\($0.name)`" }
+        let untyped = model.actions.filter { carriers.carries($0) && $0.oneway }.map { "`\($0.name)`" }
         guard !untyped.isEmpty else { return }
         out.line("///")
-        out.line("/// Not here: \(untyped.joined(separator: ", ")), whose params or result hold a descriptor")
-        out.line("/// (`\"format\": \"fd\"`); their types convert with a `DescriptorList`.")
+        out.line("/// Not here: \(untyped.joined(separator: ", ")), oneway with a descriptor in its params (`\"format\": \"fd\"`),")
+        out.line("/// which no oneway call of the library passes; its types convert with a `DescriptorList`.")
     }
 
     var names: InterfaceModel.TypeNames { model.typeNames }
@@ -151,6 +157,9 @@ struct SwiftWriter {
                 let method = Naming.swiftEscaped(action.swiftName)
                 let action_ = Self.stringLiteral(action.name)
                 let params = "_ params: \(action.paramsType)" + (action.paramsFreeForm ? " = [:]" : "")
+                if passesDescriptors(action) {
+                    out.line("/// Passes descriptors: the client must connect with `fds: true`.")
+                }
                 if action.oneway {
                     out.line("/// Oneway: sent without an id; nothing is answered, not even an error.")
                     out.line("public func \(method)(\(params)) async throws(MediatorError) {")
@@ -163,14 +172,32 @@ struct SwiftWriter {
                     out.line(
                         "public func \(method)(\(params), timeout: Duration? = nil) -> MediatorStream<\(action.resultType)> {")
                     out.indented { out in
-                        out.line(
-                            "client.stream(target: target, action: \(action_), params: params, as: \(action.resultType).self, timeout: timeout)")
+                        if passesDescriptors(action) {
+                            out.line("var descriptors = DescriptorList()")
+                            out.swiftCatching(
+                                "json", "JSONValue", doHead: "do throws(MediatorError)", "try descriptors.params(params)",
+                                catch: "return MediatorStream(failing: error)")
+                            out.line(
+                                "return client.stream(target: target, action: \(action_), params: json, descriptors: descriptors.descriptors, timeout: timeout)")
+                            out.indented { $0.line(".decoding(as: \(action.resultType).self)") }
+                        } else {
+                            out.line(
+                                "client.stream(target: target, action: \(action_), params: params, as: \(action.resultType).self, timeout: timeout)")
+                        }
                     }
                 } else {
                     out.line(
                         "public func \(method)(\(params), timeout: Duration? = nil) async throws(MediatorError) -> \(action.resultType) {")
                     out.indented { out in
-                        out.line("try await client.call(target: target, action: \(action_), params: params, as: \(action.resultType).self, timeout: timeout)")
+                        if passesDescriptors(action) {
+                            out.line("var descriptors = DescriptorList()")
+                            out.line("let json = try descriptors.params(params)")
+                            out.line(
+                                "let reply = try await client.call(target: target, action: \(action_), params: json, descriptors: descriptors.descriptors, timeout: timeout)")
+                            out.line("return try reply.decodedResult(as: \(action.resultType).self)")
+                        } else {
+                            out.line("try await client.call(target: target, action: \(action_), params: params, as: \(action.resultType).self, timeout: timeout)")
+                        }
                     }
                 }
                 out.line("}")
@@ -195,6 +222,10 @@ struct SwiftWriter {
                     out.line("/// Oneway: nothing is answered.")
                     out.line(head)
                 } else {
+                    if passesDescriptors(action) {
+                        out.line("/// Passes descriptors: those of `params` came with the call; those of the result are sent")
+                        out.line("/// as duplicates and closed with it.")
+                    }
                     if action.more {
                         out.line("/// Streams: send partial results with `\(partialHelper(action))(_:context:)`, then return the final one.")
                     }
@@ -214,7 +245,8 @@ struct SwiftWriter {
                 out.line("/// caller asked for several responses (`more`).")
                 out.line("public func \(partialHelper(action))(_ partial: \(action.resultType), context: CallContext) async throws {")
                 out.indented { out in
-                    out.line("try await context.send(encoding: partial)")
+                    // The descriptor-carrying form cannot fail: it throws nothing.
+                    out.line(carriers.resultCarries(action) ? "await context.send(encoding: partial)" : "try await context.send(encoding: partial)")
                 }
                 out.line("}")
             }
@@ -236,6 +268,9 @@ struct SwiftWriter {
                 "public init(serving service: some \(names.service), target: String = \(names.interface).target, mode: Component.Mode = .exclusive) throws(MediatorError) {")
             out.indented { out in
                 out.line("self.init(target: target, description: \(names.interface).description, mode: mode)")
+                if typedActions.contains(where: passesDescriptors) {
+                    out.line("acceptsDescriptors = true")
+                }
                 out.line("for spec in try \(names.interface).actionSpecs() {")
                 out.indented { out in
                     out.line("switch spec.name {")
@@ -243,7 +278,13 @@ struct SwiftWriter {
                         let method = Naming.swiftEscaped(action.swiftName)
                         out.line("case \(Self.stringLiteral(action.name)):")
                         out.indented { out in
-                            if action.oneway {
+                            if passesDescriptors(action) {
+                                out.line("addDescriptorAction(spec) { context in")
+                                out.indented { out in
+                                    out.line("let params = try context.decodedParams(as: \(action.paramsType).self)")
+                                    out.line("return MediatorReply(encoding: try await service.\(method)(params, context: context))")
+                                }
+                            } else if action.oneway {
                                 out.line("addAction(spec) { (params: \(action.paramsType), context: CallContext) async throws -> JSONValue in")
                                 out.indented { out in
                                     out.line("try await service.\(method)(params, context: context)")
@@ -288,12 +329,9 @@ struct SwiftWriter {
             out.line("/// The action specs, read with the library's own `ActionSpec(json:)`.")
             out.line("public static func actionSpecs() throws(MediatorError) -> [ActionSpec] {")
             out.indented { out in
-                out.line("let parsed: JSONValue")
-                out.line("do {")
-                out.indented { $0.line("parsed = try JSONParser.parse(json)") }
-                out.line("} catch {")
-                out.indented { $0.line("throw MediatorError(.badRequest, \"the embedded interface of \\(target) does not parse: \\(error)\")") }
-                out.line("}")
+                out.swiftCatching(
+                    "parsed", "JSONValue", "try JSONParser.parse(json)",
+                    catch: "throw MediatorError(.badRequest, \"the embedded interface of \\(target) does not parse: \\(error)\")")
                 out.line("var specs: [ActionSpec] = []")
                 out.line("for value in parsed[\"actions\"]?.arrayValue ?? [] {")
                 out.indented { $0.line("specs.append(try ActionSpec(json: value))") }

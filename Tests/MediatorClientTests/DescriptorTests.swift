@@ -72,7 +72,7 @@ import Testing
         try await Self.withDaemon { daemon in
             let client = try await MediatorClient.connect(socketPath: daemon.path, fds: true)
             let files = try (0..<3).map { try Self.memfd(tag, "file \($0)") }
-            var context = DescriptorEncodingContext()
+            var context = DescriptorList()
             let params: JSONValue = [
                 "third": context.reference(files[2]), "first": context.reference(files[0]),
                 "again": context.reference(files[2]), "second": context.reference(files[1]),
@@ -254,7 +254,7 @@ import Testing
                 // memfd with the reversed bytes of the first.
                 let memory = try MappedMemory(mapping: try #require(context.descriptors.first))
                 let reversed = try OwnedFileDescriptor.sealedMemory(memory.bytes.reversed(), name: tag)
-                var encoding = DescriptorEncodingContext()
+                var encoding = DescriptorList()
                 let echoed = context.descriptors.reversed().map { encoding.reference($0) }
                 return MediatorReply(
                     result: ["echoed": .array(echoed), "reversed": encoding.reference(reversed), "count": .int(Int64(context.descriptors.count))],
@@ -466,18 +466,18 @@ import Testing
         #expect(throws: MediatorError.self) { try MappedMemory(mapping: unsealed) }
     }
 
-    @Test func theEncodingContextNumbersDescriptorsOnce() throws {
+    @Test func aDescriptorListNumbersDescriptorsOnce() throws {
         let first = try OwnedFileDescriptor(opening: "/dev/null")
         let second = try OwnedFileDescriptor(opening: "/dev/null")
-        var context = DescriptorEncodingContext()
-        #expect(context.reference(first) == ["$fd": 0])
-        #expect(context.reference(second) == ["$fd": 1])
-        #expect(context.index(of: first) == 0)
-        #expect(context.descriptors.count == 2)
-        #expect(DescriptorEncodingContext.referencedIndex(["$fd": 1]) == 1)
-        #expect(DescriptorEncodingContext.referencedIndex(["$fd": 1, "other": 2]) == nil)
-        #expect(DescriptorEncodingContext.referencedIndex(["$fd": -1]) == nil)
-        let reply = MediatorReply(result: ["f": ["$fd": 1]], descriptors: context.descriptors)
+        var list = DescriptorList()
+        #expect(list.reference(first) == ["$fd": 0])
+        #expect(list.reference(second) == ["$fd": 1])
+        #expect(list.index(of: first) == 0)
+        #expect(list.descriptors.count == 2)
+        #expect(DescriptorList.referencedIndex(["$fd": 1]) == 1)
+        #expect(DescriptorList.referencedIndex(["$fd": 1, "other": 2]) == nil)
+        #expect(DescriptorList.referencedIndex(["$fd": -1]) == nil)
+        let reply = MediatorReply(result: ["f": ["$fd": 1]], descriptors: list.descriptors)
         #expect(reply.descriptor(reply.result["f"]) === second)
         #expect(reply.descriptor(["$fd": 2]) == nil)
         #expect(OutboundMessage.declaringDescriptors(2, in: Array("{\"id\":1}\n".utf8)) == Array("{\"fds\":2,\"id\":1}\n".utf8))

@@ -37,6 +37,18 @@ import Testing
         #expect(list.descriptors.map(ObjectIdentifier.init) == [b.read, c.read, a.read].map(ObjectIdentifier.init))
     }
 
+    /// One handle in two members is sent once, both naming its index: the
+    /// same list that untyped calls build with `reference(_:)`.
+    @Test func encodingSendsAHandleNamedTwiceOnce() throws {
+        let ends = try Self.pipeEnds()
+        defer { close(ends.write) }
+        var list = DescriptorList()
+        let json = OpenResult(extra: [ends.read], file: ends.read).jsonValue(collecting: &list)
+        #expect(json == ["extra": [["$fd": 0]], "file": ["$fd": 0]])
+        #expect(list.count == 1)
+        #expect(list.reference(ends.read) == ["$fd": 0])
+    }
+
     @Test func decodingTakesTheDescriptorsItsIndexesName() throws {
         let (a, b) = (try Self.pipeEnds(), try Self.pipeEnds())
         defer { for end in [a.write, b.write] { close(end) } }
@@ -111,11 +123,47 @@ import Testing
         #expect(throws: JSONConversionError.self) { try OpenResult(file: ends.read, log: Labelled(file: nil, label: "123456789")).validate() }
     }
 
-    @Test func actionsWithDescriptorsAreLeftOutOfTheTypedCalls() throws {
+    /// Only a oneway action with descriptors is left out (the library
+    /// has no oneway call passing them); the others are typed calls and
+    /// handlers, the component accepting descriptors.
+    @Test func onlyOnewayActionsWithDescriptorsAreLeftOut() throws {
         let source = try SwiftGenerator.generate(
             interface: try GoldenTests.interface("Descriptors"), fileName: "Descriptors.mediator.json")
-        #expect(source.contains("/// Not here: `open`, `tail`, `drop`, `memfd`, whose params or result hold a descriptor"))
-        #expect(!source.contains("func open("))
-        #expect(source.contains("public func size(_ params: SizeParams"))
+        #expect(source.contains("/// Not here: `drop`, oneway with a descriptor in its params"))
+        #expect(source.contains("public func `open`(_ params: OpenParams, timeout: Duration? = nil)"))
+        #expect(!source.contains("func drop("))
+        let component = try Component(serving: StubDescriptors())
+        #expect(component.acceptsDescriptors)
+        #expect(component.actionSpecs.map(\.name).sorted() == ["memfd", "open", "size", "tail", "track"])
     }
+
+    /// Bounds and descriptor indexes fail as a typed call's: params out of
+    /// bounds are `invalid_params` (nothing sent), a result naming a
+    /// descriptor that did not come is `invalid_result`, params likewise
+    /// `invalid_params` for a handler.
+    @Test func typedDescriptorCallsFailAsTypedCalls() throws {
+        var list = DescriptorList()
+        let error = #expect(throws: MediatorError.self) { try list.params(OpenParams(path: String(repeating: "x", count: 4097))) }
+        #expect(error?.code == .invalidParams)
+        #expect(list.isEmpty)
+        let reply = MediatorReply(result: ["file": ["$fd": 0]])
+        let resultError = #expect(throws: MediatorError.self) { try reply.decodedResult(as: OpenResult.self) }
+        #expect(resultError?.code == .invalidResult)
+        let ends = try Self.pipeEnds()
+        defer { close(ends.write) }
+        let encoded = MediatorReply(encoding: OpenResult(file: ends.read))
+        #expect(encoded.result == ["file": ["$fd": 0]])
+        #expect(try encoded.decodedResult(as: OpenResult.self).file === ends.read)
+    }
+}
+
+/// A DescriptorsService whose actions are never called: enough to build
+/// its component.
+private struct StubDescriptors: DescriptorsService {
+    struct NotCalled: Error {}
+    func open(_ params: OpenParams, context: CallContext) async throws -> OpenResult { throw NotCalled() }
+    func tail(_ params: TailParams, context: CallContext) async throws -> TailResult { throw NotCalled() }
+    func track(_ params: TrackParams, context: CallContext) async throws -> TrackResult { throw NotCalled() }
+    func memfd(_ params: MemfdParams, context: CallContext) async throws -> MemfdResult { throw NotCalled() }
+    func size(_ params: SizeParams, context: CallContext) async throws -> SizeResult { throw NotCalled() }
 }

@@ -184,6 +184,70 @@ public struct TailResult: Sendable, DescriptorCarrying {
     }
 }
 
+public struct TrackParams: Sendable, DescriptorCarrying {
+    public var file: OwnedFileDescriptor
+
+    public init(file: OwnedFileDescriptor) {
+        self.file = file
+    }
+
+    public static func decode(from jsonValue: JSONValue, descriptors: DescriptorList) throws(JSONConversionError) -> Self {
+        try Self(jsonValue: jsonValue, descriptors: descriptors)
+    }
+
+    public init(jsonValue: JSONValue, descriptors: DescriptorList) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "TrackParams")
+        self.file = try descriptors.required(members, "file")
+    }
+
+    public func jsonValue(collecting descriptors: inout DescriptorList) -> JSONValue {
+        var members: [String: JSONValue] = [:]
+        members["file"] = self.file.jsonValue(collecting: &descriptors)
+        return .object(members)
+    }
+}
+
+public struct TrackResult: Codable, Sendable, Equatable, JSONValueConvertible {
+    public var lines: Int
+
+    public init(lines: Int) {
+        self.lines = lines
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case lines = "lines"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.lines = try container.decode(Int.self, forKey: .lines)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.lines, forKey: .lines)
+    }
+
+    public init(jsonValue: JSONValue) throws(JSONConversionError) {
+        let members = try JSONConversion.members(jsonValue, of: "TrackResult")
+        self.lines = try JSONConversion.required(members, "lines")
+    }
+
+    public var jsonValue: JSONValue {
+        var members: [String: JSONValue] = [:]
+        members["lines"] = self.lines.jsonValue
+        return .object(members)
+    }
+
+    public func encodeJSON(into output: inout [UInt8]) {
+        var members = JSONConversion.ObjectMembers()
+        output.append(UInt8(ascii: "{"))
+        members.next("\"lines\":", into: &output)
+        self.lines.encodeJSON(into: &output)
+        output.append(UInt8(ascii: "}"))
+    }
+}
+
 public struct DropParams: Sendable, DescriptorCarrying {
     public var file: OwnedFileDescriptor
 
@@ -297,8 +361,8 @@ public struct SizeResult: Codable, Sendable, Equatable, JSONValueConvertible {
 
 /// Typed calls to the target "Descriptors" through a `MediatorClient`.
 ///
-/// Not here: `open`, `tail`, `drop`, `memfd`, whose params or result hold a descriptor
-/// (`"format": "fd"`); their types convert with a `DescriptorList`.
+/// Not here: `drop`, oneway with a descriptor in its params (`"format": "fd"`),
+/// which no oneway call of the library passes; its types convert with a `DescriptorList`.
 public struct DescriptorsClient: Sendable {
     public static let target = "Descriptors"
 
@@ -311,6 +375,53 @@ public struct DescriptorsClient: Sendable {
         self.target = target
     }
 
+    /// Opens a file under a directory the caller passes
+    /// Passes descriptors: the client must connect with `fds: true`.
+    public func `open`(_ params: OpenParams, timeout: Duration? = nil) async throws(MediatorError) -> OpenResult {
+        var descriptors = DescriptorList()
+        let json = try descriptors.params(params)
+        let reply = try await client.call(target: target, action: "open", params: json, descriptors: descriptors.descriptors, timeout: timeout)
+        return try reply.decodedResult(as: OpenResult.self)
+    }
+
+    /// Passes descriptors: the client must connect with `fds: true`.
+    /// Streams: yields each partial result, then the final one. Ending the iteration early
+    /// (or cancelling the iterating task) cancels the call.
+    public func tail(_ params: TailParams, timeout: Duration? = nil) -> MediatorStream<TailResult> {
+        var descriptors = DescriptorList()
+        let json: JSONValue
+        do throws(MediatorError) {
+            json = try descriptors.params(params)
+        } catch {
+            return MediatorStream(failing: error)
+        }
+        return client.stream(target: target, action: "tail", params: json, descriptors: descriptors.descriptors, timeout: timeout)
+            .decoding(as: TailResult.self)
+    }
+
+    /// Passes descriptors: the client must connect with `fds: true`.
+    /// Streams: yields each partial result, then the final one. Ending the iteration early
+    /// (or cancelling the iterating task) cancels the call.
+    public func track(_ params: TrackParams, timeout: Duration? = nil) -> MediatorStream<TrackResult> {
+        var descriptors = DescriptorList()
+        let json: JSONValue
+        do throws(MediatorError) {
+            json = try descriptors.params(params)
+        } catch {
+            return MediatorStream(failing: error)
+        }
+        return client.stream(target: target, action: "track", params: json, descriptors: descriptors.descriptors, timeout: timeout)
+            .decoding(as: TrackResult.self)
+    }
+
+    /// Passes descriptors: the client must connect with `fds: true`.
+    public func memfd(_ params: MemfdParams = [:], timeout: Duration? = nil) async throws(MediatorError) -> MemfdResult {
+        var descriptors = DescriptorList()
+        let json = try descriptors.params(params)
+        let reply = try await client.call(target: target, action: "memfd", params: json, descriptors: descriptors.descriptors, timeout: timeout)
+        return try reply.decodedResult(as: MemfdResult.self)
+    }
+
     public func size(_ params: SizeParams, timeout: Duration? = nil) async throws(MediatorError) -> SizeResult {
         try await client.call(target: target, action: "size", params: params, as: SizeResult.self, timeout: timeout)
     }
@@ -318,10 +429,43 @@ public struct DescriptorsClient: Sendable {
 
 /// The actions of "Descriptors", to implement and serve with `Component(serving:)`.
 ///
-/// Not here: `open`, `tail`, `drop`, `memfd`, whose params or result hold a descriptor
-/// (`"format": "fd"`); their types convert with a `DescriptorList`.
+/// Not here: `drop`, oneway with a descriptor in its params (`"format": "fd"`),
+/// which no oneway call of the library passes; its types convert with a `DescriptorList`.
 public protocol DescriptorsService: Sendable {
+    /// Opens a file under a directory the caller passes
+    /// Passes descriptors: those of `params` came with the call; those of the result are sent
+    /// as duplicates and closed with it.
+    func `open`(_ params: OpenParams, context: CallContext) async throws -> OpenResult
+
+    /// Passes descriptors: those of `params` came with the call; those of the result are sent
+    /// as duplicates and closed with it.
+    /// Streams: send partial results with `sendTailPartial(_:context:)`, then return the final one.
+    func tail(_ params: TailParams, context: CallContext) async throws -> TailResult
+
+    /// Passes descriptors: those of `params` came with the call; those of the result are sent
+    /// as duplicates and closed with it.
+    /// Streams: send partial results with `sendTrackPartial(_:context:)`, then return the final one.
+    func track(_ params: TrackParams, context: CallContext) async throws -> TrackResult
+
+    /// Passes descriptors: those of `params` came with the call; those of the result are sent
+    /// as duplicates and closed with it.
+    func memfd(_ params: MemfdParams, context: CallContext) async throws -> MemfdResult
+
     func size(_ params: SizeParams, context: CallContext) async throws -> SizeResult
+}
+
+extension DescriptorsService {
+    /// Sends a partial result of `tail` (`"continues": true`); ignored unless the
+    /// caller asked for several responses (`more`).
+    public func sendTailPartial(_ partial: TailResult, context: CallContext) async throws {
+        await context.send(encoding: partial)
+    }
+
+    /// Sends a partial result of `track` (`"continues": true`); ignored unless the
+    /// caller asked for several responses (`more`).
+    public func sendTrackPartial(_ partial: TrackResult, context: CallContext) async throws {
+        try await context.send(encoding: partial)
+    }
 }
 
 extension Component {
@@ -330,8 +474,29 @@ extension Component {
     /// Descriptors.mediator.json, so that the daemon checks calls against the same schemas.
     public init(serving service: some DescriptorsService, target: String = DescriptorsInterface.target, mode: Component.Mode = .exclusive) throws(MediatorError) {
         self.init(target: target, description: DescriptorsInterface.description, mode: mode)
+        acceptsDescriptors = true
         for spec in try DescriptorsInterface.actionSpecs() {
             switch spec.name {
+            case "open":
+                addDescriptorAction(spec) { context in
+                    let params = try context.decodedParams(as: OpenParams.self)
+                    return MediatorReply(encoding: try await service.`open`(params, context: context))
+                }
+            case "tail":
+                addDescriptorAction(spec) { context in
+                    let params = try context.decodedParams(as: TailParams.self)
+                    return MediatorReply(encoding: try await service.tail(params, context: context))
+                }
+            case "track":
+                addDescriptorAction(spec) { context in
+                    let params = try context.decodedParams(as: TrackParams.self)
+                    return MediatorReply(encoding: try await service.track(params, context: context))
+                }
+            case "memfd":
+                addDescriptorAction(spec) { context in
+                    let params = try context.decodedParams(as: MemfdParams.self)
+                    return MediatorReply(encoding: try await service.memfd(params, context: context))
+                }
             case "size":
                 addAction(spec) { (params: SizeParams, context: CallContext) async throws -> SizeResult in
                     try await service.size(params, context: context)
@@ -439,6 +604,33 @@ public enum DescriptorsInterface {
             },
             "required": [
               "chunk"
+            ],
+            "type": "object"
+          }
+        },
+        {
+          "more": true,
+          "name": "track",
+          "params": {
+            "properties": {
+              "file": {
+                "format": "fd",
+                "type": "object"
+              }
+            },
+            "required": [
+              "file"
+            ],
+            "type": "object"
+          },
+          "result": {
+            "properties": {
+              "lines": {
+                "type": "integer"
+              }
+            },
+            "required": [
+              "lines"
             ],
             "type": "object"
           }

@@ -104,6 +104,33 @@ INTERFACE: typing.Dict[str, typing.Any] = {
             },
         },
         {
+            "more": True,
+            "name": "track",
+            "params": {
+                "properties": {
+                    "file": {
+                        "format": "fd",
+                        "type": "object",
+                    },
+                },
+                "required": [
+                    "file",
+                ],
+                "type": "object",
+            },
+            "result": {
+                "properties": {
+                    "lines": {
+                        "type": "integer",
+                    },
+                },
+                "required": [
+                    "lines",
+                ],
+                "type": "object",
+            },
+        },
+        {
             "name": "drop",
             "oneway": True,
             "params": {
@@ -317,6 +344,38 @@ class TailResult:
 
 
 @dataclasses.dataclass
+class TrackParams:
+    file: typing.Union[mediator.FD, mediator.ReceivedFD]
+
+    def to_json(self) -> typing.Dict[str, typing.Any]:
+        result: typing.Dict[str, typing.Any] = {}
+        result["file"] = self.file
+        return result
+
+    @classmethod
+    def from_json(cls, value: typing.Dict[str, typing.Any]) -> TrackParams:
+        return cls(
+            file=_received_fd(value["file"]),
+        )
+
+
+@dataclasses.dataclass
+class TrackResult:
+    lines: int
+
+    def to_json(self) -> typing.Dict[str, typing.Any]:
+        result: typing.Dict[str, typing.Any] = {}
+        result["lines"] = self.lines
+        return result
+
+    @classmethod
+    def from_json(cls, value: typing.Dict[str, typing.Any]) -> TrackResult:
+        return cls(
+            lines=value["lines"],
+        )
+
+
+@dataclasses.dataclass
 class DropParams:
     file: typing.Union[mediator.FD, mediator.ReceivedFD]
 
@@ -389,6 +448,11 @@ class DescriptorsClient:
         for value in self._client.stream(self.TARGET, "tail", params.to_json(), timeout=timeout):
             yield TailResult.from_json(value)
 
+    def track(self, params: TrackParams, timeout: typing.Optional[float] = None) -> typing.Iterator[TrackResult]:
+        # Streams: yields each partial result, then the final one.
+        for value in self._client.stream(self.TARGET, "track", params.to_json(), timeout=timeout):
+            yield TrackResult.from_json(value)
+
     def drop(self, params: DropParams) -> None:
         # Oneway: sent without an id; nothing is answered, not even an error.
         self._client.send(self.TARGET, "drop", params.to_json())
@@ -413,6 +477,10 @@ class DescriptorsService:
         # Streams: send partial results with self.send_tail_partial(ctx, partial), then return the final one.
         raise NotImplementedError("Descriptors.tail")
 
+    def track(self, params: TrackParams, ctx: mediator.CallContext) -> TrackResult:
+        # Streams: send partial results with self.send_track_partial(ctx, partial), then return the final one.
+        raise NotImplementedError("Descriptors.track")
+
     def drop(self, params: DropParams, ctx: mediator.CallContext) -> None:
         # Oneway: nothing is answered.
         raise NotImplementedError("Descriptors.drop")
@@ -425,6 +493,10 @@ class DescriptorsService:
 
     def send_tail_partial(self, ctx: mediator.CallContext, partial: TailResult) -> None:
         # A partial result of "tail"; ignored unless the caller asked for `more`.
+        ctx.send_partial(partial.to_json())
+
+    def send_track_partial(self, ctx: mediator.CallContext, partial: TrackResult) -> None:
+        # A partial result of "track"; ignored unless the caller asked for `more`.
         ctx.send_partial(partial.to_json())
 
 
@@ -448,6 +520,10 @@ def make_service(service: DescriptorsService, target: typing.Optional[str] = Non
     @svc.action("tail")
     def _tail(params: typing.Dict[str, typing.Any], ctx: mediator.CallContext) -> typing.Any:
         return service.tail(TailParams.from_json(params), ctx).to_json()
+
+    @svc.action("track")
+    def _track(params: typing.Dict[str, typing.Any], ctx: mediator.CallContext) -> typing.Any:
+        return service.track(TrackParams.from_json(params), ctx).to_json()
 
     @svc.action("drop")
     def _drop(params: typing.Dict[str, typing.Any], ctx: mediator.CallContext) -> typing.Any:
