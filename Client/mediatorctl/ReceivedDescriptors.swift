@@ -47,7 +47,7 @@ struct ReceivedDescriptors {
     static func annotated(_ value: JSONValue, paths: [String]) -> JSONValue {
         switch value {
         case .object(let members):
-            if let index = DescriptorEncodingContext.referencedIndex(value) {
+            if let index = DescriptorList.referencedIndex(value) {
                 guard paths.indices.contains(index) else { return value }
                 return .object([FileDescriptorReferences.member: .int(Int64(index)), pathMember: .string(paths[index])])
             }
