@@ -38,6 +38,10 @@ final class ExportedCalls: Sendable {
     }
 
     private let incoming = Mutex<[String: Incoming]>([:])
+    /// Calls whose blobs are coming at once, at most: each may hold up to
+    /// ``NATSBridgeSettings/maxFdBytes``; past it, calls with blobs are
+    /// answered `overloaded`.
+    static let maxIncomingCalls = 16
     private let nextToken = Atomic<Int>(1)
 
     init(
@@ -73,9 +77,17 @@ final class ExportedCalls: Sendable {
             return
         }
         let token = String(nextToken.add(1, ordering: .relaxed).oldValue)
-        incoming.withLock {
-            $0[token] = Incoming(
+        let taken = incoming.withLock { table -> Bool in
+            guard table.count < Self.maxIncomingCalls else { return false }
+            table[token] = Incoming(
                 request: request, target: target, reply: reply, message: message, assembly: BridgeBlobs.Assembly(sizes: request.blobs))
+            return true
+        }
+        guard taken else {
+            answer(reply, .error(MediatorError(
+                .overloaded, "too many calls with descriptors arriving at once on this host",
+                data: ["max_incoming_calls": .int(Int64(Self.maxIncomingCalls))]).delivered(.no)))
+            return
         }
         // A caller that never sends them: forgotten after the call's own time.
         let bound = Duration.milliseconds(request.timeoutMs ?? ProtocolConstants.defaultTimeoutMs) + .seconds(1)
