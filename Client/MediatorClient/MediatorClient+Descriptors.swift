@@ -68,6 +68,25 @@ extension MediatorClient {
         }
     }
 
+    /// ``markedStream(_:_:params:timeout:remoteCaller:)`` with `descriptors`
+    /// sent with the request and each response's in its ``StreamItem``,
+    /// for the NATS bridge. A refusal ends the stream with the error at once.
+    @_spi(NATSBridge) public func markedStream(
+        _ target: String, _ action: String, params: JSONValue, descriptors: [OwnedFileDescriptor], timeout: Duration?,
+        remoteCaller: JSONValue
+    ) -> AsyncThrowingStream<StreamItem, any Error> {
+        let sent: [OwnedDescriptor]
+        do {
+            sent = try outgoing(descriptors, params: params)
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
+        }
+        return connection.stream(
+            of: StreamItem.self, waiter: { .markedReplyStream(StreamSink($0)) }, target, action, params: params,
+            timeoutMs: timeout.map(Connection.milliseconds), keepAlive: self, trace: nil, remoteCaller: remoteCaller,
+            descriptors: sent)
+    }
+
     /// Sends a call with its descriptors as the interceptors leave it.
     func callPassingDescriptors(_ request: ClientRequest) async throws(MediatorError) -> MediatorReply {
         let (target, action, params, trace) = (request.target, request.action, request.params, request.trace)

@@ -72,10 +72,6 @@ final class ExportedCalls: Sendable {
             start(request, target: target, reply: reply, from: message, descriptors: [])
             return
         }
-        if request.more {
-            answer(reply, .error(MediatorError(.fdsNotSupported, "descriptors cross hosts with single calls, not with streams").delivered(.no)))
-            return
-        }
         let token = String(nextToken.add(1, ordering: .relaxed).oldValue)
         let taken = incoming.withLock { table -> Bool in
             guard table.count < Self.maxIncomingCalls else { return false }
@@ -183,7 +179,14 @@ final class ExportedCalls: Sendable {
         }
         defer { beat?.cancel() }
         do {
-            if request.more {
+            if request.more && request.fds == BridgeBlobs.version {
+                // As below, each response's descriptors as blobs after it.
+                for try await item in client.markedStream(
+                    target, request.action, params: request.params, descriptors: descriptors, timeout: timeout, remoteCaller: remote)
+                {
+                    try answer(reply, item.value, continues: !item.isFinal, descriptors: item.descriptors)
+                }
+            } else if request.more {
                 // Each response passed on as it comes, marked as the daemon marked it.
                 for try await item in client.markedStream(
                     target, request.action, params: request.params, timeout: timeout, remoteCaller: remote)
@@ -194,7 +197,7 @@ final class ExportedCalls: Sendable {
                 // A caller that takes blobs: descriptors may come back.
                 let result = try await client.call(
                     target, request.action, params: request.params, descriptors: descriptors, timeout: timeout, remoteCaller: remote)
-                try answer(reply, result)
+                try answer(reply, result.result, continues: false, descriptors: result.descriptors)
             } else {
                 let value = try await client.call(
                     target, request.action, params: request.params, timeout: timeout, remoteCaller: remote)
@@ -224,13 +227,15 @@ final class ExportedCalls: Sendable {
     ///
     /// - Throws: `fds_not_supported` for a descriptor that is not a sealed
     ///   memfd, `frame_too_large` over the bound: the answer instead.
-    private func answer(_ reply: String, _ result: MediatorReply) throws(MediatorError) {
-        guard !result.descriptors.isEmpty else {
-            answer(reply, .result(result.result, continues: false))
+    private func answer(
+        _ reply: String, _ result: JSONValue, continues: Bool, descriptors: [OwnedFileDescriptor]
+    ) throws(MediatorError) {
+        guard !descriptors.isEmpty else {
+            answer(reply, .result(result, continues: continues))
             return
         }
-        let memories = try BlobDescriptors.contents(result.descriptors, limit: maxFdBytes)
-        answer(reply, .resultWithBlobs(result.result, continues: false, sizes: memories.map(\.count)))
+        let memories = try BlobDescriptors.contents(descriptors, limit: maxFdBytes)
+        answer(reply, .resultWithBlobs(result, continues: continues, sizes: memories.map(\.count)))
         do {
             try BlobDescriptors.send(memories, to: reply, over: connection)
         } catch {

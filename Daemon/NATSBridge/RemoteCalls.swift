@@ -143,6 +143,18 @@ final class RemoteCalls: Sendable {
                 state.waiting.values[slot].lastHeard = now
                 state.waiting.values[slot].receiving = Receiving(
                     result: result, continues: continues, assembly: BridgeBlobs.Assembly(sizes: sizes))
+                if continues {
+                    // Counted with its blobs; one partial alone always passes (its blobs are bounded by maxFdBytes).
+                    let bytes = message.payload.count + sizes.reduce(0, +)
+                    state.waiting.values[slot].buffered.append(bytes)
+                    state.waiting.values[slot].bufferedBytes += bytes
+                    if state.waiting.values[slot].bufferedBytes > Self.maxBufferedPartialBytes
+                        && state.waiting.values[slot].buffered.count > 1
+                    {
+                        let call = state.waiting.remove(at: slot).value
+                        return (call.continuation, call.connection)
+                    }
+                }
                 return (state.waiting.values[slot].continuation, nil)
             case .alive(let host):
                 state.waiting.values[slot].lastHeard = now
@@ -340,7 +352,7 @@ final class RemoteCalls: Sendable {
         var memories: [MappedMemory] = []
         if !context.descriptors.isEmpty {
             do {
-                try checkDescriptorsCanGo(to: target, streaming: context.acceptsPartials)
+                try checkDescriptorsCanGo(to: target)
                 memories = try BlobDescriptors.contents(context.descriptors, limit: maxFdBytes)
             } catch {
                 throw error.delivered(.no)
@@ -401,12 +413,8 @@ final class RemoteCalls: Sendable {
     }
 
     /// Throws `fds_not_supported` unless a call to `target` may carry
-    /// blobs: a single call (not a stream), to a target whose every
-    /// announcing host takes this version of ``BridgeBlobs``.
-    private func checkDescriptorsCanGo(to target: String, streaming: Bool) throws(MediatorError) {
-        if streaming {
-            throw MediatorError(.fdsNotSupported, "descriptors cross hosts with single calls, not with streams")
-        }
+    /// blobs: every host announcing it takes this version of ``BridgeBlobs``.
+    private func checkDescriptorsCanGo(to target: String) throws(MediatorError) {
         let ready = state.withLock { state in
             let serving = state.hosts.values.filter { $0.targets.contains(target) }
             return !serving.isEmpty && serving.allSatisfy { $0.fds == BridgeBlobs.version }

@@ -33,6 +33,16 @@ extension Integration.NATSBridge {
             let size = Int(context.params["size"]?.intValue ?? 0)
             return MediatorReply(result: ["data": ["$fd": 0]], descriptors: [try OwnedFileDescriptor.sealedMemory(pattern(size))])
         }
+        // A stream: the request's memfd back three times, each with the part's number appended.
+        component.addDescriptorAction("parts") { context in
+            let input = try MappedMemory(mapping: try #require(context.descriptor(context.params["data"]))).bytes
+            for part in 0..<2 {
+                await context.send(
+                    partial: ["part": .int(Int64(part)), "data": ["$fd": 0]],
+                    descriptors: [try OwnedFileDescriptor.sealedMemory(input + [UInt8(part)])])
+            }
+            return MediatorReply(result: ["part": 2, "data": ["$fd": 0]], descriptors: [try OwnedFileDescriptor.sealedMemory(input + [2])])
+        }
         component.addDescriptorAction("pipe") { _ in
             var ends: [Int32] = [0, 0]
             guard pipe(&ends) == 0 else { throw MediatorError(.internal, "pipe failed") }
@@ -43,7 +53,7 @@ extension Integration.NATSBridge {
         return component
     }
 
-    @Test("Sealed memfds cross hosts both ways as chunked bytes; a pipe is refused fds_not_supported and closed; the bound per call")
+    @Test("Sealed memfds cross hosts both ways as chunked bytes, in stream partials too; a pipe is refused fds_not_supported and closed; the bound per call")
     func sealedMemfdsAcrossHosts() async throws {
         let world = try World()
         defer { world.close() }
@@ -79,6 +89,24 @@ extension Integration.NATSBridge {
         let back = try #require(made.descriptor(made.result["data"]), "\(made.result)")
         #expect(back.seals.map { $0 & OwnedFileDescriptor.immutableSeals } == OwnedFileDescriptor.immutableSeals)
         #expect(try MappedMemory(mapping: back).bytes == Self.pattern(size))
+
+        // A stream both ways: a memfd with the request, one with each partial and the final result.
+        let streamed = Self.pattern(3 << 20)
+        let streamedMemfd = try OwnedFileDescriptor.sealedMemory(streamed)
+        let parts = try await within("a stream with memfds across hosts", .seconds(30)) {
+            var parts: [(JSONValue, [UInt8])] = []
+            for try await reply in client.stream(
+                target: "Blobs", action: "parts", params: ["data": ["$fd": 0]], descriptors: [streamedMemfd])
+            {
+                let memfd = try #require(reply.descriptor(reply.result["data"]), "\(reply.result)")
+                parts.append((reply.result["part"] ?? .null, try MappedMemory(mapping: memfd).bytes))
+            }
+            return parts.map { ($0.0, $0.1) }
+        }
+        #expect(parts.map(\.0) == [0, 1, 2])
+        for (index, part) in parts.enumerated() {
+            #expect(part.1 == streamed + [UInt8(index)], "part \(index): \(part.1.count) bytes")
+        }
 
         // A pipe does not cross: refused before the call leaves A, and closed.
         var ends: [Int32] = [0, 0]
