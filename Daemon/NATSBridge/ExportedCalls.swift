@@ -38,9 +38,9 @@ final class ExportedCalls: Sendable {
     }
 
     private let incoming = Mutex<[String: Incoming]>([:])
-    /// Calls whose blobs are coming at once, at most: each may hold up to
-    /// ``NATSBridgeSettings/maxFdBytes``; past it, calls with blobs are
-    /// answered `overloaded`.
+    /// Calls whose blobs are coming at once, at most; and their blobs
+    /// together are at most ``maxFdBytes`` (one call's worth): past
+    /// either, a call with blobs is answered `overloaded`.
     static let maxIncomingCalls = 16
     private let nextToken = Atomic<Int>(1)
 
@@ -74,7 +74,8 @@ final class ExportedCalls: Sendable {
         }
         let token = String(nextToken.add(1, ordering: .relaxed).oldValue)
         let taken = incoming.withLock { table -> Bool in
-            guard table.count < Self.maxIncomingCalls else { return false }
+            let coming = table.values.reduce(0) { $0 + $1.assembly.sizes.reduce(0, +) }
+            guard table.count < Self.maxIncomingCalls, coming + request.blobs.reduce(0, +) <= maxFdBytes else { return false }
             table[token] = Incoming(
                 request: request, target: target, reply: reply, message: message, assembly: BridgeBlobs.Assembly(sizes: request.blobs))
             return true
@@ -82,7 +83,8 @@ final class ExportedCalls: Sendable {
         guard taken else {
             answer(reply, .error(MediatorError(
                 .overloaded, "too many calls with descriptors arriving at once on this host",
-                data: ["max_incoming_calls": .int(Int64(Self.maxIncomingCalls))]).delivered(.no)))
+                data: ["max_incoming_calls": .int(Int64(Self.maxIncomingCalls)), "max_fd_bytes": .int(Int64(maxFdBytes))]
+            ).delivered(.no)))
             return
         }
         // A caller that never sends them: forgotten after the call's own time.

@@ -414,7 +414,7 @@ final class RemoteCalls: Sendable {
 
     /// Throws `fds_not_supported` unless a call to `target` may carry
     /// blobs: every host announcing it takes this version of ``BridgeBlobs``.
-    private func checkDescriptorsCanGo(to target: String) throws(MediatorError) {
+    func checkDescriptorsCanGo(to target: String) throws(MediatorError) {
         let ready = state.withLock { state in
             let serving = state.hosts.values.filter { $0.targets.contains(target) }
             return !serving.isEmpty && serving.allSatisfy { $0.fds == BridgeBlobs.version }

@@ -125,3 +125,32 @@ struct BridgeBlobsTests {
         }
     }
 }
+
+/// The version: a caller sends blobs only to hosts that announce it.
+@Suite("Bridge blobs: versions")
+struct BridgeBlobsVersionTests {
+    @Test func descriptorsGoOnlyToATargetWhoseEveryHostTakesThem() throws {
+        let calls = RemoteCalls(
+            inbox: "_INBOX.v", subjects: BridgeSubjects(prefix: "mediator"), host: "hostA", livenessTimeout: .seconds(5),
+            logger: Logger(label: "bridge-blobs-tests"))
+        func announce(_ host: String, fds: Int64?) {
+            let announcement = BridgeMessages.Announcement(
+                host: host, targets: [.init(name: "Files", description: nil, actions: [])], intervalMs: 2000, fds: fds)
+            calls.heard(NATSMessage(subject: "mediator.hosts", payload: announcement.encoded))
+        }
+        // Nobody announces it yet.
+        #expect(throws: MediatorError.self) { try calls.checkDescriptorsCanGo(to: "Files") }
+        announce("hostB", fds: BridgeBlobs.version)
+        try calls.checkDescriptorsCanGo(to: "Files")
+        // An older bridge serves it too: the queue group may pick it.
+        announce("hostC", fds: nil)
+        #expect(throws: MediatorError.self) { try calls.checkDescriptorsCanGo(to: "Files") }
+        do {
+            try calls.checkDescriptorsCanGo(to: "Files")
+        } catch {
+            #expect(error.code == .fdsNotSupported)
+        }
+        announce("hostC", fds: 2)
+        #expect(throws: MediatorError.self) { try calls.checkDescriptorsCanGo(to: "Files") }
+    }
+}
