@@ -122,12 +122,12 @@ final class ExportedCalls: Sendable {
             return nil
         }
         guard let (call, failure) = outcome else { return }
-        do {
+        do throws(MediatorError) {
             if let failure { throw failure }
             let descriptors = try BlobDescriptors.descriptors(call.assembly)
             start(call.request, target: call.target, reply: call.reply, from: call.message, descriptors: descriptors)
         } catch {
-            answer(call.reply, .error(MediatorError(.internal, "\(error)").delivered(.no)))
+            answer(call.reply, .error(error.delivered(.no)))
         }
     }
 
