@@ -21,9 +21,15 @@ import NIOConcurrencyHelpers
 
     private let socketPath: String?
     private let name: String?
+    /// Says `"fds": true` in `hello` (contract section 8): the components
+    /// registered on it receive descriptors (``CallContext/descriptors``)
+    /// and may answer with some, as with ``Component/acceptsDescriptors``,
+    /// which this connection's components share.
+    private let acceptsDescriptors: Bool
     private let state = NIOLockedValueBox(State())
 
-    public init(socketPath: String?, name: String?) {
+    public init(socketPath: String?, name: String?, acceptsDescriptors: Bool = false) {
+        self.acceptsDescriptors = acceptsDescriptors
         self.socketPath = socketPath
         self.name = name
     }
@@ -45,7 +51,7 @@ import NIOConcurrencyHelpers
             do {
                 client = try await MediatorClient.connect(
                     socketPath: socketPath, name: name, maxFrameBytes: ProtocolConstants.defaultMaxFrameBytes,
-                    hooks: server.hooks, tracer: nil)
+                    fds: acceptsDescriptors, hooks: server.hooks, tracer: nil)
             } catch {
                 server.stop()
                 if Task.isCancelled { break }

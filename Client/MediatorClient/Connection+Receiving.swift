@@ -129,6 +129,8 @@ extension Connection {
             continuation.yield(StreamItem(value: value(), isFinal: false))
         case .partial(.replyStream(let continuation)):
             continuation.yield(reply())
+        case .partial(.markedReplyStream(let continuation)):
+            continuation.yield(StreamItem(value: value(), isFinal: false, descriptors: reply().descriptors))
         case .partial(.call), .partial(.encodedCall), .partial(.reply):
             break  // PendingCalls hands back only streams as partial
         case .final(.markedStream(let continuation)):
@@ -136,6 +138,13 @@ extension Connection {
                 continuation.finish(throwing: error)
             } else {
                 continuation.yield(StreamItem(value: value(), isFinal: true))
+                continuation.finish()
+            }
+        case .final(.markedReplyStream(let continuation)):
+            if let error {
+                continuation.finish(throwing: error)
+            } else {
+                continuation.yield(StreamItem(value: value(), isFinal: true, descriptors: reply().descriptors))
                 continuation.finish()
             }
         case .final(.call(let continuation)):

@@ -53,6 +53,40 @@ extension MediatorClient {
         return try await callPassingDescriptors(request)
     }
 
+    /// ``call(target:action:params:descriptors:timeout:)`` on behalf of a
+    /// caller on another host (`remote_caller`), for the NATS bridge: the
+    /// daemon honours it from its own bridge only. No interceptors, no trace.
+    @_spi(NATSBridge) public func call(
+        _ target: String, _ action: String, params: JSONValue, descriptors: [OwnedFileDescriptor], timeout: Duration?,
+        remoteCaller: JSONValue
+    ) async throws(MediatorError) -> MediatorReply {
+        let timeoutMs = timeout.map(Connection.milliseconds)
+        let sent = try outgoing(descriptors, params: params)
+        return try await connection.call(timeoutMs: timeoutMs, waiter: Waiter.reply, descriptors: sent) { id in
+            OutboundMessage.declaringDescriptors(sent.count, in: OutboundMessage.request(
+                id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs, remoteCaller: remoteCaller))
+        }
+    }
+
+    /// ``markedStream(_:_:params:timeout:remoteCaller:)`` with `descriptors`
+    /// sent with the request and each response's in its ``StreamItem``,
+    /// for the NATS bridge. A refusal ends the stream with the error at once.
+    @_spi(NATSBridge) public func markedStream(
+        _ target: String, _ action: String, params: JSONValue, descriptors: [OwnedFileDescriptor], timeout: Duration?,
+        remoteCaller: JSONValue
+    ) -> AsyncThrowingStream<StreamItem, any Error> {
+        let sent: [OwnedDescriptor]
+        do {
+            sent = try outgoing(descriptors, params: params)
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
+        }
+        return connection.stream(
+            of: StreamItem.self, waiter: { .markedReplyStream(StreamSink($0)) }, target, action, params: params,
+            timeoutMs: timeout.map(Connection.milliseconds), keepAlive: self, trace: nil, remoteCaller: remoteCaller,
+            descriptors: sent)
+    }
+
     /// Sends a call with its descriptors as the interceptors leave it.
     func callPassingDescriptors(_ request: ClientRequest) async throws(MediatorError) -> MediatorReply {
         let (target, action, params, trace) = (request.target, request.action, request.params, request.trace)

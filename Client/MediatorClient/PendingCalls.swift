@@ -9,6 +9,9 @@ public struct StreamItem: Sendable {
     public var value: JSONValue
     /// True for the final response (no `"continues": true`): nothing follows it.
     public var isFinal: Bool
+    /// The descriptors that came with it (``MediatorClient/markedStream(_:_:params:descriptors:timeout:remoteCaller:)``
+    /// only; empty otherwise): `{"$fd": I}` in ``value`` is `descriptors[I]`.
+    public var descriptors: [OwnedFileDescriptor] = []
 }
 
 /// Who waits for the responses to one request.
@@ -31,10 +34,13 @@ enum Waiter: Sendable {
     case reply(UnsafeContinuation<Result<MediatorReply, MediatorError>, Never>)
     /// A `more` call that takes the descriptors of each response.
     case replyStream(StreamSink<MediatorReply>)
+    /// A `more` call whose responses are marked final or not and take
+    /// their descriptors (the NATS bridge).
+    case markedReplyStream(StreamSink<StreamItem>)
 
     var isStream: Bool {
         switch self {
-        case .stream, .markedStream, .replyStream: return true
+        case .stream, .markedStream, .replyStream, .markedReplyStream: return true
         case .call, .encodedCall, .reply: return false
         }
     }
@@ -42,7 +48,7 @@ enum Waiter: Sendable {
     /// Whether the answer's descriptors are for this waiter.
     var acceptsDescriptors: Bool {
         switch self {
-        case .reply, .replyStream: return true
+        case .reply, .replyStream, .markedReplyStream: return true
         case .call, .encodedCall, .stream, .markedStream: return false
         }
     }
@@ -56,6 +62,7 @@ enum Waiter: Sendable {
         case .markedStream(let continuation): continuation.finish(throwing: error)
         case .reply(let continuation): continuation.resume(returning: .failure(error))
         case .replyStream(let continuation): continuation.finish(throwing: error)
+        case .markedReplyStream(let continuation): continuation.finish(throwing: error)
         }
     }
 }

@@ -38,7 +38,8 @@ static inline int mediator_nats_status_reconnecting(void) { return (int)NATS_CON
     X(natsMsg_Create) X(natsMsg_Destroy) X(natsMsg_GetSubject) X(natsMsg_GetReply) X(natsMsg_GetData) \
     X(natsMsg_GetDataLength) X(natsMsg_IsNoResponders) X(natsMsgHeader_Add) X(natsMsgHeader_Keys) \
     X(natsMsgHeader_Values) \
-    X(natsInbox_Create) X(natsInbox_Destroy) X(natsSubscription_SetPendingLimits)
+    X(natsInbox_Create) X(natsInbox_Destroy) X(natsSubscription_SetPendingLimits) \
+    X(natsConnection_GetMaxPayload)
 
 // One field per function, of that function's type (never null once loaded).
 typedef struct mediator_nats {

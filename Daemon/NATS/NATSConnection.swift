@@ -113,6 +113,10 @@ package final class NATSConnection: @unchecked Sendable {
 
     package var isClosed: Bool { libnats.natsConnection_IsClosed(connection) }
 
+    /// The most bytes the server takes in one message (its `max_payload`,
+    /// 1 MiB by default); 0 while not connected.
+    package var maxPayload: Int { Int(libnats.natsConnection_GetMaxPayload(connection)) }
+
     /// The URL of the server in use, if connected.
     package var connectedURL: String? {
         var buffer = [CChar](repeating: 0, count: 512)

@@ -24,12 +24,25 @@ package enum BridgeMessages {
         /// (``Reply/alive(host:)``); nil: it does not ask (a plain NATS
         /// client, an older bridge).
         var keepAliveMs: Int64?
+        /// The version of ``BridgeBlobs`` the caller takes in results (nil:
+        /// it takes none, an older bridge or a plain NATS client).
+        package var fds: Int64?
+        /// The sizes of the blobs the request carries (``BridgeBlobs``): its
+        /// params refer to blob I as `{"$fd": I}`. The serving bridge
+        /// answers `{"send_blobs": SUBJECT}` first, and the caller sends their
+        /// chunks there.
+        package var blobs: [Int]
 
         /// The range of `keepalive_ms` a serving bridge honours: a caller
         /// cannot make it publish more often than every 100 ms.
         static let keepAliveRange: ClosedRange<Int64> = 100...60_000
 
-        package init(action: String, params: JSONValue, timeoutMs: Int64?, more: Bool, keepAliveMs: Int64? = nil) {
+        package init(
+            action: String, params: JSONValue, timeoutMs: Int64?, more: Bool, keepAliveMs: Int64? = nil, fds: Int64? = nil,
+            blobs: [Int] = []
+        ) {
+            self.fds = fds
+            self.blobs = blobs
             self.action = action
             self.params = params
             self.timeoutMs = timeoutMs
@@ -42,12 +55,17 @@ package enum BridgeMessages {
             if let timeoutMs { members["timeout_ms"] = .int(timeoutMs) }
             if more { members["more"] = .bool(true) }
             if let keepAliveMs { members["keepalive_ms"] = .int(keepAliveMs) }
+            if let fds { members["fds"] = .int(fds) }
+            if !blobs.isEmpty { members["blobs"] = .array(blobs.map { .int(Int64($0)) }) }
             return JSONValue.object(members).encoded
         }
 
         /// The request in `payload`, checked as the daemon checks a request's
-        /// members; the error is the `bad_request` to answer.
-        package static func decode(_ payload: [UInt8]) -> Result<CallRequest, MediatorError> {
+        /// members; the error is the `bad_request` to answer (`frame_too_large`
+        /// for blobs over `maxBlobBytes`).
+        package static func decode(
+            _ payload: [UInt8], maxBlobBytes: Int = BridgeBlobs.defaultMaxBytesPerCall
+        ) -> Result<CallRequest, MediatorError> {
             guard let value = try? JSONParser.parse(payload), case .object(let members) = value else {
                 return .failure(MediatorError(.badRequest, "the bridge request is not a JSON object"))
             }
@@ -64,9 +82,25 @@ package enum BridgeMessages {
                 }
                 positive[name] = number
             }
+            let blobs: [Int]
+            switch BridgeBlobs.sizes(members["blobs"], limit: maxBlobBytes) {
+            case .success(let sizes): blobs = sizes
+            case .failure(let error): return .failure(error)
+            }
+            if !blobs.isEmpty && members["fds"]?.intValue != BridgeBlobs.version {
+                return .failure(MediatorError(.badRequest, "\"blobs\" need \"fds\": \(BridgeBlobs.version)"))
+            }
+            if !blobs.isEmpty {
+                do {
+                    _ = try FileDescriptorReferences.indexes(in: params, fds: blobs.count, root: "params")
+                } catch {
+                    return .failure(error)
+                }
+            }
             return .success(CallRequest(
                 action: action, params: params, timeoutMs: positive["timeout_ms"], more: members["more"] == .bool(true),
-                keepAliveMs: positive["keepalive_ms"].map { min(max($0, keepAliveRange.lowerBound), keepAliveRange.upperBound) }))
+                keepAliveMs: positive["keepalive_ms"].map { min(max($0, keepAliveRange.lowerBound), keepAliveRange.upperBound) },
+                fds: members["fds"]?.intValue, blobs: blobs))
         }
     }
 
@@ -74,6 +108,11 @@ package enum BridgeMessages {
     /// `continues`), or an error; or, not an answer, a keep-alive.
     package enum Reply: Sendable, Equatable {
         case result(JSONValue, continues: Bool)
+        /// A result whose `{"$fd": I}` values mean the blobs of `sizes`,
+        /// whose chunks follow on the same subject (``BridgeBlobs``).
+        case resultWithBlobs(JSONValue, continues: Bool, sizes: [Int])
+        /// The serving host waits for the request's blobs on `subject`.
+        case sendBlobs(subject: String)
         case error(MediatorError)
         /// The call still runs on `host` (sent every `keepalive_ms` to a
         /// caller that asked): neither a partial nor an answer.
@@ -85,6 +124,12 @@ package enum BridgeMessages {
                 var members: [String: JSONValue] = ["result": value]
                 if continues { members["continues"] = .bool(true) }
                 return JSONValue.object(members).encoded
+            case .resultWithBlobs(let value, let continues, let sizes):
+                var members: [String: JSONValue] = ["result": value, "blobs": .array(sizes.map { .int(Int64($0)) })]
+                if continues { members["continues"] = .bool(true) }
+                return JSONValue.object(members).encoded
+            case .sendBlobs(let subject):
+                return JSONValue.object(["send_blobs": .string(subject)]).encoded
             case .error(let error):
                 return JSONValue.object(["error": error.json]).encoded
             case .alive(let host):
@@ -93,14 +138,21 @@ package enum BridgeMessages {
         }
 
         /// nil when `payload` is neither form.
-        package static func decode(_ payload: [UInt8]) -> Reply? {
+        /// Blobs over `maxBlobBytes` (or unreadable sizes) make an error.
+        package static func decode(_ payload: [UInt8], maxBlobBytes: Int = BridgeBlobs.defaultMaxBytesPerCall) -> Reply? {
             guard let value = try? JSONParser.parse(payload), case .object(let members) = value else { return nil }
             if let error = members["error"] {
                 return .error(MediatorError(json: error) ?? MediatorError(.internal, "unreadable error from the remote host"))
             }
             if members["alive"] == .bool(true) { return .alive(host: members["host"]?.stringValue ?? "") }
+            if let subject = members["send_blobs"]?.stringValue { return .sendBlobs(subject: subject) }
             guard let result = members["result"] else { return nil }
-            return .result(result, continues: members["continues"] == .bool(true))
+            let continues = members["continues"] == .bool(true)
+            switch BridgeBlobs.sizes(members["blobs"], limit: maxBlobBytes) {
+            case .success(let sizes) where sizes.isEmpty: return .result(result, continues: continues)
+            case .success(let sizes): return .resultWithBlobs(result, continues: continues, sizes: sizes)
+            case .failure(let error): return .error(error)
+            }
         }
     }
 
@@ -133,11 +185,15 @@ package enum BridgeMessages {
         /// (`keepalive_ms`): a caller may then give up on a call to it that
         /// goes silent. False from a bridge that predates them.
         var keepsAlive: Bool
+        /// The version of ``BridgeBlobs`` the host takes in calls (nil from
+        /// a bridge that predates descriptors across hosts).
+        package var fds: Int64?
 
         package init(
             host: String, targets: [Target], intervalMs: Int64, leaving: Bool = false, instance: String? = nil,
-            keepsAlive: Bool = true
+            keepsAlive: Bool = true, fds: Int64? = BridgeBlobs.version
         ) {
+            self.fds = fds
             self.host = host
             self.targets = targets
             self.intervalMs = intervalMs
@@ -156,6 +212,7 @@ package enum BridgeMessages {
             if leaving { members["leaving"] = .bool(true) }
             if let instance { members["instance"] = .string(instance) }
             if keepsAlive { members["keepalive"] = .bool(true) }
+            if let fds { members["fds"] = .int(fds) }
             return JSONValue.object(members).encoded
         }
 
@@ -175,7 +232,7 @@ package enum BridgeMessages {
             return Announcement(
                 host: host, targets: targets, intervalMs: interval, leaving: members["leaving"] == .bool(true),
                 instance: members["instance"]?.stringValue.map { String($0.prefix(64)) },
-                keepsAlive: members["keepalive"] == .bool(true))
+                keepsAlive: members["keepalive"] == .bool(true), fds: members["fds"]?.intValue)
         }
     }
 }

@@ -87,7 +87,7 @@ final class BridgeSession: Sendable {
         try settings.validate()
         let calls = RemoteCalls(
             inbox: NATSConnection.newInbox(), subjects: subjects, host: settings.host,
-            livenessTimeout: settings.livenessTimeout, logger: logger)
+            livenessTimeout: settings.livenessTimeout, maxFdBytes: settings.maxFdBytes, logger: logger)
         let watcher = Task { await calls.watch() }
         defer { watcher.cancel() }
         var natsOptions = settings.nats
@@ -113,7 +113,11 @@ final class BridgeSession: Sendable {
         let nats = try connectNATS(natsOptions, events: events)
         defer { nats.close() }
         let client = try await connectLocal()
-        let exports = ExportedCalls(client: client, connection: nats, host: settings.host, logger: logger)
+        let exports = ExportedCalls(
+            client: client, connection: nats, host: settings.host, maxFdBytes: settings.maxFdBytes, logger: logger)
+        let chunks = try nats.subscribe(exports.inbox + ".*", pendingBytes: RemoteCalls.inboxPendingBytes) {
+            exports.received(chunk: $0)
+        }
         let inbox = try nats.subscribe(calls.inbox + ".*", pendingBytes: RemoteCalls.inboxPendingBytes) { calls.deliver($0) }
         let hosts = try nats.subscribe(subjects.hosts) { [self] message in
             heard(message)
@@ -156,7 +160,7 @@ final class BridgeSession: Sendable {
         standIns.cancel()
         await standIns.value
         localEvents?.cancel()
-        _ = (inbox, hosts, cancels, eventSubscription)
+        _ = (inbox, chunks, hosts, cancels, eventSubscription)
         await client.close()
     }
 
@@ -186,7 +190,7 @@ final class BridgeSession: Sendable {
         var delay: Duration = .milliseconds(20)
         while true {
             do {
-                return try await MediatorClient.connect(socketPath: settings.socketPath, name: "nats-bridge")
+                return try await MediatorClient.connect(socketPath: settings.socketPath, name: "nats-bridge", fds: true)
             } catch {
                 try Task.checkCancellation()
                 try await Task.sleep(for: delay)

@@ -69,7 +69,8 @@ final class ImportedTargets: Sendable {
     init(settings: NATSBridgeSettings, logger: Logger) {
         self.settings = settings
         self.logger = logger
-        self.connection = ComponentConnection(socketPath: settings.socketPath, name: "nats-bridge")
+        self.connection = ComponentConnection(
+            socketPath: settings.socketPath, name: "nats-bridge", acceptsDescriptors: true)
     }
 
     /// Records another host's announcement; true when its set of targets changed.
@@ -250,9 +251,11 @@ final class ImportedTargets: Sendable {
         var component = Component(
             target: target.name, description: target.description, mode: .pool, handlerExecutor: .concurrent)
         component.remoteHost = host
+        // Sealed memfds cross as bytes (BridgeBlobs); RemoteCalls refuses any other descriptor.
+        component.acceptsDescriptors = true
         let name = target.name
         let ownPID = getpid()
-        let forward: @Sendable (CallContext) async throws -> JSONValue = { context in
+        let forward: @Sendable (CallContext) async throws -> MediatorReply = { context in
             // A call from this process is one this host's exporter took from
             // NATS while no local instance was left: sending it back to NATS
             // could bring it here again.
@@ -262,14 +265,20 @@ final class ImportedTargets: Sendable {
             return try await calls.forward(name, over: nats, context)
         }
         for spec in target.actions where spec.name != "notFound" {
-            component.addAction(spec.name, description: spec.description, params: spec.params, result: spec.result, url: spec.url, forward)
+            component.addDescriptorAction(
+                spec.name, description: spec.description, params: spec.params, result: spec.result, url: spec.url, forward)
         }
         if target.actions.contains(where: { $0.name == "notFound" }) {
             component.handleNotFound { action, params, context in
                 var context = context
                 context.action = action
                 context.params = params
-                return try await forward(context)
+                let reply = try await forward(context)
+                // The not-found handler answers JSON only.
+                guard reply.descriptors.isEmpty else {
+                    throw MediatorError(.fdsNotSupported, "descriptors from another host cannot answer an undeclared action")
+                }
+                return reply.result
             }
         }
         return component

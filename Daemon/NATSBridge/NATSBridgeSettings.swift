@@ -35,6 +35,10 @@ package struct NATSBridgeSettings: Sendable, Equatable {
     /// memory (the others are refused, logged once and counted).
     package var maxImports = 4096
     package var maxImportsPerHost = 1024
+    /// Bytes of sealed memfds one call may carry across hosts, in its
+    /// request and in its result each (``BridgeBlobs``): more is refused
+    /// `frame_too_large` before anything is sent.
+    package var maxFdBytes = BridgeBlobs.defaultMaxBytesPerCall
 
     package init(nats: NATSOptions, exports: [TargetPattern], imports: [TargetPattern], host: String, socketPath: String) {
         self.nats = nats
@@ -68,6 +72,9 @@ package struct NATSBridgeSettings: Sendable, Equatable {
         }
         guard maxImports > 0, maxImportsPerHost > 0 else {
             throw NATSError.invalid("--nats-max-imports and --nats-max-imports-per-host must be positive", "NATS bridge")
+        }
+        guard maxFdBytes >= 0 else {
+            throw NATSError.invalid("--nats-max-fd-bytes must not be negative", "NATS bridge")
         }
         for pattern in events where !NameRules.isValidEventPattern(pattern) {
             throw NATSError.invalid("--nats-events \(pattern): an event name, PREFIX.* or *", "NATS bridge")

@@ -46,6 +46,10 @@ struct NATSFlags: ParsableArguments {
         "Remote targets imported at most from one host (default 1024).", valueName: "count"))
     var maxImportsPerHost: Int?
 
+    @Option(name: .customLong("nats-max-fd-bytes"), help: ArgumentHelp(
+        "Bytes of sealed memfds one call may carry across hosts, each way (default 268435456, 256 MiB).", valueName: "bytes"))
+    var maxFdBytes: Int?
+
     @Option(name: .customLong("nats-user"), help: "NATS user name; the password comes from --nats-password-file.")
     var user: String?
 
@@ -129,6 +133,9 @@ struct NATSFlags: ParsableArguments {
         if let count = maxImports ?? config?["max_imports"]?.intValue.map({ Int(clamping: $0) }) { settings.maxImports = count }
         if let count = maxImportsPerHost ?? config?["max_imports_per_host"]?.intValue.map({ Int(clamping: $0) }) {
             settings.maxImportsPerHost = count
+        }
+        if let bytes = maxFdBytes ?? config?["max_fd_bytes"]?.intValue.map({ Int(clamping: $0) }) {
+            settings.maxFdBytes = bytes
         }
         try settings.validate()
         return settings

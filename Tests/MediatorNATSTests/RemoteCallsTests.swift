@@ -26,8 +26,8 @@ struct RemoteCallsTests {
         calls.deliver(NATSMessage(subject: "_INBOX.test.\(token)", payload: reply.encoded), now: time)
     }
 
-    func first(_ replies: AsyncStream<Reply>) async -> Reply? {
-        for await reply in replies { return reply }
+    func first(_ replies: AsyncStream<RemoteCalls.Answer>) async -> Reply? {
+        for await answer in replies { return answer.reply }
         return nil
     }
 
