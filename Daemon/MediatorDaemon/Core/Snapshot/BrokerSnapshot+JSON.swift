@@ -40,8 +40,8 @@ extension BrokerSnapshot {
         } catch {
             throw .notJSON("\(error)")
         }
+        guard value.objectValue?["kind"] == .string(kind) else { throw .notASnapshot }
         let members = try SnapshotMembers(value, path: "snapshot")
-        guard members.members["kind"] == .string(kind) else { throw .notASnapshot }
         let version: Int64 = try members.integer("version")
         guard version == currentVersion else { throw .unsupportedVersion(version) }
         return try BrokerSnapshot(snapshot: members)
