@@ -26,6 +26,9 @@ import Testing
             "c1 was answered before its deadline")
         #expect(expected.contains { $0.hasPrefix("1: ") && $0.contains(#""id":"list""#) && $0.contains("adder-two") })
         #expect(expected.contains { $0.hasPrefix("1: ") && $0.contains(#""id":"stats""#) && $0.contains("bad_numbers") })
+        #expect(expected.contains { $0.hasPrefix("1: ") && $0.contains("already in flight") })
+        #expect(expected.contains(#"3: {"data":{"id":4},"event":"mediator.cancel"}"#), "the cancelled call's component is told")
+        #expect(expected.firstIndex(of: "-- 1 leaves").map { expected[$0...].contains { $0.hasPrefix("2: ") && $0.contains("mediator.cancel") } } == true)
     }
 
     @Test func aResponseReachesItsCallerWithItsID() throws {
@@ -66,11 +69,11 @@ import Testing
     @Test func roundRobinContinuesWhereItWas() throws {
         let original = SnapshotScenario.richBroker()
         let d = try SnapshotScenario.restored(from: original.broker.snapshot(now: original.now))
-        // Both members have one call in flight; the turn was at the first (2).
+        // Both members have one call in flight; the turn was at the second (3).
         d.send(#"{"id":"n","target":"Calc","action":"add"}"#, from: 1)
-        #expect(d.take(2).count == 1)
-        #expect(d.take(3).isEmpty)
-        #expect(d.broker.inFlight.call(7)?.callee == 2, "new calls get the ids after the snapshot's")
+        #expect(d.take(3).count == 1)
+        #expect(d.take(2).isEmpty)
+        #expect(d.broker.inFlight.call(8)?.callee == 3, "new calls get the ids after the snapshot's")
     }
 
     @Test func restoringIntoABrokerWithConnectionsIsRefused() throws {

@@ -37,6 +37,10 @@ enum SnapshotScenario {
         d.advance(ms: 234)
         d.send(#"{"id":5,"result":{"n":1},"continues":true}"#, from: 4)
         d.send(#"{"id":"g","target":"Feed","action":"get","timeout_ms":500}"#, from: 1)
+        // One more pool call, answered: both members are left with one call
+        // each and the turn at the second (3), not where a fresh pool starts.
+        d.send(#"{"id":"p","target":"Calc","action":"add"}"#, from: 1)
+        d.send(#"{"id":7,"result":0}"#, from: 2)
         for connection in 1...6 { _ = d.take(connection) }
         return d
     }
@@ -73,6 +77,11 @@ enum SnapshotScenario {
         // A response to a call in flight reaches its caller with its id.
         d.send(#"{"id":3,"result":{"sum":3}}"#, from: 2)
         collect("pool answer")
+        // An id still in flight is refused; a call in flight can be cancelled.
+        d.send(#"{"id":7,"target":"Calc","action":"add"}"#, from: 1)
+        collect("duplicate id")
+        d.send(#"{"id":"k","target":"mediator","action":"cancel","params":{"id":7}}"#, from: 1)
+        collect("cancel")
         // The stream goes on and ends.
         d.send(#"{"id":5,"result":{"n":2},"continues":true}"#, from: 4)
         d.send(#"{"id":5,"result":"not an object"}"#, from: 4)
@@ -95,7 +104,7 @@ enum SnapshotScenario {
         d.advance(ms: 2_266)
         d.expire()
         collect("c1's deadline")
-        // A component leaves: its call in flight fails, subscribers hear it.
+        // A component leaves: its calls in flight fail, subscribers hear it.
         d.disconnect(3)
         collect("3 leaves")
         for target in ["Calc", "Feed"] {
@@ -104,6 +113,9 @@ enum SnapshotScenario {
         }
         d.send(#"{"id":"stats","target":"mediator","action":"stats","params":{"slow":false}}"#, from: 1)
         collect("stats")
+        // The caller leaves: its components hear that its calls are cancelled.
+        d.disconnect(1)
+        collect("1 leaves")
         transcript += d.wakeUps.dropFirst(wakeUpsBefore).map { "wake-up at +\(($0 - began).nanoseconds / 1_000_000) ms" }
         return transcript
     }
