@@ -76,6 +76,20 @@ import Testing
         #expect(d.broker.inFlight.call(8)?.callee == 3, "new calls get the ids after the snapshot's")
     }
 
+    @Test func aStandInStaysBehindLocalInstances() throws {
+        let original = SnapshotScenario.richBroker()
+        var snapshot = original.broker.snapshot(now: original.now)
+        // Connection 3's instance stands in for another host (the NATS bridge's).
+        let calc = try #require(snapshot.targets.firstIndex { $0.name == "Calc" })
+        let standIn = try #require(snapshot.targets[calc].instances.firstIndex { $0.connection == 3 })
+        snapshot.targets[calc].instances[standIn].remoteHost = "far"
+        let d = try SnapshotScenario.restored(from: snapshot)
+        // The turn is at 3, but a local instance is there: both calls go to 2.
+        for id in ["n1", "n2"] { d.send(#"{"id":"\#(id)","target":"Calc","action":"add"}"#, from: 1) }
+        #expect(d.take(2).count == 2)
+        #expect(d.take(3).isEmpty)
+    }
+
     @Test func restoringIntoABrokerWithConnectionsIsRefused() throws {
         let original = SnapshotScenario.richBroker()
         let snapshot = original.broker.snapshot(now: original.now)
