@@ -38,6 +38,16 @@ package struct ActionCounters: Sendable, Equatable {
         self.action = action
     }
 
+    /// Counts as a snapshot of the daemon's state carried them, without latencies.
+    package init(
+        target: String, action: String, calls: Int, ok: Int, errors: [String: Int], timeouts: Int, cancels: Int,
+        callerGone: Int, streams: Int, partials: Int
+    ) {
+        self.init(target: target, action: action)
+        (self.calls, self.ok, self.errors, self.timeouts) = (calls, ok, errors, timeouts)
+        (self.cancels, self.callerGone, self.streams, self.partials) = (cancels, callerGone, streams, partials)
+    }
+
     var errorCount: Int { errors.values.reduce(0, +) }
 
     /// `code` when the statistics may keep it by name: 1 to ``maxCodeBytes``

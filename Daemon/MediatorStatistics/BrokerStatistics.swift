@@ -111,7 +111,32 @@ package struct BrokerStatistics: Sendable {
 
     package func slots(ofTarget target: String) -> [Int] { slotsByTarget[target] ?? [] }
 
+    /// An action's counts as a snapshot of the daemon's state carried them
+    /// (MediatorDaemon's Core/Snapshot), on its entry (the overflow entry for
+    /// `*`/`*`); its latencies start afresh. Returns the entry's slot.
+    @discardableResult
+    package mutating func restoreCounts(of counts: ActionCounters) -> Int {
+        let isOverflow = counts.target == Self.overflowTarget && counts.action == Self.overflowTarget
+        let slot = isOverflow ? overflow() : self.slot(target: counts.target, action: counts.action)
+        actions[slot].calls = counts.calls
+        actions[slot].ok = counts.ok
+        actions[slot].errors = counts.errors
+        actions[slot].timeouts = counts.timeouts
+        actions[slot].cancels = counts.cancels
+        actions[slot].callerGone = counts.callerGone
+        actions[slot].streams = counts.streams
+        actions[slot].partials = counts.partials
+        return slot
+    }
+
     // MARK: - Peers and components
+
+    /// Each uid's and each managed component's counts as a snapshot of the
+    /// daemon's state carried them (MediatorDaemon's Core/Snapshot).
+    package mutating func restoreCounts(uids: [UInt32: UIDCounters], components: [String: ComponentCounters]) {
+        self.uids = uids
+        self.components = components
+    }
 
     package mutating func connectionOpened(uid: UInt32) {
         daemon.connectionsOpened += 1

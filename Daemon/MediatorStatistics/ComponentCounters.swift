@@ -19,4 +19,9 @@ package struct ComponentCounters: Sendable, Equatable {
     package internal(set) var idleExits = 0
 
     package init() {}
+
+    /// Counts as a snapshot of the daemon's state carried them.
+    package init(activations: Int, startFailures: [StartFailure: Int], restarts: Int, idleExits: Int) {
+        (self.activations, self.startFailures, self.restarts, self.idleExits) = (activations, startFailures, restarts, idleExits)
+    }
 }

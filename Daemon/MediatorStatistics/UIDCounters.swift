@@ -7,4 +7,9 @@ package struct UIDCounters: Sendable, Equatable {
     package internal(set) var policyDenials = 0
 
     package init() {}
+
+    /// Counts as a snapshot of the daemon's state carried them.
+    package init(connectionsOpened: Int, quotaRefusals: [String: Int], policyDenials: Int) {
+        (self.connectionsOpened, self.quotaRefusals, self.policyDenials) = (connectionsOpened, quotaRefusals, policyDenials)
+    }
 }

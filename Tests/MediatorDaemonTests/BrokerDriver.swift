@@ -48,6 +48,14 @@ final class BrokerDriver {
         now = start
     }
 
+    /// A driver around a broker made elsewhere (one restored from a
+    /// snapshot), its clock starting at `start` and now at `now`.
+    init(broker: Broker, start: NIODeadline, now: NIODeadline) {
+        self.broker = broker
+        self.start = start
+        self.now = now
+    }
+
     /// Distinct credentials per connection: pid 4100+c, uid 1000+c, gid 2000+c.
     static func credentials(_ connection: ConnectionID) -> PeerCredentials {
         PeerCredentials(pid: Int32(4100 + connection), uid: UInt32(1000 + connection), gid: UInt32(2000 + connection))

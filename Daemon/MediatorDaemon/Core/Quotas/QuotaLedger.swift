@@ -165,6 +165,13 @@ struct QuotaLedger {
         notices.append(.episodeBegan(uid: uid, queuedBytes: queuedBytes(uid: uid), culprit: largestBacklog(of: uid)?.connection))
     }
 
+    /// An episode under way when a snapshot was taken (Core/Snapshot): it
+    /// goes on counting, and ends when the host's first measure finds the
+    /// uid back under half the quota.
+    mutating func restoreEpisode(uid: UInt32, _ episode: QueueEpisode) {
+        queueEpisodes[uid] = episode
+    }
+
     private mutating func endEpisode(_ uid: UInt32, _ notices: inout [QueueNotice]) {
         guard let episode = queueEpisodes.removeValue(forKey: uid) else { return }
         notices.append(.episodeEnded(uid: uid, episode, queuedBytes: queuedBytes(uid: uid)))

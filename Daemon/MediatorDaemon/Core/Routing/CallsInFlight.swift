@@ -50,6 +50,15 @@ package struct CallsInFlight: Sendable {
 
     package init() {}
 
+    /// The calls a snapshot held (Core/Snapshot), with the id the next call gets.
+    init(restoring calls: [Call], nextID: Int64) {
+        for call in calls { insert(call) }
+        self.nextID = nextID
+    }
+
+    /// The id the next forwarded call gets, for a snapshot.
+    var nextDaemonID: Int64 { nextID }
+
     package var count: Int { calls.count }
 
     mutating func makeDaemonID() -> Int64 {

@@ -67,6 +67,16 @@ package struct Registry: Sendable {
 
     package init() {}
 
+    /// A registry as a snapshot left it (Core/Snapshot): its targets with
+    /// their instances and turns, and the next instance number.
+    init(restoring targets: [Target], nextInstance: Int) {
+        self.targets = Dictionary(targets.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.nextInstance = nextInstance
+    }
+
+    /// The number the next registered instance gets, for a snapshot.
+    var nextInstanceNumber: Int { nextInstance }
+
     package func target(_ name: String) -> Target? { targets[name] }
 
     package mutating func register(
@@ -109,7 +119,7 @@ package struct Registry: Sendable {
         return instance.instance
     }
 
-    private static func byName(_ actions: [ActionSpec]) -> [String: ActionSpec] {
+    static func byName(_ actions: [ActionSpec]) -> [String: ActionSpec] {
         var byName: [String: ActionSpec] = [:]
         for spec in actions { byName[spec.name] = spec }
         return byName

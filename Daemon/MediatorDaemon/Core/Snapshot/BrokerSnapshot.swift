@@ -1,0 +1,52 @@
+import MediatorConfiguration
+import MediatorStatistics
+
+/// The broker's state at one moment, by connection id, for a successor
+/// process to carry on from (issue 28): what `Broker.snapshot(now:)` takes
+/// and `Broker.restore(_:now:)` rebuilds. Pure data, without I/O: the host
+/// hands the connections' descriptors over beside it, under the same ids.
+///
+/// Times are relative, never absolute: each process has its own monotonic
+/// clock, so a call keeps the time it had left, not its deadline.
+///
+/// Not captured (counted in ``leftOut``): held calls and `start` waiters
+/// (they carry a request's params and descriptors, and wait on a process
+/// the successor would have to adopt) and managed components' processes
+/// (their supervision moves with the hand-over's next step). The policy and
+/// the configuration are not captured either: the successor reads them
+/// from its files, as at any start.
+struct BrokerSnapshot: Equatable, Sendable {
+    /// The format's name in the encoding's `kind`; anything else is not a snapshot.
+    static let kind = "mediatord-broker-snapshot"
+    /// The format written; a reader refuses any other. Raised whenever a
+    /// member is added, removed or changes meaning (docs/daemon.md).
+    static let currentVersion: Int64 = 1
+    /// The largest encoding a reader accepts: far above what the daemon's
+    /// own limits let its state reach (4,096 connections, their calls and
+    /// registrations take tens of MiB), and small enough that a corrupt
+    /// or hostile file cannot make the successor allocate without bound.
+    static let maxEncodedBytes = 256 * 1024 * 1024
+
+    /// What the snapshot leaves out, so the successor can tell whom it owes an answer.
+    struct LeftOut: Equatable, Sendable {
+        /// Calls (and `start`s) held for a component being started.
+        var heldCalls = 0
+        /// Managed components with a process the daemon started.
+        var componentsWithProcesses = 0
+    }
+
+    /// Time since the daemon started (the uptime of `stats` and monitor records).
+    var uptimeNanoseconds: Int64
+    var peers: [PeerSnapshot]
+    /// Registered targets, sorted by name.
+    var targets: [TargetSnapshot]
+    var nextInstance: Int
+    /// Calls forwarded and not answered, oldest first.
+    var calls: [CallSnapshot]
+    var nextCallID: Int64
+    var monitors: [ConnectionID: Monitors.Filter]
+    /// Uids past their queued-bytes quota, with what it cost them so far.
+    var queueEpisodes: [UInt32: QuotaLedger.QueueEpisode]
+    var statistics: StatisticsSummary
+    var leftOut: LeftOut
+}
