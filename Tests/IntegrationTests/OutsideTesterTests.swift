@@ -59,6 +59,15 @@ extension Integration {
             // Within this process's own open-file limit.
             for _ in 0..<800 { peers.append(try daemon.connect()) }
             for peer in peers { _ = try peer.result("mediator", "ping") }
+            // Each leaves half a line of 24 KiB in the daemon's buffers: an
+            // idle connection is cheap (its read buffer goes once read), a
+            // half-sent line is what a burst holds.
+            let half = Array(#"{"target":"mediator","action":"ping","params":{"pad":""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 24 << 10)
+            for peer in peers { try peer.write(half) }
+            // A peer that came after them is answered once they were read.
+            let asker = try daemon.connect()
+            _ = try asker.result("mediator", "ping")
+            asker.close()
             let held = try ProcFS.residentKiB(daemon.pid)
             for peer in peers { peer.close() }
             peers = []
