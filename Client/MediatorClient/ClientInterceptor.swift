@@ -5,8 +5,8 @@ import MediatorProtocol
 /// observe its outcome and duration (tracing, metrics, auth tokens,
 /// retries), as grpc-swift's client interceptors do.
 ///
-/// Give the interceptors to ``MediatorClient/connect(socketPath:name:maxFrameBytes:tracer:logger:interceptors:)``
-/// (or ``withMediatorClient(socketPath:name:maxFrameBytes:tracer:logger:interceptors:_:)``,
+/// Give the interceptors to ``MediatorClient/connect(socketPath:name:maxFrameBytes:fds:tracer:logger:interceptors:)``
+/// (or ``withMediatorClient(socketPath:name:maxFrameBytes:fds:tracer:logger:interceptors:_:)``,
 /// ``MediatorSession``). They run in the order given, the first outermost:
 /// the first sees the request as the caller made it and the outcome as
 /// the caller gets it. Each `call`, `send` and `stream` of the client goes

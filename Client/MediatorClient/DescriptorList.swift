@@ -6,7 +6,7 @@ import MediatorProtocol
 /// descriptor member, `"format": "fd"`, included), and what it reads them
 /// back from.
 ///
-/// Encoding, ``reference(_:)`` (or ``index(of:)``) adds a descriptor and
+/// Encoding, `reference(_:)` (or ``index(of:)``) adds a descriptor and
 /// gives the value to write; ``descriptors`` then go with the message:
 ///
 /// ```swift
@@ -31,6 +31,7 @@ public struct DescriptorList: Sendable {
 
     /// How many descriptors the list holds: the message's `fds`.
     public var count: Int { descriptors.count }
+    /// Whether the list holds none (the message declares no `fds`).
     public var isEmpty: Bool { descriptors.isEmpty }
 
     /// The index of `descriptor`, the `I` of `{"$fd": I}`: added at the end
@@ -129,6 +130,7 @@ extension OwnedFileDescriptor: DescriptorCarrying {
     }
 }
 
+/// An array of descriptor-carrying values carries their descriptors, in order.
 extension Array: DescriptorCarrying where Element: DescriptorCarrying {
     public static func decode(from jsonValue: JSONValue, descriptors: DescriptorList) throws(JSONConversionError) -> [Element] {
         guard case .array(let items) = jsonValue else { throw JSONConversionError(expected: "an array", got: jsonValue) }
@@ -153,6 +155,7 @@ extension Array: DescriptorCarrying where Element: DescriptorCarrying {
     }
 }
 
+/// An optional descriptor-carrying value: `null` when nil.
 extension Optional: DescriptorCarrying where Wrapped: DescriptorCarrying {
     /// `null` is nil.
     public static func decode(from jsonValue: JSONValue, descriptors: DescriptorList) throws(JSONConversionError) -> Wrapped? {

@@ -9,7 +9,7 @@ public struct StreamItem: Sendable {
     public var value: JSONValue
     /// True for the final response (no `"continues": true`): nothing follows it.
     public var isFinal: Bool
-    /// The descriptors that came with it (``MediatorClient/markedStream(_:_:params:descriptors:timeout:remoteCaller:)``
+    /// The descriptors that came with it (`MediatorClient.markedStream(_:_:params:descriptors:timeout:remoteCaller:)`
     /// only; empty otherwise): `{"$fd": I}` in ``value`` is `descriptors[I]`.
     public var descriptors: [OwnedFileDescriptor] = []
 }

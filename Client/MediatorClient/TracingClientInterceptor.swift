@@ -10,7 +10,7 @@ import Tracing
 ///
 /// Every client runs one, innermost (after the interceptors you give), so
 /// that each request sent, each retry included, is its own span and carries
-/// it: the one ``MediatorClient/connect(socketPath:name:maxFrameBytes:tracer:logger:interceptors:)``
+/// it: the one ``MediatorClient/connect(socketPath:name:maxFrameBytes:fds:tracer:logger:interceptors:)``
 /// makes from its `tracer`. Put one in the interceptors yourself to run it
 /// elsewhere in the chain (first: one span around the retries); the client
 /// then adds none of its own.

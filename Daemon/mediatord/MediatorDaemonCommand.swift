@@ -280,7 +280,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             latencyMetrics: exposition?.latencyFactory,
             onReady: { server in
                 // Cancelled when the group stops (an endpoint that cannot bind stops it).
-                try? await cancelWhenGracefulShutdown {
+                await cancelWhenGracefulShutdown {
                     for await _ in metricsListening { break }
                 }
                 notifier.ready(status: await StatusReporter.summary(server))
