@@ -314,9 +314,11 @@ package final class LineServer {
         for write in handed.outbound { for descriptor in write.descriptors { try? descriptor.close() } }
     }
 
+    /// Also for a connection whose reading is paused: a pause stops reads
+    /// from the socket, and lines already read are delivered (as in ``read(_:_:)``).
     private func deliverAdoptedLines() {
         for id in connections.keys.sorted() {
-            guard let connection = connections[id], !connection.readingPaused, connection.inbound.bufferedByteCount > 0 else { continue }
+            guard let connection = connections[id], connection.inbound.bufferedByteCount > 0 else { continue }
             _ = deliverLines(id, connection)
         }
     }

@@ -242,4 +242,34 @@ extension LineServerTests {
             try client.close()
         }
     }
+
+    /// Reading paused by the broker (its peers do not keep up) stays paused
+    /// in the successor until it resumes it.
+    @Test func pausedReadingStaysPausedInTheSuccessor() throws {
+        try expectNoLeaks { watch in
+            let (server, loop, seen, path) = try start(watch)
+            defer { server.shutdown(); unlink(path) }
+            let client = try UnixStreamSocket.connect(path: path)
+            try watch.watch(client)
+            try client.sendAll("first\n")
+            try pump(loop) { seen.lines.count == 1 }
+            server.setReading(1, false)
+            let handOver = try #require(server.handOver())
+            #expect(handOver.connections.map(\.readingPaused) == [true])
+            let (successor, successorLoop, successorSeen, reference) = try adopt(try travel(handOver), watch)
+            defer {
+                successor.shutdown()
+                reference.value = nil
+            }
+            try client.sendAll("second\n")
+            for _ in 0..<5 { _ = try successorLoop.runOnce(timeout: .milliseconds(10)) }
+            #expect(successorSeen.lines.isEmpty, "not read while paused")
+            successor.setReading(1, true)
+            try pump(successorLoop) { successorSeen.lines.count == 1 }
+            #expect(successorSeen.lines.map(\.text) == ["second"])
+            successorSeen.lines = []
+            try client.close()
+            try pump(successorLoop) { successorSeen.closed == [1] }
+        }
+    }
 }
