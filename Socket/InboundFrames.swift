@@ -44,6 +44,9 @@ package struct InboundFrames: ~Copyable, Sendable {
     /// The stream offset of `storage[start]`.
     private var startOffset = 0
     private var batches: [DescriptorBatch] = []
+    /// The framer is discarding a line over the limit up to its LF: kept
+    /// here because the framer does not say, and a hand-over must carry it.
+    private var discardingLine = false
     /// Descriptors closed because no line could own them (for a log or a counter).
     package private(set) var discardedDescriptorCount = 0
 
@@ -117,6 +120,7 @@ package struct InboundFrames: ~Copyable, Sendable {
         case .frame(let lineStart, let length, let consumed):
             let lineOffset = startOffset + lineStart
             let bytes = Array(storage[(start + lineStart)..<(start + lineStart + length)])
+            discardingLine = false
             consume(consumed)
             let nextOffset = startOffset
             // Batches that end before the line, or lie inside it without
@@ -124,11 +128,13 @@ package struct InboundFrames: ~Copyable, Sendable {
             discardBatches { !$0.contains(lineAt: lineOffset) && $0.range.upperBound <= nextOffset }
             return .line(InboundLine(bytes: bytes, streamOffset: lineOffset, nextOffset: nextOffset))
         case .tooLarge(let consumed):
+            noteDiscarding(consumed: consumed, from: start)
             consume(consumed)
             let nextOffset = startOffset
             discardBatches { $0.range.upperBound <= nextOffset }
             return .tooLarge
         case .needMore(let consumed):
+            noteDiscarding(consumed: consumed, from: start)
             consume(consumed)
             // The pending bytes hold no LF: only a batch with the pending
             // line's first byte can still be claimed.
@@ -166,6 +172,67 @@ package struct InboundFrames: ~Copyable, Sendable {
         storage = []
         start = 0
         end = 0
+    }
+
+    // MARK: Hand-over
+
+    /// What a connection has read and not yet cut into lines, for a
+    /// successor process (issue 28): ``handOver()`` takes it,
+    /// ``init(maxLineBytes:readSize:resuming:)`` carries on from it.
+    package struct HandOver: Sendable {
+        /// The bytes received and not yet cut into lines (a half line).
+        package var bytes: [UInt8]
+        /// The stream offset of `bytes[0]`.
+        package var streamOffset: Int
+        /// A line over the limit is being discarded up to its LF.
+        package var discardingLine: Bool
+        /// Descriptors received and not yet handed to a line, with the
+        /// stream bytes of the read that brought each batch.
+        package var batches: [DescriptorBatch]
+
+        package init(bytes: [UInt8], streamOffset: Int, discardingLine: Bool, batches: [DescriptorBatch]) {
+            self.bytes = bytes
+            self.streamOffset = streamOffset
+            self.discardingLine = discardingLine
+            self.batches = batches
+        }
+    }
+
+    /// Takes the pending bytes and queued descriptors (now the caller's)
+    /// and leaves this value empty; call between reads.
+    package mutating func handOver() -> HandOver {
+        let handOver = HandOver(
+            bytes: Array(storage[start..<end]), streamOffset: startOffset, discardingLine: discardingLine, batches: batches)
+        batches = []
+        storage = []
+        start = 0
+        end = 0
+        return handOver
+    }
+
+    /// Carries on from a predecessor's ``handOver()``: the half line
+    /// completes with the next bytes read, and its descriptors are claimed
+    /// as if they had been read here.
+    package init(maxLineBytes: Int, readSize: Int = defaultReadSize, resuming handOver: HandOver) {
+        self.init(maxLineBytes: maxLineBytes, readSize: readSize)
+        storage = handOver.bytes
+        end = storage.count
+        startOffset = handOver.streamOffset
+        batches = handOver.batches
+        if handOver.discardingLine {
+            // The framer has no way in to its discarding state but the one
+            // a stream takes: a line over the limit without its LF.
+            let overLimit = [UInt8](repeating: 0x20, count: maxLineBytes + 2)
+            _ = overLimit.withUnsafeBytes { framer.next($0) }
+            discardingLine = true
+        }
+    }
+
+    /// After a step that dropped `consumed` bytes from `start`: a line
+    /// over the limit is still being discarded unless they end with its LF.
+    private mutating func noteDiscarding(consumed: Int, from start: Int) {
+        guard consumed > 0 else { return }
+        discardingLine = storage[start + consumed - 1] != 0x0A
     }
 
     // MARK: Buffer and queue

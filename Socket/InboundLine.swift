@@ -34,15 +34,24 @@ package enum DescriptorClaim: Sendable {
 /// takes its first byte, and ends that read after the sender's bytes that
 /// carried them; so a read brings at most one message's descriptors, and
 /// that message begins inside `range`.
-struct DescriptorBatch {
-    var range: Range<Int>
-    var descriptors: [OwnedDescriptor]
-    var truncated: Bool
+package struct DescriptorBatch: Sendable {
+    package var range: Range<Int>
+    package var descriptors: [OwnedDescriptor]
+    /// More came than the read had room for: the batch holds none, and
+    /// the line it belongs to is a mismatch.
+    package var truncated: Bool
+
+    package init(range: Range<Int>, descriptors: [OwnedDescriptor], truncated: Bool) {
+        self.range = range
+        self.descriptors = descriptors
+        self.truncated = truncated
+    }
 
     func contains(lineAt offset: Int) -> Bool { range.contains(offset) }
 
     /// Closes the descriptors now; returns how many there were.
-    func close() -> Int {
+    @discardableResult
+    package func close() -> Int {
         for descriptor in descriptors { try? descriptor.close() }
         return descriptors.count
     }

@@ -139,6 +139,52 @@ package struct OutboundQueue: ~Copyable, Sendable {
     /// Written chunks kept at the front before they are dropped in one go.
     static let writtenChunksKept = 64
 
+    // MARK: Hand-over
+
+    /// What one sendmsg still has to write, for a successor process
+    /// (issue 28): the bytes not yet written and, when none of them was,
+    /// the descriptors that ride on the first.
+    package struct PendingWrite: Sendable {
+        package var bytes: [UInt8]
+        package var descriptors: [OwnedDescriptor]
+
+        package init(bytes: [UInt8], descriptors: [OwnedDescriptor] = []) {
+            self.bytes = bytes
+            self.descriptors = descriptors
+        }
+    }
+
+    /// Takes what is queued, in order (the descriptors are the caller's
+    /// now), and leaves the queue empty.
+    package mutating func handOver() -> [PendingWrite] {
+        let pending = chunks[head...].map { chunk in
+            PendingWrite(bytes: Array(chunk.bytes[chunk.written...]), descriptors: chunk.descriptors)
+        }
+        chunks = []
+        head = 0
+        queuedByteCount = 0
+        queuedDescriptorCount = 0
+        return pending
+    }
+
+    /// A queue that carries on from a predecessor's ``handOver()``: each
+    /// write stays one sendmsg, so descriptors ride on the same byte. The
+    /// queue owns the descriptors once it returns; when it throws (a write
+    /// without bytes, or with more descriptors than a message carries)
+    /// they are still the caller's.
+    package init(coalescingLimit: Int = defaultCoalescingLimit, resuming pending: [PendingWrite]) throws(SocketError) {
+        self.init(coalescingLimit: coalescingLimit)
+        for write in pending {
+            guard !write.bytes.isEmpty else { throw .emptyBuffer }
+            guard write.descriptors.count <= UnixStreamSocket.maxDescriptorsPerMessage else {
+                throw .tooManyDescriptors(count: write.descriptors.count, maximum: UnixStreamSocket.maxDescriptorsPerMessage)
+            }
+        }
+        chunks = pending.map { Chunk(bytes: $0.bytes, descriptors: $0.descriptors) }
+        queuedByteCount = pending.reduce(0) { $0 + $1.bytes.count }
+        queuedDescriptorCount = pending.reduce(0) { $0 + $1.descriptors.count }
+    }
+
     /// Drops every queued line and closes its descriptors (the connection
     /// is closing); dropping the queue does the same.
     package mutating func close() {

@@ -36,25 +36,41 @@ struct LineServerTests {
         let listener = try UnixListener.listen(path: path, backlog: 16)
         let loop = try SDEventLoop()
         let seen = Seen()
-        var server: LineServer?
-        server = try LineServer(
-            loop: loop, listener: listener, maxLineBytes: maxLineBytes,
-            handlers: LineServer.Handlers(
-                declaredDescriptors: Self.declared,
-                line: { id, line, descriptors in
-                    seen.lines.append((id, String(decoding: line, as: UTF8.self), descriptors))
-                    guard let server else { return }
-                    if let reply {
-                        reply(server, id, line, descriptors)
-                    } else {
-                        server.send(id, line: line, descriptors: descriptors)
-                    }
-                },
-                descriptorMismatch: { _, line, _ in seen.mismatches.append(String(decoding: line, as: UTF8.self)) },
-                tooLarge: { _ in seen.tooLarge += 1 },
-                closed: { id in seen.closed.append(id) },
-                backlogChanged: { _, bytes in seen.backlogs.append(bytes) }))
-        return (try #require(server), loop, seen, path)
+        let server = ServerReference()
+        server.value = try LineServer(
+            loop: loop, listener: listener, maxLineBytes: maxLineBytes, handlers: Self.handlers(seen, server, reply: reply))
+        return (try #require(server.value), loop, seen, path)
+    }
+
+    /// The server the handlers answer through, set once it is made.
+    final class ServerReference {
+        var value: LineServer?
+    }
+
+    /// Handlers that record in `seen` and run `reply` for each line (an echo unless given).
+    static func handlers(
+        _ seen: Seen, _ server: ServerReference, accepted: @escaping (Int, UnixStreamSocket) -> Void = { _, _ in },
+        reply: ((LineServer, Int, [UInt8], [OwnedDescriptor]) -> Void)?
+    ) -> LineServer.Handlers {
+        LineServer.Handlers(
+            accepted: { id, socket in
+                accepted(id, socket)
+                return true
+            },
+            declaredDescriptors: Self.declared,
+            line: { id, line, descriptors in
+                seen.lines.append((id, String(decoding: line, as: UTF8.self), descriptors))
+                guard let server = server.value else { return }
+                if let reply {
+                    reply(server, id, line, descriptors)
+                } else {
+                    server.send(id, line: line, descriptors: descriptors)
+                }
+            },
+            descriptorMismatch: { _, line, _ in seen.mismatches.append(String(decoding: line, as: UTF8.self)) },
+            tooLarge: { _ in seen.tooLarge += 1 },
+            closed: { id in seen.closed.append(id) },
+            backlogChanged: { _, bytes in seen.backlogs.append(bytes) })
     }
 
     /// Runs loop passes until `done` or 200 passes (each waits at most 50 ms).
