@@ -186,7 +186,7 @@ class FdPeer:
     def _serve(self, peer):
         for message, fds in peer.messages():
             self.received.append((message, len(fds)))
-            if message.get("target") == "mediator" and message.get("action") in self.own_actions:
+            if message.get("target") == "mediator" and message.get("action") in DAEMON_ACTIONS:
                 result = {"max_frame": self.max_frame, "connection": 1}
                 if message["action"] == "hello":
                     self.hellos.append(message)
