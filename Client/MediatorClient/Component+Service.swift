@@ -12,8 +12,11 @@ extension Component: Service {
     /// A `mediator.cancel` event cancels the task of the handler concerned,
     /// and nothing is answered for that call. When the connection drops (a
     /// daemon restart), it reconnects with exponential backoff (50 ms,
-    /// doubling up to 2 s, for as long as it is not cancelled), registers
-    /// again and calls `onRegistered` again. A `mediator.stop` event (the
+    /// doubling up to 2 s, for as long as it is not cancelled; every 50 ms
+    /// for 10 s first when the daemon said `mediator.restarting`), registers
+    /// again and calls `onRegistered` again. A `mediator.reregister` event
+    /// (the daemon lost its state but kept the connection) makes it register
+    /// again on the same connection. A `mediator.stop` event (the
     /// daemon started this component on demand and it has been idle, or it
     /// was stopped by hand) makes it close the connection and return.
     ///

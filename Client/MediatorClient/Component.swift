@@ -416,7 +416,7 @@ public struct Component: Sendable {
         var logger = self.logger
         logger[metadataKey: "target"] = "\(target)"
         var registeredOnce = false
-        var backoff = Self.initialBackoff
+        var backoff = ReconnectBackoff(initial: Self.initialBackoff, maximum: Self.maxBackoff)
 
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             let server = ComponentServer(component: self, logger: logger)
@@ -433,15 +433,15 @@ public struct Component: Sendable {
                 server.stop()
                 if Task.isCancelled || Task.isShuttingDownGracefully { break }
                 if !registeredOnce { throw error }
-                logger.info("cannot register again (\(error)); retrying in \(backoff)")
-                _ = try? await cancelWhenGracefulShutdown { [backoff] in try await Task.sleep(for: backoff) }
-                backoff = min(backoff * 2, Self.maxBackoff)
+                let delay = backoff.next()
+                logger.info("cannot register again (\(error)); retrying in \(delay)")
+                _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
                 continue
             }
             // The first registration is routine; one after a reconnect is news.
             if registeredOnce { logger.info("registered again") } else { logger.debug("registered") }
             registeredOnce = true
-            backoff = Self.initialBackoff
+            backoff.reset()
             if let onRegistered { await onRegistered() }
 
             let draining = DrainTask()
@@ -467,9 +467,10 @@ public struct Component: Sendable {
                 break
             }
             if Task.isShuttingDownGracefully { break }
-            logger.info("connection to the daemon lost; reconnecting in \(backoff)")
-            _ = try? await cancelWhenGracefulShutdown { [backoff] in try await Task.sleep(for: backoff) }
-            backoff = min(backoff * 2, Self.maxBackoff)
+            if client.connection.daemonRestarting.load(ordering: .relaxed) { backoff.restarting() }
+            let delay = backoff.next()
+            logger.info("connection to the daemon lost; reconnecting in \(delay)")
+            _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
         }
     }
 }

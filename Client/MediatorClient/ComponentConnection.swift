@@ -41,12 +41,16 @@ import NIOConcurrencyHelpers
 
     /// Connects, calls `onConnected`, serves calls until the connection
     /// drops, and connects again with exponential backoff (50 ms, doubling
-    /// up to 2 s); returns when the enclosing task is cancelled.
+    /// up to 2 s; every 50 ms for 10 s first after `mediator.restarting`);
+    /// returns when the enclosing task is cancelled. On `mediator.reregister`
+    /// it registers every registered component again on the same connection.
     public func run(onConnected: @escaping @Sendable () async -> Void) async {
         let logger = MediatorClient.logger
-        var backoff = Component.initialBackoff
+        var backoff = ReconnectBackoff(initial: Component.initialBackoff, maximum: Component.maxBackoff)
         while !Task.isCancelled {
-            let server = ComponentServer(components: { [state] target in state.withLockedValue { $0.components[target] } }, logger: logger)
+            let server = ComponentServer(
+                components: { [state] target in state.withLockedValue { $0.components[target] } },
+                registered: { [state] in state.withLockedValue { Array($0.components.values) } }, logger: logger)
             let client: MediatorClient
             do {
                 client = try await MediatorClient.connect(
@@ -55,14 +59,14 @@ import NIOConcurrencyHelpers
             } catch {
                 server.stop()
                 if Task.isCancelled { break }
-                logger.info("cannot connect to the daemon (\(error)); retrying in \(backoff)")
-                try? await Task.sleep(for: backoff)
-                backoff = min(backoff * 2, Component.maxBackoff)
+                let delay = backoff.next()
+                logger.info("cannot connect to the daemon (\(error)); retrying in \(delay)")
+                try? await Task.sleep(for: delay)
                 continue
             }
             server.attach(client)
             state.withLockedValue { $0 = State(client: client) }
-            backoff = Component.initialBackoff
+            backoff.reset()
             await onConnected()
             await withTaskCancellationHandler {
                 await client.connection.waitUntilClosed()
@@ -72,9 +76,10 @@ import NIOConcurrencyHelpers
             state.withLockedValue { $0 = State() }
             server.stop()
             if Task.isCancelled { break }
-            logger.info("connection to the daemon lost; reconnecting in \(backoff)")
-            try? await Task.sleep(for: backoff)
-            backoff = min(backoff * 2, Component.maxBackoff)
+            if client.connection.daemonRestarting.load(ordering: .relaxed) { backoff.restarting() }
+            let delay = backoff.next()
+            logger.info("connection to the daemon lost; reconnecting in \(delay)")
+            try? await Task.sleep(for: delay)
         }
     }
 

@@ -40,17 +40,25 @@ final class ComponentServer: Sendable {
 
     /// The component that serves a call's target; nil: none on this connection.
     private let component: @Sendable (_ target: String) -> Component?
+    /// The components registered on this connection now, registered again
+    /// on `mediator.reregister`.
+    private let registered: @Sendable () -> [Component]
     private let logger: Logger
     private let state = NIOLockedValueBox(State())
 
     init(component: Component, logger: Logger) {
         // One target per connection: the daemon sends it nothing else.
         self.component = { _ in component }
+        self.registered = { [component] }
         self.logger = logger
     }
 
-    init(components: @escaping @Sendable (_ target: String) -> Component?, logger: Logger) {
+    init(
+        components: @escaping @Sendable (_ target: String) -> Component?,
+        registered: @escaping @Sendable () -> [Component], logger: Logger
+    ) {
         self.component = components
+        self.registered = registered
         self.logger = logger
     }
 
@@ -62,7 +70,27 @@ final class ComponentServer: Sendable {
             stopRequested: { [self] in
                 state.withLockedValue { $0.leaving = true }
                 state.withLockedValue { $0.client }?.connection.close()
+            },
+            reregisterRequested: { [self] in
+                guard let client = state.withLockedValue({ $0.client }) else { return }
+                Task { await registerAgain(on: client) }
             })
+    }
+
+    /// `mediator.reregister`: each target again on the same connection. A
+    /// failure closes the connection: the reconnect registers on a new one.
+    private func registerAgain(on client: MediatorClient) async {
+        for component in registered() {
+            do {
+                _ = try await client.connection.call(
+                    ProtocolConstants.daemonTarget, "register", params: component.registerParams, timeoutMs: nil)
+                logger.info("registered \(component.target) again, as the daemon asked")
+            } catch {
+                logger.warning("cannot register \(component.target) again (\(error)); connecting again")
+                client.connection.close()
+                return
+            }
+        }
     }
 
     func attach(_ client: MediatorClient) {

@@ -242,7 +242,27 @@ extension Connection {
             hooks.stopRequested()
             return
         }
+        // The daemon's events about itself: acted on here, and still given
+        // to the subscribers whose patterns match.
+        if envelope.event == DaemonEventName.restarting {
+            daemonRestarting.store(true, ordering: .relaxed)
+        } else if envelope.event == DaemonEventName.reregister {
+            subscribeAgain()
+            hooks?.reregisterRequested()
+        }
         subscriptions.deliver(MediatorEvent(name: envelope.event, data: data))
+    }
+
+    /// After `mediator.reregister`: every pattern held again, oneway, so
+    /// that nothing waits on this thread for the answer.
+    private func subscribeAgain() {
+        let patterns = subscriptions.patterns
+        guard !patterns.isEmpty else { return }
+        do {
+            try sendOneway(ProtocolConstants.daemonTarget, "subscribe", params: ["events": .array(patterns.map(JSONValue.string))])
+        } catch {
+            logger.debug("cannot subscribe again: \(error)")  // the connection is going: the reconnect subscribes
+        }
     }
 
     /// A short reason for a connection failure.

@@ -107,6 +107,8 @@ final class Connection: Sendable {
     /// The read batch in which a component last found tracing off, so that
     /// it asks once per batch rather than per request (see ComponentServer).
     let tracingOffInBatch = Atomic<Int>(-1)
+    /// The daemon said `mediator.restarting`: after the close, connect again quickly.
+    let daemonRestarting = Atomic<Bool>(false)
 
     private init(
         socket: UnixStreamSocket, loop: ConnectionLoop, socketPath: String, maxInboundFrameBytes: Int,

@@ -46,16 +46,21 @@ final class InboundHooks: Sendable {
     let closed: @Sendable () -> Void
     /// A `mediator.stop` event: the daemon asks the component to leave.
     let stopRequested: @Sendable () -> Void
+    /// A `mediator.reregister` event: the daemon lost the registrations of
+    /// this connection; register them again on it.
+    let reregisterRequested: @Sendable () -> Void
 
     init(
         request: @escaping @Sendable (IncomingRequest, Connection) -> Void,
         cancel: @escaping @Sendable (MessageID) -> Void,
         closed: @escaping @Sendable () -> Void,
-        stopRequested: @escaping @Sendable () -> Void = {}
+        stopRequested: @escaping @Sendable () -> Void = {},
+        reregisterRequested: @escaping @Sendable () -> Void = {}
     ) {
         self.request = request
         self.cancel = cancel
         self.closed = closed
         self.stopRequested = stopRequested
+        self.reregisterRequested = reregisterRequested
     }
 }

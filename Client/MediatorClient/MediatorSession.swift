@@ -25,7 +25,9 @@ import Tracing
 ///   `disconnected` and `delivered` unknown: it may have run, so it is
 ///   never sent again by the session;
 /// - a subscription (``events(_:)``) goes on across reconnects; the events
-///   published while there was no connection are not seen;
+///   published while there was no connection are not seen; after
+///   `mediator.reregister` (the daemon lost its state, not the connection)
+///   it is subscribed again on the same connection;
 /// - ``states`` says when the connection came and went, and why.
 public final class MediatorSession: Service, Sendable {
     /// Where the session's connection is.
@@ -86,11 +88,12 @@ public final class MediatorSession: Service, Sendable {
     // MARK: - Running
 
     /// Connects, and connects again whenever the connection is lost, with
-    /// backoff (50 ms, doubling up to 2 s), until the task is cancelled or
+    /// backoff (50 ms, doubling up to 2 s; every 50 ms for 10 s first after
+    /// `mediator.restarting`), until the task is cancelled or
     /// a graceful shutdown begins; then closes the connection, ends the
     /// subscriptions and ``states`` normally, and returns.
     public func run() async {
-        var backoff = Self.initialBackoff
+        var backoff = ReconnectBackoff(initial: Self.initialBackoff, maximum: Self.maxBackoff)
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             publish(.connecting)
             let client: MediatorClient
@@ -99,12 +102,12 @@ public final class MediatorSession: Service, Sendable {
                     socketPath: socketPath, name: name, fds: fds, tracer: tracer, logger: logger, interceptors: interceptors)
             } catch {
                 publish(.disconnected(error))
-                logger.debug("cannot connect; retrying in \(backoff)", metadata: ["error": "\(error)"])
-                _ = try? await cancelWhenGracefulShutdown { [backoff] in try await Task.sleep(for: backoff) }
-                backoff = min(backoff * 2, Self.maxBackoff)
+                let delay = backoff.next()
+                logger.debug("cannot connect; retrying in \(delay)", metadata: ["error": "\(error)"])
+                _ = try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
                 continue
             }
-            backoff = Self.initialBackoff
+            backoff.reset()
             attach(client)
             let reason = await withGracefulShutdownHandler {
                 await withTaskCancellationHandler {
@@ -117,6 +120,7 @@ public final class MediatorSession: Service, Sendable {
             }
             detach()
             guard let reason else { break }  // closed by the session itself: it is ending
+            if client.connection.daemonRestarting.load(ordering: .relaxed) { backoff.restarting() }
             publish(.disconnected(reason))
             logger.info("connection to the daemon lost; connecting again", metadata: ["reason": "\(reason.message)"])
         }

@@ -32,6 +32,11 @@ final class Subscriptions: Sendable {
         }
     }
 
+    /// Every pattern some subscriber holds, each once, sorted.
+    var patterns: [String] {
+        state.withLockedValue { state in Set(state.subscribers.values.flatMap(\.patterns)).sorted() }
+    }
+
     /// Removes a subscriber; returns its patterns that no other subscriber
     /// holds, which the daemon no longer needs to send.
     func remove(_ token: Int) -> [String] {

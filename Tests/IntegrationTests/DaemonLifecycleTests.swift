@@ -68,6 +68,33 @@ extension Integration {
             #expect(!FileManager.default.fileExists(atPath: daemon.socketPath), "the socket file is left behind")
         }
 
+        @Test("SIGTERM: every peer gets mediator.restarting, then the answer to its call in flight, then EOF")
+        func restartingBeforeClose() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon(["--shutdown-grace-ms", "1"])
+            _ = try world.notes(daemon)
+            let idle = try world.peer(daemon)
+            #expect(try idle.result("mediator", "ping") == [:])
+            let caller = try world.peer(daemon)
+            try caller.request("Notes", "sleep", params: ["ms": 5000], id: "in-flight")
+            try caller.expectNothingPendingBeforePing()
+
+            daemon.terminate()
+            for peer in [idle, caller] {
+                var lines: [JSONValue] = []
+                do {
+                    while true { lines.append(try peer.receive(within: .seconds(10))) }
+                } catch is RawPeer.PeerClosed {}
+                let restarting: JSONValue = ["event": "mediator.restarting", "data": ["reason": "stopping"]]
+                // The last line before EOF, once, after any answer.
+                #expect(lines.last == restarting, "\(lines.map(\.jsonText))")
+                #expect(lines.filter { $0 == restarting }.count == 1)
+                if peer === caller { #expect(lines.first?["error"]?["code"] == "component_unavailable", "\(lines.map(\.jsonText))") }
+            }
+            #expect(try daemon.process.waitForExit(within: .seconds(15)) == .exited(0))
+        }
+
         @Test("SIGTERM with nothing in flight: exits 0 promptly")
         func idleShutdown() throws {
             let world = try World()

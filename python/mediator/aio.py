@@ -26,8 +26,8 @@ import socket as _socket
 import threading
 from typing import Any, AsyncIterator, Callable, Deque, Dict, List, Optional, Tuple
 
-from .client import (DAEMON, INITIAL_BACKOFF, LOST, MAX_BACKOFF, Event, Hooks, SubscriptionBase, admitted,
-                     drop_unread, hello_params, log_lost, read_hello, request_message)
+from .client import (DAEMON, LOST, REREGISTER, Backoff, Event, Hooks, SubscriptionBase, admitted, control_event,
+                     drop_unread, hello_params, log_lost, read_hello, request_message, subscribe_again)
 from .errors import DISCONNECTED, UNREACHABLE, MediatorError, error_from_exception
 from .fds import Incoming, MessageReader, Outgoing, close_all, prepare_frame, receive, send_first
 from .framing import MAX_FRAME, FrameDecoder, kind, local_deadline
@@ -67,6 +67,8 @@ class _Link:
         self.fds = fds
         self.max_fds: Optional[int] = None
         self.hooks: Optional[Hooks] = None
+        #: The daemon said `mediator.restarting`: reconnect quickly.
+        self.restarting = False
         self.closed: Optional[MediatorError] = None
         self._on_event, self._on_closed = on_event, on_closed
         self._reader = MessageReader(FrameDecoder(max_frame), accept=fds)
@@ -275,13 +277,8 @@ class _Link:
             name, data = message.get("event"), message.get("data")
             if not isinstance(name, str):
                 return
-            if name == "mediator.cancel":
-                if self.hooks is not None and isinstance(data, dict) and "id" in data:
-                    self.hooks.cancel(data["id"])
-                return
-            if name == "mediator.stop" and self.hooks is not None:
-                self.hooks.stop()
-            self._on_event(Event(name, data))
+            if not control_event(self, name, data):
+                self._on_event(Event(name, data))
 
 
 class Subscription(SubscriptionBase):
@@ -382,7 +379,7 @@ class Client:
                 link.close(MediatorError(DISCONNECTED, "the client is closed"))
                 raise MediatorError(DISCONNECTED, "the client is closed")
             self._link = link
-            patterns = sorted({p for s in self._subscriptions for p in s.patterns})
+            patterns = self._patterns()
             if patterns:
                 await self._call_on(link, DAEMON, "subscribe", {"events": patterns}, self.timeout)
             return link
@@ -401,7 +398,10 @@ class Client:
             self._retry_task = asyncio.get_running_loop().create_task(self._retry())
 
     async def _retry(self) -> None:
-        delay = INITIAL_BACKOFF
+        backoff = Backoff()
+        if self._link is not None and self._link.restarting:
+            backoff.restarting()
+        delay = backoff.next()
         while not self._closed:
             await asyncio.sleep(delay)
             try:
@@ -409,7 +409,7 @@ class Client:
                 self.log.info("reconnected to %s", self.socket_path)
                 return
             except MediatorError as e:
-                delay = min(delay * 2, MAX_BACKOFF)
+                delay = backoff.next()
                 self.log.debug("reconnecting to %s failed (next try in %.3g s): %s", self.socket_path, delay, e)
 
     async def _call_on(self, link: _Link, target: str, action: str, params: Any, timeout: Optional[float],
@@ -500,7 +500,12 @@ class Client:
             except MediatorError:
                 pass
 
+    def _patterns(self) -> List[str]:
+        return sorted({p for s in self._subscriptions for p in s.patterns})
+
     def _deliver_event(self, event: Event) -> None:
+        if event.name == REREGISTER:
+            subscribe_again(self._link, self._patterns())
         for subscription in list(self._subscriptions):
             subscription._deliver(event)
 
@@ -559,12 +564,29 @@ class _Session:
         self.client: Optional[Client] = None
         self.calls: Dict[Any, Any] = {}  # daemon id -> (ctx, task)
         self.tasks: set = set()
+        self.registering: Optional[asyncio.Task] = None
         self.ended = asyncio.Event()
         self.leaving = False
 
     @property
     def hooks(self) -> Hooks:
-        return Hooks(self.on_request, self.on_cancel, self.on_stop, self.ended.set)
+        return Hooks(self.on_request, self.on_cancel, self.on_stop, self.ended.set, self.on_reregister)
+
+    def on_reregister(self) -> None:
+        """`mediator.reregister` (on the loop): registers again on this connection."""
+        # Kept so that it is not collected while it runs; not a call, so not in `tasks`.
+        self.registering = asyncio.get_running_loop().create_task(self.register_again())
+
+    async def register_again(self) -> None:
+        client = self.client
+        if client is None:
+            return
+        try:
+            with use(None):
+                await client.call(DAEMON, "register", self.service.register_params(), timeout=REGISTER_TIMEOUT)
+            self.service.log.info("registered %s again, as the daemon asked", self.service.target)
+        except MediatorError as e:
+            self.service._reregister_failed(client._link, e)
 
     def on_request(self, request: dict) -> None:
         client = self.client
@@ -717,7 +739,7 @@ class Service(ServiceBase):
         self._stopping = False
         self._grace = None
         registered_once = False
-        delay = INITIAL_BACKOFF
+        backoff = Backoff()
         try:
             while not self._stopping:
                 session = _Session(self)
@@ -734,12 +756,12 @@ class Service(ServiceBase):
                         break
                     if not registered_once or not reconnect:
                         raise
+                    delay = backoff.next()
                     self._log_lost(delay, e)
                     await self._pause(delay)
-                    delay = min(delay * 2, MAX_BACKOFF)
                     continue
                 registered_once = True
-                delay = INITIAL_BACKOFF
+                backoff.reset()
                 self.log.info("registered %s at %s", self.target, client.socket_path)
                 if self._stopping:
                     session.ended.set()
@@ -760,9 +782,11 @@ class Service(ServiceBase):
                 await client.close()
                 if not reconnect:
                     raise MediatorError(DISCONNECTED, "the connection to the daemon closed")
+                if client._link is not None and client._link.restarting:
+                    backoff.restarting()
+                delay = backoff.next()
                 self._log_lost(delay)
                 await self._pause(delay)
-                delay = min(delay * 2, MAX_BACKOFF)
         finally:
             self._session = None
             self._loop = None

@@ -22,6 +22,40 @@ log = logging.getLogger("mediator.client")
 LOST = "the daemon closed the connection"
 INITIAL_BACKOFF = 0.1
 MAX_BACKOFF = 5.0
+#: The daemon is about to close every connection; a daemon will listen again (docs/protocol.md).
+RESTARTING = "mediator.restarting"
+#: The daemon kept the connection but lost its registrations and subscriptions.
+REREGISTER = "mediator.reregister"
+#: After `mediator.restarting`: how often to try to connect again, and for
+#: how long, before the usual backoff.
+RESTART_RETRY_INTERVAL = 0.05
+RESTART_RETRY_WINDOW = 10.0
+
+
+class Backoff:
+    """The pauses between tries to connect again: INITIAL_BACKOFF doubling
+    to MAX_BACKOFF; after `restarting()` (the daemon said it comes back),
+    RESTART_RETRY_INTERVAL each, for RESTART_RETRY_WINDOW, first."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._delay = INITIAL_BACKOFF
+        self._fast_until: Optional[float] = None
+
+    def reset(self) -> None:
+        """Connected: the next loss starts the schedule again."""
+        self._delay = INITIAL_BACKOFF
+        self._fast_until = None
+
+    def restarting(self) -> None:
+        self._fast_until = self._clock() + RESTART_RETRY_WINDOW
+
+    def next(self) -> float:
+        if self._fast_until is not None and self._clock() < self._fast_until:
+            return RESTART_RETRY_INTERVAL
+        delay = self._delay
+        self._delay = min(delay * 2, MAX_BACKOFF)
+        return delay
 
 
 class Event(NamedTuple):
@@ -124,6 +158,34 @@ class Hooks(NamedTuple):
     cancel: Callable[[Any], None]
     stop: Callable[[], None]
     closed: Callable[[], None]
+    #: `mediator.reregister`: register the target again on this connection.
+    reregister: Optional[Callable[[], None]] = None
+
+
+def control_event(link: Any, name: str, data: Any) -> bool:
+    """Acts on the daemon's control events for `link` (sync or asyncio);
+    True when the event goes no further than that (not to subscribers)."""
+    if name == "mediator.cancel":
+        if link.hooks is not None and isinstance(data, dict) and "id" in data:
+            link.hooks.cancel(data["id"])
+        return True
+    if name == "mediator.stop" and link.hooks is not None:
+        link.hooks.stop()
+    elif name == RESTARTING:
+        link.restarting = True
+    elif name == REREGISTER and link.hooks is not None and link.hooks.reregister is not None:
+        link.hooks.reregister()
+    return False
+
+
+def subscribe_again(link: Any, patterns: List[str]) -> None:
+    """After `mediator.reregister`: the patterns again, oneway, so that the
+    reader (which would read the answer) never waits for it."""
+    if patterns and link is not None and link.closed is None:
+        try:
+            link.send(request_message(DAEMON, "subscribe", {"events": patterns}))
+        except MediatorError:
+            pass  # the connection is going: the reconnect subscribes
 
 
 class _Link:
@@ -137,6 +199,8 @@ class _Link:
         self.fds = fds
         self.max_fds: Optional[int] = None
         self.hooks: Optional[Hooks] = None
+        #: The daemon said `mediator.restarting`: reconnect quickly.
+        self.restarting = False
         self._on_event = on_event
         self._on_closed = on_closed
         self._reader = MessageReader(FrameDecoder(max_frame), accept=fds)
@@ -279,13 +343,8 @@ class _Link:
             name, data = message.get("event"), message.get("data")
             if not isinstance(name, str):
                 return
-            if name == "mediator.cancel":
-                if self.hooks is not None and isinstance(data, dict) and "id" in data:
-                    self.hooks.cancel(data["id"])
-                return
-            if name == "mediator.stop" and self.hooks is not None:
-                self.hooks.stop()
-            self._on_event(Event(name, data))
+            if not control_event(self, name, data):
+                self._on_event(Event(name, data))
 
 
 class Ended(NamedTuple):
@@ -417,7 +476,9 @@ class Client:
 
     `timeout` (seconds) is the default of every call that gives none, and
     bounds connecting. With `reconnect=True`, a lost connection is opened
-    again (backoff 0.1 s doubling to 5 s) and subscriptions are renewed;
+    again (backoff 0.1 s doubling to 5 s; every 0.05 s for 10 s first when
+    the daemon said `mediator.restarting`) and subscriptions are renewed
+    (also on the same connection after `mediator.reregister`);
     calls in flight when it was lost still fail with `disconnected`.
     It logs through `logger`, else the logger "mediator.client".
     """
@@ -499,9 +560,12 @@ class Client:
             self._renew_subscriptions(link)
             return link
 
-    def _renew_subscriptions(self, link: _Link) -> None:
+    def _patterns(self) -> List[str]:
         with self._lock:
-            patterns = sorted({p for s in self._subscriptions for p in s.patterns})
+            return sorted({p for s in self._subscriptions for p in s.patterns})
+
+    def _renew_subscriptions(self, link: _Link) -> None:
+        patterns = self._patterns()
         if patterns:
             self._call_on(link, DAEMON, "subscribe", {"events": patterns}, self.timeout)
 
@@ -524,7 +588,11 @@ class Client:
 
     def _retry(self) -> None:
         """Reopens the connection in the background, so that events flow again."""
-        delay = INITIAL_BACKOFF
+        backoff = Backoff()
+        link = self._link
+        if link is not None and link.restarting:
+            backoff.restarting()
+        delay = backoff.next()
         try:
             while True:
                 if self._wake.wait(delay):
@@ -536,9 +604,8 @@ class Client:
                 except MediatorError as e:
                     if self._closed:
                         return
-                    self.log.debug("reconnecting to %s failed (next try in %.3g s): %s",
-                                   self.socket_path, min(delay * 2, MAX_BACKOFF), e)
-                    delay = min(delay * 2, MAX_BACKOFF)
+                    delay = backoff.next()
+                    self.log.debug("reconnecting to %s failed (next try in %.3g s): %s", self.socket_path, delay, e)
         finally:
             with self._lock:
                 self._retrying = False
@@ -624,6 +691,8 @@ class Client:
                 pass
 
     def _deliver_event(self, event: Event) -> None:
+        if event.name == REREGISTER:
+            subscribe_again(self._link, self._patterns())
         with self._lock:
             subscriptions = list(self._subscriptions)
         for subscription in subscriptions:

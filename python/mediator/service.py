@@ -5,7 +5,7 @@ import signal
 import threading
 from typing import Any, Callable, Dict, List, Optional
 
-from .client import DAEMON, INITIAL_BACKOFF, MAX_BACKOFF, Client, Hooks
+from .client import DAEMON, Backoff, Client, Hooks
 from .errors import DISCONNECTED, FAILED, MediatorError, error_from_exception, log
 from .fds import check_json, close_received, discard
 from .tracing import TraceContext, use
@@ -185,6 +185,13 @@ class ServiceBase:
         else:
             self.log.warning("registering %s again failed (next try in %.3g s): %s", self.target, delay, error)
 
+    def _reregister_failed(self, link: Any, error: MediatorError) -> None:
+        """Registering again on the same connection failed: the connection
+        goes, and the usual reconnect registers on a new one."""
+        self.log.warning("registering %s again failed: %s; connecting again", self.target, error)
+        if link is not None:
+            link.close(MediatorError(DISCONNECTED, "registering again failed: %s" % error.message))
+
     def register_params(self) -> dict:
         if self.actions is not None:
             actions = list(self.actions)  # exactly as given
@@ -235,7 +242,23 @@ class _Session:
 
     @property
     def hooks(self) -> Hooks:
-        return Hooks(self.on_request, self.on_cancel, self.on_stop, self.ended.set)
+        return Hooks(self.on_request, self.on_cancel, self.on_stop, self.ended.set, self.on_reregister)
+
+    def on_reregister(self) -> None:
+        """`mediator.reregister`: registers again on this connection, from
+        another thread (the reader thread reads the answer)."""
+        threading.Thread(target=self.register_again, name="mediator-reregister", daemon=True).start()
+
+    def register_again(self) -> None:
+        client = self.client
+        if client is None:
+            return
+        try:
+            with use(None):
+                client.call(DAEMON, "register", self.service.register_params(), timeout=REGISTER_TIMEOUT)
+            self.service.log.info("registered %s again, as the daemon asked", self.service.target)
+        except MediatorError as e:
+            self.service._reregister_failed(client._link, e)
 
     def on_request(self, request: dict) -> None:
         client = self.client
@@ -362,8 +385,9 @@ class Service(ServiceBase):
 
         The first connection or registration failing raises MediatorError
         (`unreachable`, `already_registered`...). Later, a lost connection is
-        opened again with backoff (0.1 s doubling to 5 s) and the target
-        registered again; without `reconnect`, it raises `disconnected`.
+        opened again with backoff (0.1 s doubling to 5 s; every 0.05 s for
+        10 s first after `mediator.restarting`) and the target registered
+        again (also on the same connection after `mediator.reregister`); without `reconnect`, it raises `disconnected`.
         `on_registered` is called after each registration. With `fds=True`
         the connection says `fds: true` in `hello`: handlers may receive
         descriptors in params (`mediator.ReceivedFD`) and return `mediator.FD`
@@ -381,7 +405,7 @@ class Service(ServiceBase):
     def _serve(self, socket: Optional[str], name: Optional[str], reconnect: bool, user: bool,
                on_registered: Optional[Callable[[], None]], fds: bool) -> None:
         registered_once = False
-        delay = INITIAL_BACKOFF
+        backoff = Backoff()
         while not self._stopping.is_set():
             session = _Session(self)
             self._session = session
@@ -398,12 +422,12 @@ class Service(ServiceBase):
                     break
                 if not registered_once or not reconnect:
                     raise
+                delay = backoff.next()
                 self._log_lost(delay, e)
                 self._stopping.wait(delay)
-                delay = min(delay * 2, MAX_BACKOFF)
                 continue
             registered_once = True
-            delay = INITIAL_BACKOFF
+            backoff.reset()
             self.log.info("registered %s at %s", self.target, client.socket_path)
             if self._stopping.is_set():
                 session.ended.set()
@@ -422,9 +446,11 @@ class Service(ServiceBase):
             client.close()
             if not reconnect:
                 raise MediatorError(DISCONNECTED, "the connection to the daemon closed")
+            if client._link is not None and client._link.restarting:
+                backoff.restarting()
+            delay = backoff.next()
             self._log_lost(delay)
             self._stopping.wait(delay)
-            delay = min(delay * 2, MAX_BACKOFF)
 
 
 #: The signals `serve()` answers with a graceful shutdown.

@@ -90,6 +90,8 @@ class FakeDaemon:
         self.listener.bind(self.socket)
         self.listener.listen(4)
         self.on_message = on_message
+        #: The daemon actions it answers itself (a test may take some away).
+        self.own_actions = DAEMON_ACTIONS
         self.received = []
         self.connections = []
         self.lock = threading.Lock()
@@ -114,10 +116,17 @@ class FakeDaemon:
                 continue
             message = json.loads(line)
             self.received.append(message)
-            if message.get("target") == "mediator" and message.get("action") in DAEMON_ACTIONS:
+            if message.get("target") == "mediator" and message.get("action") in self.own_actions:
                 send({"id": message["id"], "result": {"max_frame": 1 << 20, "connection": 1}})
             elif self.on_message is not None:
                 self.on_message(message, send)
+
+    def send_to_all(self, message):
+        """Sends `message` on every connection, as the daemon sends its own events."""
+        data = json.dumps(message).encode() + b"\n"
+        with self.lock:
+            for conn in self.connections:
+                conn.sendall(data)
 
     def drop_connections(self):
         for conn in self.connections:

@@ -272,7 +272,8 @@ final class BrokerHost: @unchecked Sendable {
     // MARK: - Stopping
 
     /// Graceful stop: no new connections; calls in flight get the grace
-    /// period, then the rest are answered and every connection is closed.
+    /// period, then the rest are answered, every peer gets
+    /// `mediator.restarting`, and every connection is closed.
     /// On the loop's thread; `done` runs there once everything is closed.
     func stop(grace: Duration, done: @escaping () -> Void) {
         stopping = true
@@ -293,6 +294,8 @@ final class BrokerHost: @unchecked Sendable {
         apply(broker.answerAllPending(MediatorError(.componentUnavailable, "mediatord is stopping")))
         // Components this daemon started go with it; ones started elsewhere reconnect later.
         apply(broker.terminateStartedComponents())
+        // Last before the close: libraries then reconnect at once rather than back off.
+        apply(broker.announceRestart())
         for connection in Array(admitted.keys) { server?.close(connection) }
         // The answers leave with the flush at the end of this iteration; the
         // sockets close after it, then the rest goes.
