@@ -78,7 +78,7 @@ extension LineServerTests {
                 loop: loop, listener: listener, maxLineBytes: 1024,
                 handlers: Self.handlers(seen, reference, accepted: { _, socket in try? watch.watch(socket) }, reply: reply))
             // Weak: the predecessor goes before the successor starts.
-            weak var server = reference.value
+            weak let server = reference.value
 
             // One at a time, so that their ids are 1, 2, 3.
             var clients: [UnixStreamSocket] = []
