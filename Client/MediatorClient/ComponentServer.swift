@@ -98,7 +98,7 @@ final class ComponentServer: Sendable {
     }
 
     /// Starts a task for one call, or answers it at once when its handler
-    /// cannot suspend. On the event loop.
+    /// cannot suspend. On the connection's thread.
     private func dispatch(_ request: IncomingRequest, _ connection: Connection) {
         guard let component = component(request.target) else {
             // Unregistered while the call was on its way.
@@ -175,7 +175,7 @@ final class ComponentServer: Sendable {
     /// frames of one read are handled together, and a bootstrap racing
     /// with them may land before or after any of them anyway. (The
     /// task-local override of `withTracer` cannot apply here: this runs on
-    /// the event loop, outside any task.)
+    /// the connection's thread, outside any task.)
     private func tracingIsOff(_ client: MediatorClient, _ connection: Connection) -> Bool {
         let batch = connection.readBatch.load(ordering: .relaxed)
         if connection.tracingOffInBatch.load(ordering: .relaxed) == batch { return true }

@@ -69,7 +69,7 @@ package final class LineServer {
     /// `@exclusivity(unchecked)`: both are confined to the loop's thread,
     /// and the run-time checks cost about 2,700 instructions per routed
     /// call in a release build (callgrind, Benchmarks/profile-mediatord).
-    private final class Connection {
+    final class Connection {
         let socket: UnixStreamSocket
         @exclusivity(unchecked) var source: IOSource?
         @exclusivity(unchecked) var inbound: InboundFrames
@@ -108,25 +108,25 @@ package final class LineServer {
         }
     }
 
-    private let loop: SDEventLoop
-    private let listener: UnixListener
-    private let maxLineBytes: Int
-    private let handlers: Handlers
-    private var listenerSource: IOSource?
+    let loop: SDEventLoop
+    let listener: UnixListener
+    let maxLineBytes: Int
+    let handlers: Handlers
+    var listenerSource: IOSource?
     /// Turns accepting back on after a pause (``Handlers/acceptFailed``).
-    private var acceptResumption: TimerSource?
-    private var flushSource: DeferSource?
+    var acceptResumption: TimerSource?
+    var flushSource: DeferSource?
     /// Once, after an adoption: cuts the lines a predecessor read whole but
     /// had not handed out (it handed over from inside a line's handler).
-    private var adoptedLinesSource: DeferSource?
-    @exclusivity(unchecked) private var connections: [ConnectionID: Connection] = [:]
+    var adoptedLinesSource: DeferSource?
+    @exclusivity(unchecked) var connections: [ConnectionID: Connection] = [:]
     /// Connections with output queued since the last flush.
     /// Connections with output queued since the last flush (each once:
     /// ``Connection/isDirty``), and a spare array to swap with, so that a
     /// flush allocates nothing.
-    @exclusivity(unchecked) private var dirty: [ConnectionID] = []
-    @exclusivity(unchecked) private var flushing: [ConnectionID] = []
-    @exclusivity(unchecked) private var nextID: ConnectionID = 1
+    @exclusivity(unchecked) var dirty: [ConnectionID] = []
+    @exclusivity(unchecked) var flushing: [ConnectionID] = []
+    @exclusivity(unchecked) var nextID: ConnectionID = 1
 
     /// Starts accepting on `listener` (already listening, e.g. adopted from
     /// socket activation) on `loop`'s thread.
@@ -230,318 +230,5 @@ package final class LineServer {
         adoptedLinesSource?.cancel()
         adoptedLinesSource = nil
         for connection in Array(connections.keys) { drop(connection) }
-    }
-
-    // MARK: - Hand-over (issue 28)
-
-    /// Stops reading, accepting and writing, and hands over everything this
-    /// server holds, descriptors open, for a successor to carry on with
-    /// ``init(loop:adopting:maxLineBytes:handlers:)``: the listener, and
-    /// per connection its socket, the half line read and the descriptors
-    /// that came with it, what is queued and not written, and its flags.
-    /// No ``Handlers/closed`` is called; the server owns nothing after it
-    /// (``shutdown()`` then closes nothing). Nil when it handed over already.
-    package func handOver() -> LineServerHandOver? {
-        guard let listenerDescriptor = listener.descriptor.take() else { return nil }
-        listenerSource?.cancel()
-        listenerSource = nil
-        acceptResumption?.cancel()
-        acceptResumption = nil
-        flushSource?.cancel()
-        flushSource = nil
-        adoptedLinesSource?.cancel()
-        adoptedLinesSource = nil
-        var handed: [LineServerHandOver.Connection] = []
-        for (id, connection) in connections.sorted(by: { $0.key < $1.key }) {
-            // A read or flush under way (a handler called this) stops at it.
-            connection.isDropped = true
-            connection.source?.cancel()
-            connection.source = nil
-            guard let socket = connection.socket.descriptor.take() else { continue }
-            handed.append(LineServerHandOver.Connection(
-                id: id, socket: OwnedDescriptor(taking: socket), inbound: connection.inbound.handOver(),
-                outbound: connection.outbound.handOver(), readingPaused: connection.readingPaused,
-                closing: connection.closing, reportedBacklog: connection.reportedBacklog))
-        }
-        connections = [:]
-        dirty.removeAll()
-        return LineServerHandOver(
-            listener: OwnedDescriptor(taking: listenerDescriptor), connections: handed, nextConnectionID: nextID)
-    }
-
-    /// Carries on from a predecessor's ``handOver()`` on `loop`: accepts on
-    /// the same listener, keeps every connection's id, completes its half
-    /// line with what it reads next, writes what was queued (and closes the
-    /// connections that were closing once it is), and numbers new
-    /// connections after the predecessor's.
-    ///
-    /// A connection whose socket cannot be adopted (not a Unix stream
-    /// socket, its output not a valid queue) or watched is closed, with
-    /// ``Handlers/closed``, so that the broker forgets it too. A listener
-    /// that cannot be adopted throws, and the hand-over's descriptors stay
-    /// with it.
-    package convenience init(
-        loop: SDEventLoop, adopting handOver: LineServerHandOver, maxLineBytes: Int, handlers: Handlers
-    ) throws(LineServerHandOverError) {
-        let listener: UnixListener
-        do {
-            listener = try UnixListener(adopting: handOver.listener)
-        } catch {
-            throw .listener(error)
-        }
-        do {
-            try self.init(loop: loop, listener: listener, maxLineBytes: maxLineBytes, handlers: handlers)
-        } catch {
-            throw .eventLoop(error)
-        }
-        do {
-            adoptedLinesSource = try loop.addDefer { [unowned self] source in
-                source.cancel()
-                adoptedLinesSource = nil
-                deliverAdoptedLines()
-            }
-        } catch {
-            shutdown()
-            throw .eventLoop(error)
-        }
-        nextID = max(handOver.nextConnectionID, (handOver.connections.map(\.id).max() ?? 0) + 1)
-        for handed in handOver.connections { adopt(handed) }
-    }
-
-    private func closeDescriptors(of handed: LineServerHandOver.Connection) {
-        try? handed.socket.close()
-        for batch in handed.inbound.batches { batch.close() }
-        for write in handed.outbound { for descriptor in write.descriptors { try? descriptor.close() } }
-    }
-
-    /// Also for a connection whose reading is paused: a pause stops reads
-    /// from the socket, and lines already read are delivered (as in ``read(_:_:)``).
-    private func deliverAdoptedLines() {
-        for id in connections.keys.sorted() {
-            guard let connection = connections[id], connection.inbound.bufferedByteCount > 0 else { continue }
-            _ = deliverLines(id, connection)
-        }
-    }
-
-    private func adopt(_ handed: LineServerHandOver.Connection) {
-        let id = handed.id
-        guard connections[id] == nil else {
-            // Not from a hand-over this server made (ids are unique there,
-            // and decode refuses a reused one): the first one stays.
-            closeDescriptors(of: handed)
-            return
-        }
-        guard let socket = try? UnixStreamSocket(adopting: handed.socket),
-              let fd = socket.descriptor.rawValue,
-              let outbound = try? OutboundQueue(resuming: handed.outbound)
-        else {
-            closeDescriptors(of: handed)
-            handlers.closed(id)
-            return
-        }
-        let connection = Connection(
-            socket: socket, inbound: InboundFrames(maxLineBytes: maxLineBytes, resuming: handed.inbound), outbound: outbound)
-        connection.readingPaused = handed.readingPaused
-        connection.closing = handed.closing
-        connection.reportedBacklog = handed.reportedBacklog
-        // Output queued, or a close waiting for it: the first writable
-        // readiness flushes it (a post source runs only after another source).
-        connection.waitingToWrite = !connection.outbound.isEmpty || connection.closing
-        do {
-            connection.source = try loop.addIO(fd: fd, events: connection.events) { [unowned self, unowned connection] _, events in
-                ready(id, connection, events)
-            }
-        } catch {
-            connection.inbound.close()
-            connection.outbound.close()
-            try? socket.close()
-            handlers.closed(id)
-            return
-        }
-        connections[id] = connection
-    }
-
-    // MARK: - Reading
-
-    private func acceptWaiting() {
-        while true {
-            let socket: UnixStreamSocket?
-            do {
-                socket = try listener.accept()
-            } catch {
-                if case .system(_, let code) = error, let pause = handlers.acceptFailed(code) { pauseAccepting(for: pause) }
-                return
-            }
-            guard let socket, let fd = socket.descriptor.rawValue else { return }
-            let id = nextID
-            nextID += 1
-            let connection = Connection(socket: socket, maxLineBytes: maxLineBytes)
-            do {
-                // The connection itself, not its id: no table lookup per
-                // readiness (unowned: its source, which holds this closure,
-                // is cancelled when it is dropped).
-                connection.source = try loop.addIO(fd: fd, events: .readable) { [unowned self, unowned connection] _, events in
-                    ready(id, connection, events)
-                }
-            } catch {
-                try? socket.close()
-                continue
-            }
-            // In the table first, so that the handler may send a parting line.
-            connections[id] = connection
-            guard handlers.accepted(id, socket) else {
-                connections[id] = nil
-                connection.source?.cancel()
-                connection.outbound.close()
-                try? socket.close()
-                continue
-            }
-        }
-    }
-
-    /// Takes the listener out of epoll for `pause` (it is level-triggered:
-    /// left in, a failing accept would spin at full CPU).
-    private func pauseAccepting(for pause: Duration) {
-        guard acceptResumption == nil, let source = listenerSource else { return }
-        try? source.setEnablement(.off)
-        acceptResumption = try? loop.addTimer(after: pause) { [unowned self] _, _ in
-            acceptResumption = nil
-            try? listenerSource?.setEnablement(.on)
-        }
-    }
-
-    private func ready(_ id: ConnectionID, _ connection: Connection, _ events: IOEvents) {
-        if events.contains(.writable) {
-            flush(id, connection)
-            // The flush may have dropped it.
-            guard !connection.isDropped else { return }
-        }
-        if events.contains(.readable) || events.contains(.hangup) || events.contains(.error) { read(id, connection) }
-    }
-
-    /// Reads what is there, a read at a time, and hands each line over.
-    private func read(_ id: ConnectionID, _ connection: Connection) {
-        while true {
-            let received: InboundFrames.Received
-            do {
-                received = try connection.inbound.receive(from: connection.socket)
-            } catch {
-                drop(id)
-                return
-            }
-            switch received {
-            case .wouldBlock:
-                return
-            case .endOfStream:
-                drop(id)
-                return
-            case .bytes:
-                guard deliverLines(id, connection) else { return }
-            }
-        }
-    }
-
-    /// Hands over every complete line buffered; false when a handler
-    /// dropped the connection (or handed the server over) meanwhile.
-    private func deliverLines(_ id: ConnectionID, _ connection: Connection) -> Bool {
-        while let frame = connection.inbound.nextFrame() {
-            switch frame {
-            case .tooLarge:
-                handlers.tooLarge(id)
-            case .line(let line):
-                // Without descriptors queued there is nothing to
-                // attribute: the line goes as it is (its reader
-                // checks that it declares none).
-                guard connection.inbound.hasQueuedDescriptors else {
-                    handlers.line(id, line.bytes, [])
-                    break
-                }
-                let declared = handlers.declaredDescriptors(line.bytes) ?? 0
-                switch connection.inbound.takeDescriptors(declared, for: line) {
-                case .descriptors(let descriptors):
-                    handlers.line(id, line.bytes, descriptors)
-                case let claim:
-                    handlers.descriptorMismatch(id, line.bytes, claim)
-                }
-            }
-            // A handler may have closed it.
-            guard !connection.isDropped else { return false }
-        }
-        return true
-    }
-
-    // MARK: - Writing
-
-    private func markDirty(_ open: Connection, _ id: ConnectionID) {
-        guard !open.isDirty else { return }
-        open.isDirty = true
-        dirty.append(id)
-    }
-
-    private func flushDirty() {
-        guard !dirty.isEmpty else { return }
-        // Swapped, not copied: a flush's handlers may queue more, for the next one.
-        swap(&dirty, &flushing)
-        for id in flushing {
-            guard let connection = connections[id] else { continue }
-            connection.isDirty = false
-            flush(id, connection)
-        }
-        flushing.removeAll(keepingCapacity: true)
-    }
-
-    private func flush(_ id: ConnectionID) {
-        guard let connection = connections[id] else { return }
-        flush(id, connection)
-    }
-
-    private func flush(_ id: ConnectionID, _ connection: Connection) {
-        // Descriptors written are reported even when the bytes left are
-        // the same as before (none): their sender's count goes down then.
-        let descriptorsBefore = connection.outbound.queuedDescriptorCount
-        let outcome: WriteOutcome
-        do {
-            outcome = try connection.outbound.write(to: connection.socket)
-        } catch {
-            drop(id)
-            return
-        }
-        switch outcome {
-        case .drained:
-            if connection.closing {
-                drop(id)
-                return
-            }
-            if connection.waitingToWrite {
-                connection.waitingToWrite = false
-                try? connection.source?.setEvents(connection.events)
-            }
-        case .wouldBlock:
-            // A close does not wait for a peer that does not read.
-            if connection.closing {
-                drop(id)
-                return
-            }
-            if !connection.waitingToWrite {
-                connection.waitingToWrite = true
-                try? connection.source?.setEvents(connection.events)
-            }
-        }
-        let backlog = connection.outbound.queuedByteCount
-        if backlog != connection.reportedBacklog || connection.outbound.queuedDescriptorCount != descriptorsBefore {
-            connection.reportedBacklog = backlog
-            handlers.backlogChanged(id, backlog)
-        }
-    }
-
-    /// Forgets a connection: its source, its socket and every descriptor it still holds.
-    private func drop(_ id: ConnectionID) {
-        guard let connection = connections.removeValue(forKey: id) else { return }
-        connection.isDropped = true
-        connection.source?.cancel()
-        connection.inbound.close()
-        connection.outbound.close()
-        try? connection.socket.close()
-        handlers.closed(id)
     }
 }
