@@ -3,6 +3,7 @@ that speaks the wire form with the standard library's send_fds/recv_fds.
 Every test checks that the process has as many descriptors open at the end
 as at the start."""
 import asyncio
+import functools
 import gc
 import os
 import json
@@ -78,15 +79,21 @@ def echo_pipes(message, fds, conn):
         os.close(memfd)
 
 
-def three_memfds(message, fds, conn):
-    """Two partial results and the final one, each a memfd."""
+def three_memfds(message, fds, conn, sent=None):
+    """Two partial results and the final one, each a memfd; sets `sent` (a
+    threading.Event) once all three went and the peer closed its copies (the
+    peer runs in this process, so its own memfds count in /proc/self/fd)."""
     for last in (False, False, True):
         memfd = mediator.memfd_from_bytes(b"x")
         reply = {"id": message["id"], "result": {"$fd": 0}, "fds": 1}
         if not last:
             reply["continues"] = True
-        conn.send(reply, fds=[memfd])
-        os.close(memfd)
+        try:
+            conn.send(reply, fds=[memfd])
+        finally:
+            os.close(memfd)
+    if sent is not None:
+        sent.set()
 
 
 class UnitTests(LeakCheckedTest):
@@ -428,7 +435,8 @@ class AioTests(LeakCheckedTest):
         self.assertEqual((message["fds"], message["params"]), (1, {"w": {"$fd": 0}}))
 
     def test_a_stream_closed_early_closes_what_it_did_not_read(self):
-        peer = self.peer(three_memfds)
+        sent = threading.Event()
+        peer = self.peer(functools.partial(three_memfds, sent=sent))
 
         async def body():
             async with await self.connect(peer) as client:
@@ -437,9 +445,10 @@ class AioTests(LeakCheckedTest):
                 async for first in stream:
                     first.close()
                     break
-                # The other two arrive while nobody reads; closing the stream closes them.
+                # The other two arrive while nobody reads; closing the stream
+                # closes them. Counted once the peer closed its own copies.
                 for _ in range(500):  # bounded: 5 s
-                    if open_fds() == before + 2:
+                    if sent.is_set() and open_fds() == before + 2:
                         break
                     await asyncio.sleep(0.01)
                 self.assertEqual(open_fds(), before + 2)
