@@ -200,9 +200,13 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         do { loaded = try settings.load() } catch { throw unusable("\(error)") }
         OpenFileLimit.raise(forConnections: loaded.configuration.maxConnections, logger: logger)
 
+        // A predecessor that re-executed this image handed everything over (issue 28).
+        let inheritance = ReexecInheritance.take(logger: logger)
         let listener: MediatorServer.Listener
         do {
-            if let fd = try SocketActivation.passedSocket() {
+            if let inheritance {
+                listener = .inherited(inheritance)
+            } else if let fd = try SocketActivation.passedSocket() {
                 listener = .adopted(NIOBSDSocket.Handle(fd), description: "socket-activated fd \(fd)")
             } else {
                 listener = .path(try ProtocolConstants.socketPath(
@@ -266,6 +270,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             MediatorServer.Heartbeat(interval: .microseconds(Int64(microseconds / 2))) { notifier.watchdog() }
         }
         let units = UnitStarter(bus: user ? .user : .system)
+        let reexec = reexecSettings(notifier: notifier, logger: logger)
         let (manifests, skippedManifests) = settings.loadManifests(logger: logger)
         // READY=1 waits for the metrics endpoint too, when one is asked for:
         // a scraper started after it must find it listening.
@@ -278,6 +283,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             waitForBootComponents: waitForBootComponents,
             heartbeat: heartbeat,
             latencyMetrics: exposition?.latencyFactory,
+            reexec: reexec,
             onReady: { server in
                 // Cancelled when the group stops (an endpoint that cannot bind stops it).
                 await cancelWhenGracefulShutdown {
@@ -290,6 +296,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         await server.loadPolicy(settings.loadPolicy(logger: logger))
         await server.addStatisticsSection("nats") { bridge.statistics }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: ReexecSignalService(server: server), successTerminationBehavior: .ignore),
             .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: ReloadService(
                     settings: settings, server: server, bridge: bridge, natsSettings: natsSettings, notifier: notifier,
@@ -327,5 +334,25 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             logger.error("\(error)")
             throw ExitCode(1)
         }
+    }
+
+    /// How `mediator/reexec`, SIGUSR2 and a reload that finds a new binary
+    /// re-execute the daemon: its path as started, its arguments; systemd
+    /// hears RELOADING=1 before, and READY=1 from the new image (or from
+    /// this one when the exec failed). Nil when the path cannot be found.
+    func reexecSettings(notifier: SystemdNotifier, logger: Logger) -> ReexecSettings? {
+        let environment = ProcessInfo.processInfo.environment
+        guard let image = ReexecImage.resolve(arguments: CommandLine.arguments, path: environment["PATH"]) else {
+            logger.warning("the daemon's binary is not found from its argv[0]: mediator/reexec and SIGUSR2 are refused")
+            return nil
+        }
+        // Test hook: a snapshot of a version no daemon reads, for the fallback's test.
+        let snapshotVersion = testHooks ? environment["MEDIATORD_TEST_SNAPSHOT_VERSION"].flatMap { Int64($0) } : nil
+        return ReexecSettings(image: image, announce: { announcement in
+            switch announcement {
+            case .starting: notifier.reloading()
+            case .failed(let reason): notifier.ready(status: "re-exec failed: \(reason)")
+            }
+        }, snapshotVersion: snapshotVersion)
     }
 }

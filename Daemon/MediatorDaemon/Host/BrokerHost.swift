@@ -25,11 +25,11 @@ final class BrokerHost: @unchecked Sendable {
     let loop: SDEventLoop
     let broker: Broker
     let logger: Logger
-    private(set) var server: LineServer?
+    var server: LineServer?
     /// The uid of each connection the broker admitted.
     private var admitted: [ConnectionID: UInt32] = [:]
-    private(set) var descriptors = DescriptorTable()
-    private var dispatch: InboundDispatch?
+    var descriptors = DescriptorTable()
+    private(set) var dispatch: InboundDispatch?
     private var timers: HostTimers?
     private var acceptGuard: AcceptGuard?
     /// The storage each line's effects come back in, reused.
@@ -40,6 +40,18 @@ final class BrokerHost: @unchecked Sendable {
     var units: UnitControl?
     let bootWaiters = BootWaiters()
     private(set) var stopping = false
+    /// How to re-exec, from ``MediatorServer``; nil: `mediator/reexec` is refused.
+    var reexecSettings: ReexecSettings?
+    /// The re-exec asked for and not done yet, with who waits for its answer.
+    var pendingReexec: PendingReexec?
+    /// Where the socket is (for the hand-over): the file bound, if the
+    /// daemon bound it, and the path components are told.
+    var boundPath: String?
+    var advertisedPath = ""
+    /// Re-execs since the daemon started.
+    var reexecs = 0
+    /// The timer of a re-exec asked for (a source lives as long as its object).
+    var reexecTimer: TimerSource?
 
     init(loop: SDEventLoop, broker: Broker, logger: Logger) {
         self.loop = loop
@@ -57,9 +69,15 @@ final class BrokerHost: @unchecked Sendable {
 
     /// Starts serving `listener` (listening already); on the loop's thread.
     func start(listener: UnixListener, listenerDescriptor: Int32) throws {
+        try prepareParts(listenerDescriptor: listenerDescriptor)
+        server = try LineServer(
+            loop: loop, listener: listener, maxLineBytes: broker.configuration.maxFrameBytes, handlers: lineHandlers())
+    }
+
+    /// The parts around the sockets, before a ``LineServer`` is made or adopted.
+    func prepareParts(listenerDescriptor: Int32) throws {
         TimerSlack.setMinimalForCurrentThread()
-        let acceptGuard = AcceptGuard(listener: listenerDescriptor, logger: logger) { [unowned self] in admitted.count }
-        self.acceptGuard = acceptGuard
+        acceptGuard = AcceptGuard(listener: listenerDescriptor, logger: logger) { [unowned self] in admitted.count }
         dispatch = try InboundDispatch(loop: loop) { [unowned self] connection, line in handle(line, from: connection) } setReading: {
             [unowned self] connection, enabled in server?.setReading(connection, enabled)
         }
@@ -68,20 +86,29 @@ final class BrokerHost: @unchecked Sendable {
         } trim: { [unowned self] in
             trimMemory()
         }
-        server = try LineServer(
-            loop: loop, listener: listener, maxLineBytes: broker.configuration.maxFrameBytes,
-            handlers: LineServer.Handlers(
-                accepted: { [unowned self] connection, socket in accepted(connection, socket) },
-                acceptFailed: { code in acceptGuard.failed(errno: code) },
-                declaredDescriptors: { line in DeclaredDescriptors.count(in: line) },
-                line: { [unowned self] connection, bytes, passed in received(bytes, passed, from: connection) },
-                descriptorMismatch: { [unowned self] connection, bytes, claim in mismatched(bytes, claim, from: connection) },
-                tooLarge: { [unowned self] connection in
-                    guard let uid = admitted[connection] else { return }
-                    dispatch?.received(.tooLarge, descriptors: nil, from: connection, uid: uid)
-                },
-                closed: { [unowned self] connection in closed(connection) },
-                backlogChanged: { [unowned self] connection, bytes in backlogChanged(connection, bytes) }))
+    }
+
+    /// What the server tells the host, for a server made or adopted.
+    func lineHandlers() -> LineServer.Handlers {
+        LineServer.Handlers(
+            accepted: { [unowned self] connection, socket in accepted(connection, socket) },
+            acceptFailed: { [unowned self] code in acceptGuard?.failed(errno: code) },
+            declaredDescriptors: { line in DeclaredDescriptors.count(in: line) },
+            line: { [unowned self] connection, bytes, passed in received(bytes, passed, from: connection) },
+            descriptorMismatch: { [unowned self] connection, bytes, claim in mismatched(bytes, claim, from: connection) },
+            tooLarge: { [unowned self] connection in
+                guard let uid = admitted[connection] else { return }
+                dispatch?.received(.tooLarge, descriptors: nil, from: connection, uid: uid)
+            },
+            closed: { [unowned self] connection in closed(connection) },
+            backlogChanged: { [unowned self] connection, bytes in backlogChanged(connection, bytes) })
+    }
+
+    /// Takes the connections the broker knows from a restored snapshot as
+    /// admitted (their uids from their credentials).
+    func admitRestoredPeers() {
+        for (connection, peer) in broker.peers { admitted[connection] = peer.credentials.uid }
+        timers?.connectionOpened(load: admitted.count)
     }
 
     /// Runs one of the broker's inputs on the loop and carries out its
@@ -254,6 +281,9 @@ final class BrokerHost: @unchecked Sendable {
             if let units { Task { _ = await units.stop(unit) } }
         case .bootComplete:
             bootWaiters.finish()
+        case .reexec(let connection, let idBytes):
+            requestReexec(HostHandOverState.Requester(
+                connection: connection, idBytes: idBytes.map { Array($0.readableBytesView) }))
         case .blockEventLoop:
             while true { Glibc.sleep(3600) }
         case .wakeUp(let deadline):

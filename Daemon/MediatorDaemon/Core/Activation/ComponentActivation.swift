@@ -408,6 +408,14 @@ struct ComponentActivation {
         if hasWaiters(target) { start(target, now, registry, &actions) }
     }
 
+    /// Every `start` and held call, of every target, fails with `error`
+    /// (a re-exec that could not wait for them: they are not carried).
+    mutating func failAllHeld(_ error: MediatorError) -> [Action] {
+        var actions: [Action] = []
+        for target in Set(startWaiters.keys).union(components.keys).sorted() { failHeld(target, error, &actions) }
+        return actions
+    }
+
     /// Every `start` and held call for the target fails with `error`.
     private mutating func failHeld(_ target: String, _ error: MediatorError, _ actions: inout [Action]) {
         for waiter in startWaiters.removeValue(forKey: target) ?? [] {

@@ -4,9 +4,13 @@ import MediatorProtocol
 // then the parts. Written with the protocol's own JSONValue encoder (sorted
 // members, so equal states encode to equal bytes); no Foundation.
 extension BrokerSnapshot {
-    var json: JSONValue {
+    var json: JSONValue { json(version: Self.currentVersion) }
+
+    /// `version` is for tests of a successor that cannot read its
+    /// predecessor's snapshot (another version): always the current one otherwise.
+    func json(version: Int64) -> JSONValue {
         .object([
-            "kind": .string(Self.kind), "version": .int(Self.currentVersion),
+            "kind": .string(Self.kind), "version": .int(version),
             "uptime_ns": .int(uptimeNanoseconds),
             "peers": .array(peers.map(\.json)),
             "targets": .array(targets.map(\.json)), "next_instance": .count(nextInstance),
@@ -27,7 +31,7 @@ extension BrokerSnapshot {
     }
 
     /// The bytes a successor reads with ``decode(_:limit:)``.
-    func encoded() -> [UInt8] { json.encoded }
+    func encoded(version: Int64 = currentVersion) -> [UInt8] { json(version: version).encoded }
 
     /// Reads a snapshot; refuses one over `limit` bytes, one that is not a
     /// broker snapshot, and one of another version before reading further.

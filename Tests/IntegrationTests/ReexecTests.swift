@@ -1,0 +1,228 @@
+import Foundation
+import MediatorProtocol
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Integration {
+    /// Re-executing mediatord in place (issue 28): `mediator/reexec`,
+    /// `mediatorctl daemon-reexec` and SIGUSR2 hand every connection and
+    /// the broker's state to a new image of the binary under the same pid.
+    @Suite("Re-exec in place")
+    struct Reexec {
+        @Test("Under load, re-exec after re-exec: no connection closed, every call answered once, no re-registration, no event lost")
+        func underLoad() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.notes(daemon)
+            _ = try world.notes(daemon, target: "NotesPool", pool: true)
+            _ = try world.notes(daemon, target: "NotesPool", pool: true)
+            // A raw component with a stream that spans the re-execs.
+            let streamer = try world.peer(daemon)
+            _ = try streamer.register("Streamer", actions: ["feed"])
+            let instancesBefore = try instanceNumbers(daemon)
+            let streamCaller = try world.peer(daemon)
+            let streamID = try streamCaller.request("Streamer", "feed", timeoutMs: 60_000, more: true)
+            let streamRequest = try streamer.incomingRequest()
+
+            let subscriber = try world.peer(daemon)
+            _ = try subscriber.result("mediator", "subscribe", params: ["events": ["reexec.*"]])
+
+            let load = CallLoops(socketPath: daemon.socketPath)
+            try load.start(callers: [("Notes", "echo"), ("NotesPool", "echo"), ("NotesPool", "echo")], publisher: "reexec.tick")
+            defer { load.stop() }
+
+            let admin = try world.peer(daemon)
+            let sleeper = try world.peer(daemon)
+            let pid = daemon.pid
+            var reexecTimes: [Duration] = []
+            for round in 0..<5 {
+                try load.waitForProgress()
+                // A call in flight in a Python component across the exec.
+                let sleepID = try sleeper.request("Notes", "sleep", params: ["ms": 300])
+                try streamer.reply(partOf: streamRequest, ["round": .int(Int64(round))])
+                let started = ContinuousClock.now
+                let answer: JSONValue
+                if round == 2 {
+                    // The CLI verb once; the others straight from a peer.
+                    answer = try CLI(daemon).json("daemon-reexec")
+                } else {
+                    answer = try admin.result("mediator", "reexec", within: .seconds(20))
+                }
+                reexecTimes.append(ContinuousClock.now - started)
+                #expect(answer["pid"] == .int(Int64(pid)), "\(answer.jsonText)")
+                #expect(answer["reexecs"] == .int(Int64(round + 1)), "\(answer.jsonText)")
+                #expect(try sleeper.response(to: sleepID)["result"] == ["slept": 300])
+                #expect(daemon.process.isRunning)
+            }
+            try load.waitForProgress()
+            let report = load.stop()
+
+            try streamer.reply(to: streamRequest, result: ["done": true])
+            for round in 0..<5 {
+                let partial = try streamCaller.response(to: streamID)
+                #expect(partial["continues"] == true && partial["result"] == ["round": .int(Int64(round))], "\(partial.jsonText)")
+            }
+            #expect(try streamCaller.response(to: streamID)["result"] == ["done": true])
+
+            #expect(report.failures.isEmpty, "\(report.failures)")
+            #expect(report.calls > 0)
+            let events = try (0..<report.published).map { _ in try subscriber.event("reexec.tick") }
+            #expect(events.map { $0["data"]?.intValue ?? -1 } == (0..<report.published).map(Int64.init))
+            for peer in [streamer, streamCaller, subscriber, admin, sleeper] { try peer.expectNothingPendingBeforePing() }
+            #expect(try instanceNumbers(daemon) == instancesBefore, "a component registered again")
+            print("re-exec: answered after \(reexecTimes); longest call \(report.longest) over \(report.calls) calls")
+        }
+
+        @Test("SIGUSR2 re-executes; no descriptor is left behind by a few re-execs")
+        func signalAndDescriptors() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            _ = try world.notes(daemon)
+            let caller = try world.peer(daemon)
+            #expect(try caller.result("Notes", "echo", params: ["n": 1])["n"] == 1)
+            let admin = try world.peer(daemon)
+            #expect(try admin.result("mediator", "ping") == [:])
+            let before = try ProcFS.openFiles(daemon.pid)
+            for _ in 0..<3 { _ = try admin.result("mediator", "reexec", within: .seconds(20)) }
+            daemon.process.signal(SIGUSR2)
+            try waitUntil("the SIGUSR2 re-exec to be counted") {
+                try admin.result("mediator", "reexec", within: .seconds(20))["reexecs"] == 5
+            }
+            #expect(try caller.result("Notes", "echo", params: ["n": 2])["n"] == 2)
+            #expect(try ProcFS.openFiles(daemon.pid) == before)
+        }
+
+        @Test("A successor that cannot read the snapshot (version 999): each peer gets mediator.restarting, then a fresh daemon serves")
+        func incompatibleSnapshot() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon(
+                ["--test-hooks"], launcher: ["/usr/bin/env", "MEDIATORD_TEST_SNAPSHOT_VERSION=999"])
+            let notes = try world.notes(daemon, reconnect: true)
+            let idle = try world.peer(daemon)
+            #expect(try idle.result("mediator", "ping") == [:])
+            let admin = try world.peer(daemon)
+            let answer = try admin.result("mediator", "reexec", within: .seconds(20))
+            #expect(answer["clean_restart"]?.stringValue?.contains("999") == true, "\(answer.jsonText)")
+            for peer in [idle, admin] {
+                #expect(try peer.event("mediator.restarting")["data"] == ["reason": "handover_refused"])
+                #expect(throws: RawPeer.PeerClosed.self) { try peer.receive() }
+            }
+            // The library reconnects at once and registers on the fresh daemon.
+            try notes.waitUntilReady(count: 2)
+            let caller = try world.peer(daemon)
+            #expect(try caller.result("Notes", "echo", params: ["n": 3])["n"] == 3)
+            #expect(daemon.process.isRunning)
+        }
+
+        /// Each registered instance, as `target#instance`, sorted.
+        private func instanceNumbers(_ daemon: DaemonProcess) throws -> [String] {
+            try daemon.list().flatMap { target in
+                (target["instances"]?.arrayValue ?? []).map {
+                    "\(target["target"]?.stringValue ?? "")#\($0["instance"]?.intValue ?? -1)"
+                }
+            }.sorted()
+        }
+    }
+}
+
+extension RawPeer {
+    /// A partial answer (`continues`) to a `more` request this peer received.
+    func reply(partOf request: JSONValue, _ result: JSONValue) throws {
+        try send(["id": request["id"] ?? .null, "result": result, "continues": true])
+    }
+}
+
+/// Callers that call in a loop, each on a thread and a connection of its
+/// own, and a publisher of numbered events, until stopped; what they saw.
+final class CallLoops: @unchecked Sendable {
+    struct Report {
+        var calls = 0
+        var published = 0
+        var longest: Duration = .zero
+        var failures: [String] = []
+    }
+
+    let socketPath: String
+    private let lock = NSLock()
+    private var report = Report()
+    private var stopping = false
+    private var threads: [Thread] = []
+    private let finished = DispatchGroup()
+
+    init(socketPath: String) {
+        self.socketPath = socketPath
+    }
+
+    func start(callers: [(target: String, action: String)], publisher event: String) throws {
+        for (target, action) in callers {
+            let peer = try RawPeer.connect(socketPath)
+            run {
+                let id = try peer.request(target, action, params: ["n": .int(Int64(self.counts.calls))])
+                let started = ContinuousClock.now
+                let reply = try peer.response(to: id, within: .seconds(10))
+                let took = ContinuousClock.now - started
+                guard reply["result"] != nil else { throw HarnessError("\(target)/\(action): \(reply.jsonText)") }
+                self.locked { $0.calls += 1; $0.longest = max($0.longest, took) }
+            } finally: {
+                try peer.expectNothingPendingBeforePing()
+            }
+        }
+        let publisher = try RawPeer.connect(socketPath)
+        run {
+            let sequence = self.counts.published
+            let delivered = try publisher.result("mediator", "publish", params: ["event": .string(event), "data": .int(Int64(sequence))])
+            guard delivered["delivered"] == 1 else { throw HarnessError("event \(sequence) delivered \(delivered.jsonText)") }
+            self.locked { $0.published += 1 }
+        } finally: {
+            try publisher.expectNothingPendingBeforePing()
+        }
+    }
+
+    var counts: Report { locked { $0 } }
+
+    /// Waits until every loop has done a few more rounds (bounded).
+    func waitForProgress() throws {
+        let target = counts.calls + 20
+        let published = counts.published + 5
+        try waitUntil("the callers to make progress (\(counts))", within: .seconds(20)) {
+            let now = counts
+            if let failure = now.failures.first { throw HarnessError(failure) }
+            return now.calls >= target && now.published >= published
+        }
+    }
+
+    /// Stops the loops, waits for them (bounded) and reports.
+    @discardableResult
+    func stop() -> Report {
+        locked { _ in stopping = true }
+        if finished.wait(timeout: .now() + 20) == .timedOut { locked { $0.failures.append("a loop did not stop within 20 s") } }
+        return counts
+    }
+
+    private func run(_ body: @escaping @Sendable () throws -> Void, finally: @escaping @Sendable () throws -> Void) {
+        finished.enter()
+        let thread = Thread {
+            defer { self.finished.leave() }
+            do {
+                while !self.locked({ _ in self.stopping }) { try body() }
+                try finally()
+            } catch {
+                self.locked { $0.failures.append("\(error)") }
+            }
+        }
+        threads.append(thread)
+        thread.start()
+    }
+
+    private func locked<T>(_ body: (inout Report) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&report)
+    }
+}
