@@ -15,6 +15,7 @@ import MediatorProtocol
 import MediatorSystemd
 import NIOCore
 import ServiceLifecycle
+import UnixSignals
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -271,6 +272,10 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         }
         let units = UnitStarter(bus: user ? .user : .system)
         let reexec = reexecSettings(notifier: notifier, logger: logger)
+        // Trapped before anything answers: a signal sent once the daemon
+        // answers (a re-exec's new image included) must not meet its default action.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        let reexecSignals = await UnixSignalsSequence(trapping: .sigusr2)
         let (manifests, skippedManifests) = settings.loadManifests(logger: logger)
         // READY=1 waits for the metrics endpoint too, when one is asked for:
         // a scraper started after it must find it listening.
@@ -296,11 +301,12 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         await server.loadPolicy(settings.loadPolicy(logger: logger))
         await server.addStatisticsSection("nats") { bridge.statistics }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: ReexecSignalService(server: server), successTerminationBehavior: .ignore),
+            .init(service: ReexecSignalService(server: server, signals: reexecSignals), successTerminationBehavior: .ignore),
             .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: ReloadService(
                     settings: settings, server: server, bridge: bridge, natsSettings: natsSettings, notifier: notifier,
-                    logger: logger, startOnlyMembers: startOnlyMembers, startOnlyAtStart: startOnlyMembers(loaded)),
+                    logger: logger, startOnlyMembers: startOnlyMembers, startOnlyAtStart: startOnlyMembers(loaded),
+                    hangups: hangups),
                   successTerminationBehavior: .ignore),
             .init(service: StatusReporter(server: server, notifier: notifier), successTerminationBehavior: .ignore),
         ]

@@ -9,9 +9,11 @@ import UnixSignals
 struct ReexecSignalService: Service, CustomStringConvertible {
     var description: String { "ReexecSignalService" }
     let server: MediatorServer
+    /// Trapped before the server starts, so that a SIGUSR2 sent once it
+    /// answers (after a re-exec too) finds the handler in place.
+    let signals: UnixSignalsSequence
 
     func run() async throws {
-        let signals = await UnixSignalsSequence(trapping: .sigusr2)
         for await _ in signals.cancelOnGracefulShutdown() { server.reexec() }
     }
 }

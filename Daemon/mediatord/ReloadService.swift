@@ -24,9 +24,10 @@ struct ReloadService: Service, CustomStringConvertible {
     /// of the settings as loaded now, and as they were at start.
     let startOnlyMembers: @Sendable (DaemonSettings.Loaded) -> [String: String]
     let startOnlyAtStart: [String: String]
+    /// SIGHUP, trapped before the server starts (see ``ReexecSignalService``).
+    let hangups: UnixSignalsSequence
 
     func run() async throws {
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
         for await _ in hangups.cancelOnGracefulShutdown() {
             notifier.reloading()
             do {

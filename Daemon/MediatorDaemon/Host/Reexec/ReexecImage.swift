@@ -82,7 +82,12 @@ package struct ReexecImage: Sendable, Equatable {
     }
 
     /// After a re-exec, in the new image, before anything waits for signals.
+    /// SIGHUP and SIGUSR2 are ignored until their handlers are in place
+    /// (a reload or re-exec asked in that moment is lost, rather than
+    /// ending the daemon, their default action).
     package static func unblockSignalsAfterReexec() {
+        signal(SIGHUP, SIG_IGN)
+        signal(SIGUSR2, SIG_IGN)
         var none = sigset_t()
         sigemptyset(&none)
         pthread_sigmask(SIG_SETMASK, &none, nil)
