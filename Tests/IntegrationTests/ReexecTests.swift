@@ -120,6 +120,53 @@ extension Integration {
             #expect(daemon.process.isRunning)
         }
 
+        @Test("Managed components survive re-execs: same process, output still logged, exit status, restart and idle exit seen by the new image")
+        func managedComponents() throws {
+            let world = try World()
+            defer { world.close() }
+            let folder = try ComponentsFolder(world)
+            // A shell that stays the daemon's child and reports on its stdout when Notes ends.
+            let notes = [Paths.python, "-u", Paths.notesComponent, "--target", "Managed"].map { "'\($0)'" }.joined(separator: " ")
+            _ = try folder.write("managed.json", folder.notes("Managed", [
+                "exec": ["/bin/sh", "-c", .string("\(notes); echo \"managed notes exited $?\"")],
+                "restart": "always", "restart_backoff_ms": 50,
+            ]))
+            _ = try folder.write("idle.json", folder.notes("IdleManaged", ["idle_exit_s": 2]))
+            let daemon = try world.daemon(["--components", folder.path, "--component-stop-grace-ms", "500"])
+            let peer = try world.peer(daemon)
+            let python = try #require(try peer.result("Managed", "whoami", within: .seconds(20))["pid"]?.intValue)
+            let shell = try #require(try ActivationTests.status(peer, "Managed")["pids"]?.arrayValue?.first?.intValue)
+            _ = try peer.result("IdleManaged", "whoami", within: .seconds(20))
+            #expect(try peer.result("Managed", "add", params: ["text": "kept"])["id"] == 1)
+
+            let admin = try world.peer(daemon)
+            for _ in 0..<3 { _ = try admin.result("mediator", "reexec", within: .seconds(20)) }
+
+            // The same processes, known as running, their notes kept: nothing restarted.
+            #expect(try peer.result("Managed", "whoami")["pid"]?.intValue == python)
+            #expect(try peer.result("Managed", "list")["notes"]?.arrayValue?.count == 1)
+            let status = try ActivationTests.status(peer, "Managed")
+            #expect(status["state"] == "running" && status["pids"] == [.int(shell)] && status["restarts"] == 0, "\(status.jsonText)")
+
+            // Its end reaches the new image: output through the pipe kept open, exit status, restart.
+            kill(pid_t(python), SIGTERM)
+            try waitUntil("the wrapper's line in the daemon's log\(daemon.process.logTail())") {
+                daemon.process.stderr.contains("managed notes exited 0")
+            }
+            try waitUntil("Managed to be restarted\(daemon.process.logTail())", within: .seconds(20)) {
+                let now = try ActivationTests.status(peer, "Managed")
+                return now["restarts"] == 1 && now["state"] == "running" && now["pids"] != [.int(shell)]
+            }
+            #expect(try ActivationTests.status(peer, "Managed")["last_exit"] == "exited with status 0")
+            #expect(try peer.result("Managed", "whoami", within: .seconds(20))["pid"]?.intValue != python)
+
+            // Idle exit, timed from before the re-execs, is carried out by the last image.
+            try waitUntil("IdleManaged to stop when idle\(daemon.process.logTail())", within: .seconds(15)) {
+                try ActivationTests.status(peer, "IdleManaged")["state"] == "activatable"
+            }
+            #expect(try ActivationTests.status(peer, "IdleManaged")["last_exit"] == "exited with status 0")
+        }
+
         /// Each registered instance, as `target#instance`, sorted.
         private func instanceNumbers(_ daemon: DaemonProcess) throws -> [String] {
             try daemon.list().flatMap { target in

@@ -37,6 +37,8 @@ final class BrokerHost: @unchecked Sendable {
     private let allocator = ByteBufferAllocator()
     /// Starts and watches component processes.
     var supervisor: ProcessSupervisor?
+    /// Their output pipes, and the watchers of those a predecessor image started.
+    let processes: ComponentProcesses
     var units: UnitControl?
     let bootWaiters = BootWaiters()
     private(set) var stopping = false
@@ -57,6 +59,7 @@ final class BrokerHost: @unchecked Sendable {
         self.loop = loop
         self.broker = broker
         self.logger = logger
+        processes = ComponentProcesses(loop: loop, logger: logger)
         broker.passesDescriptors = true
         broker.backlog = { [unowned self] connection in server?.queuedBytes(connection) ?? 0 }
         broker.descriptorsHeld = { [unowned self] uid in descriptors.countByUID[uid] ?? 0 }
@@ -260,10 +263,21 @@ final class BrokerHost: @unchecked Sendable {
             server?.close(connection)
         case .spawn(let order):
             guard let supervisor else { return }
+            let spawnID = order.spawnID
             supervisor.spawn(
-                order,
-                started: { pid in self.run { $0.processStarted(spawnID: order.spawnID, pid: pid, now: $1) } },
-                ended: { end in self.run { $0.processExited(spawnID: order.spawnID, end: end, now: $1) } })
+                order, output: processes.outputPipes(spawnID: spawnID, target: order.target),
+                started: { pid in
+                    self.run { broker, now in
+                        self.processes.started(spawnID: spawnID, pid: pid)
+                        return broker.processStarted(spawnID: spawnID, pid: pid, now: now)
+                    }
+                },
+                ended: { end in
+                    self.run { broker, now in
+                        self.processes.ended(spawnID: spawnID)
+                        return broker.processExited(spawnID: spawnID, end: end, now: now)
+                    }
+                })
         case .signal(let pid, let signal, let group):
             // The group when the daemon made one; the process alone otherwise.
             if !group || kill(-pid, signal) != 0 { kill(pid, signal) }

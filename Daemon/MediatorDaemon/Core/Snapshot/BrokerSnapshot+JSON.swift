@@ -24,9 +24,8 @@ extension BrokerSnapshot {
                          "skipped_events": .count(episode.skippedEvents)])
             }),
             "statistics": statistics.json,
-            "left_out": .object([
-                "held_calls": .count(leftOut.heldCalls), "components_with_processes": .count(leftOut.componentsWithProcesses),
-            ]),
+            "activation": activation.json,
+            "left_out": .object(["held_calls": .count(leftOut.heldCalls)]),
         ])
     }
 
@@ -73,8 +72,7 @@ extension BrokerSnapshot {
             uptimeNanoseconds: try members.integer("uptime_ns"), peers: peers, targets: targets,
             nextInstance: try members.integer("next_instance"), calls: calls, nextCallID: try members.integer("next_call_id"),
             monitors: monitors, queueEpisodes: episodes, statistics: try StatisticsSummary(snapshot: members.object("statistics")),
-            leftOut: LeftOut(
-                heldCalls: try leftOut.integer("held_calls"),
-                componentsWithProcesses: try leftOut.integer("components_with_processes")))
+            activation: try ActivationSnapshot(snapshot: members.object("activation")),
+            leftOut: LeftOut(heldCalls: try leftOut.integer("held_calls")))
     }
 }

@@ -52,8 +52,9 @@ extension BrokerHost {
     private func attemptReexec() {
         guard let pending = pendingReexec else { return }
         // Held calls carry a request and wait on a process: not in the
-        // snapshot. Wait for them to go out, within a bound.
-        if broker.hasHeldCalls || descriptors.isHoldingAny, ContinuousClock.now < pending.waitUntil {
+        // snapshot. Wait for them to go out, within a bound; and for a
+        // process spawned to report its pid, or the new image could not watch it.
+        if broker.hasHeldCalls || descriptors.isHoldingAny || processes.isStartingAny, ContinuousClock.now < pending.waitUntil {
             scheduleReexecAttempt(after: .milliseconds(10))
             return
         }
@@ -76,7 +77,7 @@ extension BrokerHost {
         let kept = ReexecHandOver.descriptors(of: sockets)
         let state = HostHandOverState(
             boundPath: boundPath, advertisedPath: advertisedPath, requesters: requesters,
-            descriptors: descriptors.handOver, reexecs: reexecs + 1)
+            descriptors: descriptors.handOver, reexecs: reexecs + 1, processes: processes.handOver())
         let handOver = ReexecHandOver(
             descriptors: kept, host: state,
             broker: snapshot.encoded(version: settings.snapshotVersion ?? BrokerSnapshot.currentVersion),
@@ -85,7 +86,7 @@ extension BrokerHost {
         let failure: ReexecError
         do {
             let memfd = try SealedMemfd.create(bytes, name: "mediatord-handover")
-            let passed = kept.map(\.fd) + [memfd]
+            let passed = kept.map(\.fd) + state.processDescriptors + [memfd]
             if let code = CloseOnExec.set(false, on: passed) {
                 failure = .system("clearing FD_CLOEXEC", code)
             } else {
@@ -93,7 +94,7 @@ extension BrokerHost {
                     "re-executing", metadata: [
                         "binary": "\(settings.image.executablePath)", "connections": "\(sockets.connections.count)",
                         "calls_in_flight": "\(snapshot.calls.count)", "handover_bytes": "\(bytes.count)",
-                        "descriptors": "\(passed.count)",
+                        "descriptors": "\(passed.count)", "component_processes": "\(state.processes.count)",
                     ])
                 let code = settings.image.exec(environment: Self.environment(handOverFD: memfd))
                 failure = .system("execve \(settings.image.executablePath)", code)

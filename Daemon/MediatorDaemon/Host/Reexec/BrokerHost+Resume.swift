@@ -55,7 +55,8 @@ extension BrokerHost {
         do {
             restored = try broker.restore(try BrokerSnapshot.decode(handOver.broker), now: now)
         } catch {
-            return try adoptForCleanRestart(sockets, requesters: handOver.host.requesters, reason: .snapshot(error))
+            return try adoptForCleanRestart(
+                sockets, requesters: handOver.host.requesters, processes: handOver.host.processes, reason: .snapshot(error))
         }
         descriptors = DescriptorTable(resuming: handOver.host.descriptors)
         admitRestoredPeers()
@@ -66,6 +67,7 @@ extension BrokerHost {
             throw .sockets(error)
         }
         apply(restored)
+        adoptProcesses(handOver.host.processes)
         answerReexec(handOver.host.requesters, .success([
             "pid": .int(Int64(getpid())), "version": .string(MediatorVersion.current), "reexecs": .int(Int64(reexecs)),
         ]))
@@ -76,7 +78,8 @@ extension BrokerHost {
     /// connection gets `mediator.restarting` after what was queued for it
     /// (and a `mediator/reexec` caller its answer first, saying so), then closes.
     private func adoptForCleanRestart(
-        _ sockets: LineServerHandOver, requesters: [HostHandOverState.Requester], reason: ReexecError
+        _ sockets: LineServerHandOver, requesters: [HostHandOverState.Requester], processes: [ComponentProcesses.HandOver],
+        reason: ReexecError
     ) throws(ReexecError) -> Resumption {
         let connections = sockets.connections.map(\.id)
         do {
@@ -85,6 +88,8 @@ extension BrokerHost {
         } catch {
             throw .sockets(error)
         }
+        // Still this process's children: watched and read on, their ends unknown to the fresh broker.
+        adoptProcesses(processes)
         for requester in requesters {
             guard let idBytes = requester.idBytes else { continue }
             let answer = broker.reexecAnswerLine(idBytes: idBytes, cleanRestart: "\(reason)")
@@ -127,5 +132,13 @@ extension BrokerHost {
             "re-exec: the predecessor's hand-over cannot be read; clean restart",
             metadata: ["error": "\(reason)", "connections": "\(listed.filter { $0.role == .connection }.count)"])
         return .cleanRestart(reason: "\(reason)")
+    }
+
+    /// The component processes the predecessor started: their output is
+    /// read on, and their ends reach the broker as the spawner's would have.
+    private func adoptProcesses(_ handed: [ComponentProcesses.HandOver]) {
+        processes.adopt(handed) { [unowned self] spawnID, end in
+            apply(broker.processExited(spawnID: spawnID, end: end, now: .now()))
+        }
     }
 }

@@ -20,6 +20,11 @@ struct HostHandOverState: Equatable {
     var descriptors: DescriptorTable.HandOver
     /// Re-execs since the daemon started, this one included.
     var reexecs: Int
+    /// Component processes the daemon started, with their output pipes.
+    var processes: [ComponentProcesses.HandOver] = []
+
+    /// Descriptors the processes' part keeps open across the exec.
+    var processDescriptors: [Int32] { processes.flatMap { [$0.stdout, $0.stderr].compactMap { $0 } } }
 
     var json: JSONValue {
         var members: [String: JSONValue] = [
@@ -39,6 +44,14 @@ struct HostHandOverState: Equatable {
                 }),
             ]),
             "reexecs": .count(reexecs),
+            "processes": .array(processes.map { process in
+                var members: [String: JSONValue] = [
+                    "spawn_id": .count(process.spawnID), "target": .string(process.target), "pid": .count(process.pid),
+                ]
+                if let fd = process.stdout { members["stdout_fd"] = .count(fd) }
+                if let fd = process.stderr { members["stderr_fd"] = .count(fd) }
+                return .object(members)
+            }),
         ]
         if let boundPath { members["bound_path"] = .string(boundPath) }
         return .object(members)
@@ -46,13 +59,14 @@ struct HostHandOverState: Equatable {
 
     init(
         boundPath: String?, advertisedPath: String, requesters: [Requester], descriptors: DescriptorTable.HandOver,
-        reexecs: Int
+        reexecs: Int, processes: [ComponentProcesses.HandOver]
     ) {
         self.boundPath = boundPath
         self.advertisedPath = advertisedPath
         self.requesters = requesters
         self.descriptors = descriptors
         self.reexecs = reexecs
+        self.processes = processes
     }
 
     init(json members: SnapshotMembers) throws(SnapshotError) {
@@ -73,6 +87,12 @@ struct HostHandOverState: Equatable {
         descriptors = DescriptorTable.HandOver(
             received: try counts.integer("received"), released: try counts.integer("released"), queuedToward: queued)
         reexecs = try members.integer("reexecs")
+        for process in try members.objects("processes") {
+            func fd(_ key: String) throws(SnapshotError) -> Int32? { process.members[key] == nil ? nil : try process.integer(key) }
+            processes.append(ComponentProcesses.HandOver(
+                spawnID: try process.integer("spawn_id"), target: try process.string("target"), pid: try process.integer("pid"),
+                stdout: try fd("stdout_fd"), stderr: try fd("stderr_fd")))
+        }
     }
 
     static func == (lhs: HostHandOverState, rhs: HostHandOverState) -> Bool {
