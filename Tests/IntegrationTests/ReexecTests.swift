@@ -167,6 +167,42 @@ extension Integration {
             #expect(try ActivationTests.status(peer, "IdleManaged")["last_exit"] == "exited with status 0")
         }
 
+        @Test("A failed exec carries on in the old image and answers the error; SIGHUP after the binary was replaced on disk runs the new one in place")
+        func failedExecAndUpgrade() throws {
+            let world = try World()
+            defer { world.close() }
+            // A copy of the binary the test may remove and replace, as a package upgrade does.
+            let binary = world.directory.file("mediatord")
+            try FileManager.default.copyItem(atPath: Paths.mediatord, toPath: binary)
+            let daemon = try world.daemon(launcher: ["/bin/sh", "-c", "shift; exec \"$0\" \"$@\"", binary])
+            _ = try world.notes(daemon)
+            let caller = try world.peer(daemon)
+            #expect(try caller.result("Notes", "echo", params: ["n": 1])["n"] == 1)
+
+            try FileManager.default.removeItem(atPath: binary)
+            let admin = try world.peer(daemon)
+            let failed = try admin.call("mediator", "reexec", within: .seconds(20))
+            #expect(failed.errorCode == "internal", "\(failed.jsonText)")
+            #expect(failed["error"]?["message"]?.stringValue?.contains("No such file") == true, "\(failed.jsonText)")
+            #expect(try caller.result("Notes", "echo", params: ["n": 2])["n"] == 2, "the old image serves on")
+            #expect(try executable(of: daemon).hasSuffix("(deleted)"))
+
+            // The upgrade: a new file under the old name; a reload finds it and re-executes it.
+            try FileManager.default.copyItem(atPath: Paths.mediatord, toPath: binary + ".new")
+            #expect(rename(binary + ".new", binary) == 0)
+            daemon.process.signal(SIGHUP)
+            try waitUntil("the daemon to run the new binary\(daemon.process.logTail())") {
+                try executable(of: daemon) == binary
+            }
+            #expect(try caller.result("Notes", "echo", params: ["n": 3])["n"] == 3)
+            #expect(try admin.result("mediator", "reexec", within: .seconds(20))["reexecs"] == 2)
+        }
+
+        /// What /proc says the daemon runs (`... (deleted)` once replaced on disk).
+        private func executable(of daemon: DaemonProcess) throws -> String {
+            try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon.pid)/exe")
+        }
+
         /// Each registered instance, as `target#instance`, sorted.
         private func instanceNumbers(_ daemon: DaemonProcess) throws -> [String] {
             try daemon.list().flatMap { target in
