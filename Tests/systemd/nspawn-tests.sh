@@ -10,6 +10,10 @@
 #   2 component call      the Python Notes component registers and answers
 #   3 reload              `systemctl reload` (SIGHUP, RELOADING=1 + READY=1)
 #                         keeps connections, registrations and state
+#   3b re-exec            `mediatorctl daemon-reexec` ten times in a row
+#                         (RELOADING=1, then READY=1 from the new image):
+#                         same MainPID, no restart, connections,
+#                         registrations and subscriptions kept
 #   4 journal fields      MEDIATOR_TARGET, MEDIATOR_PEER_PID, PRIORITY,
 #                         CODE_FILE, CODE_LINE on the registration record
 #   5 restart on SIGKILL  systemd restarts the daemon; clients pinging all
@@ -510,6 +514,45 @@ s3_reload() {
     return 0
 }
 
+s3b_reexec() {
+    kill -0 "${NOTES_BG:-0}" 2>/dev/null || { why "the Notes component from scenario 2 is not running"; return 1; }
+    cx_bg "$W/reexec-listen.out" "$W/reexec-listen.err" mediatorctl listen 'reexec.*'
+    local listen_bg=$BG
+    delivered_to_listener() { cx mediatorctl --json emit reexec.probe 2>/dev/null | has '"delivered":[1-9]'; }
+    wait_for 10 delivered_to_listener || { why "mediatorctl listen did not subscribe within 10 s"; return 1; }
+    local before pid_before restarts_before cursor
+    cursor=$(journal_cursor)
+    before=$(notes_instance)
+    pid_before=$(prop MainPID)
+    restarts_before=$(prop NRestarts)
+    running() { [ "$(prop ActiveState)/$(prop SubState)" = active/running ]; }
+    local i out rc t0 longest=0 took
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        t0=$(now_ms)
+        out=$(cx mediatorctl --json daemon-reexec --timeout 10 2>&1); rc=$?
+        took=$(( $(now_ms) - t0 ))
+        [ $took -gt $longest ] && longest=$took
+        [ $rc = 0 ] || { why "daemon-reexec $i exited $rc after $took ms: $out"; journal_tail; return 1; }
+        has "\"pid\":$pid_before" <<<"$out" || { why "daemon-reexec $i answered '$out', not from pid $pid_before"; return 1; }
+        wait_for 5 running || { why "after re-exec $i: $(prop ActiveState)/$(prop SubState)"; journal_tail; return 1; }
+    done
+    say "10 re-execs, the longest daemon-reexec (mediatorctl included) $longest ms"
+    [ "$(prop MainPID)" = "$pid_before" ] || { why "MainPID changed ($pid_before -> $(prop MainPID))"; return 1; }
+    [ "$(prop NRestarts)" = "$restarts_before" ] || { why "NRestarts went from $restarts_before to $(prop NRestarts)"; return 1; }
+    [ "$(notes_instance)" = "$before" ] || { why "Notes instances changed: '$before' -> '$(notes_instance)'"; return 1; }
+    out=$(cx mediatorctl --json call Notes list 2>&1) || { why "call Notes list after the re-execs: $out"; return 1; }
+    grep -q '"hi"' <<<"$out" || { why "the note added before the re-execs is gone: $out"; return 1; }
+    kill -0 "$NOTES_BG" 2>/dev/null || { why "the Notes component exited during the re-execs"; return 1; }
+    kill -0 "$listen_bg" 2>/dev/null || { why "mediatorctl listen exited: $(cat "$W/reexec-listen.err")"; return 1; }
+    cx mediatorctl emit reexec.after >/dev/null 2>&1
+    wait_for 5 file_has "$W/reexec-listen.out" reexec.after || { why "the subscriber missed an event sent after the re-execs"; return 1; }
+    if journal_since "$cursor" | has -e 'clean restart' -e 're-exec failed'; then
+        why "the daemon fell back or failed"; journal_tail; return 1
+    fi
+    kill -TERM "$listen_bg" 2>/dev/null
+    return 0
+}
+
 s4_journal_fields() {
     check_journal() {
         cx journalctl -u $UNIT -o json --no-pager 2>/dev/null | python3 -c '
@@ -535,6 +578,9 @@ for line in sys.stdin:
           "MEDIATOR_PEER_UID=%s CODE_FILE=%s CODE_LINE=%s" % (
           r.get("MESSAGE"), r["PRIORITY"], r["MEDIATOR_TARGET"], r.get("MEDIATOR_ACTION"),
           r["MEDIATOR_PEER_PID"], r.get("MEDIATOR_PEER_UID"), r["CODE_FILE"], r["CODE_LINE"]))
+    # Read to the end: journalctl would otherwise die of SIGPIPE, which pipefail counts.
+    for _ in sys.stdin:
+        pass
     sys.exit(0)
 print("# " + (best or "no record with MEDIATOR_TARGET=Notes"))
 sys.exit(1)' "${NOTES_PID_IN:-}" >"$W/journal-check.out"
@@ -900,6 +946,7 @@ main() {
     run socket-activation s1_socket_activation
     run component-call s2_component_call
     run reload-keeps-connections s3_reload
+    run reexec-keeps-everything s3b_reexec
     run journal-fields s4_journal_fields
     run restart-on-sigkill s5_restart_on_kill
     run watchdog s6_watchdog
