@@ -167,6 +167,34 @@ extension Integration {
             #expect(try ActivationTests.status(peer, "IdleManaged")["last_exit"] == "exited with status 0")
         }
 
+        @Test("A re-exec waits for calls held for a starting component: they go out once it registers, then the daemon re-executes")
+        func waitsForHeldCalls() throws {
+            let world = try World()
+            defer { world.close() }
+            let folder = try ComponentsFolder(world)
+            let gate = world.directory.file("gate")
+            _ = try folder.write("seq.json", folder.sequencer(
+                "Seq", log: ComponentLog(world.directory.file("seq.log")), environment: ["COMPONENT_GATE": gate]))
+            let daemon = try world.daemon(["--components", folder.path])
+            let caller = try world.peer(daemon)
+            let ids = try (1...5).map { try caller.request("Seq", "seq", params: ["n": .int(Int64($0))]) }
+            let observer = try world.peer(daemon)
+            try waitUntil("the calls to be held\(daemon.process.logTail())", within: .seconds(20)) {
+                try ActivationTests.status(observer, "Seq")["held_calls"] == 5
+            }
+            let admin = try world.peer(daemon)
+            let reexec = try admin.request("mediator", "reexec")
+            // Still the old image: it answers while it waits.
+            #expect(try observer.result("mediator", "ping") == [:])
+            #expect(FileManager.default.createFile(atPath: gate, contents: nil))
+            for (index, id) in ids.enumerated() {
+                #expect(try caller.response(to: id, within: .seconds(20))["result"]?["seq"] == .int(Int64(index + 1)))
+            }
+            #expect(try admin.response(to: reexec, within: .seconds(20))["result"]?["reexecs"] == 1)
+            try caller.expectNothingPendingBeforePing()
+            #expect(try ActivationTests.status(observer, "Seq")["state"] == "running")
+        }
+
         @Test("A failed exec carries on in the old image and answers the error; SIGHUP after the binary was replaced on disk runs the new one in place")
         func failedExecAndUpgrade() throws {
             let world = try World()
