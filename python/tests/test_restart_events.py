@@ -4,6 +4,7 @@
 connection."""
 import asyncio
 import logging
+import threading
 import unittest
 
 import support
@@ -86,10 +87,33 @@ class ReregisterTests(FakeDaemonTestCase):
             self.assertEqual(sub.get(timeout=10).name, "again.one")
             self.assertTrue(client.is_connected)
 
+    def test_a_call_in_flight_fails_with_component_unavailable_and_the_connection_stays(self):
+        with mediator.Client(self.fake.socket, timeout=10) as client:
+            outcome = []
+
+            def call():
+                try:
+                    outcome.append(client.call("Lost", "wait"))
+                except mediator.MediatorError as e:
+                    outcome.append(e)
+            thread = threading.Thread(target=call)
+            thread.start()
+            self.assertTrue(wait_until(lambda: any(m.get("target") == "Lost" for m in self.fake.received)))
+            self.fake.send_to_all(REREGISTER)
+            thread.join(10)
+            self.assertEqual(getattr(outcome[0], "code", outcome), "component_unavailable")
+            client.ping()
+            self.assertEqual(len(self.fake.connections), 1)
+
     def test_a_client_without_subscriptions_sends_nothing(self):
         with mediator.Client(self.fake.socket, timeout=10) as client:
             self.fake.send_to_all(REREGISTER)
-            client.ping()  # after the event: it was read
+            try:
+                client.ping()  # after the event: it was read
+            except mediator.MediatorError as e:
+                # Sent before the event was read: failed with the calls the daemon lost.
+                self.assertEqual(e.code, "component_unavailable")
+                client.ping()
             self.assertEqual(oneway_subscribes(self.fake), [])
 
     def test_an_asyncio_service_and_client_do_the_same(self):
