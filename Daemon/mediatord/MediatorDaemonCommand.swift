@@ -142,6 +142,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
     @Flag(help: "Send READY=1 only once every at-boot component has registered or failed.")
     var waitForBootComponents = false
 
+    @Flag(help: "Under systemd, keep each connection in the service's fd store (FileDescriptorStoreMax= in the unit), so that a crash does not close it: the next daemon adopts them and tells every peer to register again.")
+    var fdStore = false
+
     @Flag(help: .hidden)
     var testHooks = false
 
@@ -204,11 +207,14 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         // A predecessor that re-executed this image handed everything over (issue 28).
         let inheritance = ReexecInheritance.take(logger: logger)
         let listener: MediatorServer.Listener
+        var storedConnections: [(name: String, fd: Int32)] = []
         do {
+            let passed = inheritance == nil ? try SocketActivation.passed() : SocketActivation.Passed()
             if let inheritance {
                 listener = .inherited(inheritance)
-            } else if let fd = try SocketActivation.passedSocket() {
+            } else if let fd = passed.listener {
                 listener = .adopted(NIOBSDSocket.Handle(fd), description: "socket-activated fd \(fd)")
+                storedConnections = passed.stored
             } else {
                 listener = .path(try ProtocolConstants.socketPath(
                     explicit: socket ?? loaded.socketFromConfig, environment: ProcessInfo.processInfo.environment,
@@ -289,6 +295,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             heartbeat: heartbeat,
             latencyMetrics: exposition?.latencyFactory,
             reexec: reexec,
+            // Stored connections passed in are removed from the store as they close, flag or not.
+            connectionStore: (fdStore || !storedConnections.isEmpty) && notifier.isActive ? Self.connectionStore() : nil,
+            storedConnections: storedConnections,
             onReady: { server in
                 // Cancelled when the group stops (an endpoint that cannot bind stops it).
                 await cancelWhenGracefulShutdown {
@@ -360,5 +369,11 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             case .failed(let reason): notifier.ready(status: "re-exec failed: \(reason)")
             }
         }, snapshotVersion: snapshotVersion)
+    }
+
+    /// The fd store's calls for the host (systemd calls stay in Daemon/Systemd).
+    static func connectionStore() -> ConnectionStore {
+        let store = FileDescriptorStore()
+        return ConnectionStore(store: { store.store($0, name: $1) }, remove: { store.remove(name: $0) })
     }
 }

@@ -14,6 +14,12 @@
 #                         (RELOADING=1, then READY=1 from the new image):
 #                         same MainPID, no restart, connections,
 #                         registrations and subscriptions kept
+#   3c crash              kill -SEGV: systemd starts a new daemon, which adopts
+#                         the connections kept in the fd store; the Notes
+#                         component (no --reconnect: a lost connection ends
+#                         it) registers again on its connection, a subscriber
+#                         keeps getting events, a call in flight is answered
+#                         component_unavailable
 #   4 journal fields      MEDIATOR_TARGET, MEDIATOR_PEER_PID, PRIORITY,
 #                         CODE_FILE, CODE_LINE on the registration record
 #   5 restart on SIGKILL  systemd restarts the daemon; clients pinging all
@@ -514,12 +520,21 @@ s3_reload() {
     return 0
 }
 
+# Starts `mediatorctl listen 'PREFIX.*'` (output in $W/PREFIX-listen.out)
+# and waits until it is subscribed; $BG is its pid.
+listen_for() {
+    local prefix=$1 bg
+    cx_bg "$W/$prefix-listen.out" "$W/$prefix-listen.err" mediatorctl listen "$prefix.*"
+    bg=$BG
+    subscribed() { cx mediatorctl --json emit "$prefix.probe" 2>/dev/null | has '"delivered":[1-9]'; }
+    wait_for 10 subscribed || { why "mediatorctl listen did not subscribe within 10 s"; return 1; }
+    BG=$bg
+}
+
 s3b_reexec() {
     kill -0 "${NOTES_BG:-0}" 2>/dev/null || { why "the Notes component from scenario 2 is not running"; return 1; }
-    cx_bg "$W/reexec-listen.out" "$W/reexec-listen.err" mediatorctl listen 'reexec.*'
+    listen_for reexec || return 1
     local listen_bg=$BG
-    delivered_to_listener() { cx mediatorctl --json emit reexec.probe 2>/dev/null | has '"delivered":[1-9]'; }
-    wait_for 10 delivered_to_listener || { why "mediatorctl listen did not subscribe within 10 s"; return 1; }
     local before pid_before restarts_before cursor
     cursor=$(journal_cursor)
     before=$(notes_instance)
@@ -549,6 +564,38 @@ s3b_reexec() {
     if journal_since "$cursor" | has -e 'clean restart' -e 're-exec failed'; then
         why "the daemon fell back or failed"; journal_tail; return 1
     fi
+    kill -TERM "$listen_bg" 2>/dev/null
+    return 0
+}
+
+s3c_crash() {
+    kill -0 "${NOTES_BG:-0}" 2>/dev/null || { why "the Notes component from scenario 2 is not running"; return 1; }
+    listen_for crash || return 1
+    local listen_bg=$BG
+    cx_bg "$W/crash-call.out" "$W/crash-call.err" mediatorctl call Notes sleep ms=5000 --timeout 20
+    local call_bg=$BG
+    in_flight() { cx mediatorctl --json stats 2>/dev/null | has '"in_flight":[1-9]'; }
+    wait_for 5 in_flight || { why "the sleep call is not in flight"; return 1; }
+    local pid0 nr0 t0
+    pid0=$(prop MainPID)
+    nr0=$(prop NRestarts)
+    t0=$(now_ms)
+    cx kill -SEGV "$pid0"
+    new_daemon() { local p; p=$(prop MainPID); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$pid0" ] && is_active; }
+    wait_for 10 new_daemon || { why "no new daemon 10 s after SIGSEGV: $(prop ActiveState)/$(prop SubState)"; journal_tail; return 1; }
+    registered_again() { [ -n "$(notes_instance)" ]; }
+    wait_for 5 registered_again || { why "Notes did not register again"; journal_tail; return 1; }
+    say "Notes registered again $(( $(now_ms) - t0 )) ms after the SIGSEGV (new MainPID $(prop MainPID), NRestarts $nr0 -> $(prop NRestarts))"
+    kill -0 "$NOTES_BG" 2>/dev/null || { why "the Notes component lost its connection (it exits then)"; return 1; }
+    call_done() { ! kill -0 "$call_bg" 2>/dev/null; }
+    wait_for 10 call_done || { why "the call in flight was not answered"; return 1; }
+    has component_unavailable <"$W/crash-call.err" ||
+        { why "the call in flight ended with: $(cat "$W/crash-call.out" "$W/crash-call.err" | tr '\n' ' ')"; return 1; }
+    kill -0 "$listen_bg" 2>/dev/null || { why "mediatorctl listen exited: $(cat "$W/crash-listen.err")"; return 1; }
+    cx mediatorctl emit crash.after >/dev/null 2>&1
+    wait_for 5 file_has "$W/crash-listen.out" crash.after ||
+        { why "the subscriber connected before the crash missed an event sent after it"; return 1; }
+    out=$(cx mediatorctl --json call Notes list 2>&1) || { why "call Notes list after the crash: $out"; return 1; }
     kill -TERM "$listen_bg" 2>/dev/null
     return 0
 }
@@ -947,6 +994,7 @@ main() {
     run component-call s2_component_call
     run reload-keeps-connections s3_reload
     run reexec-keeps-everything s3b_reexec
+    run crash-keeps-connections s3c_crash
     run journal-fields s4_journal_fields
     run restart-on-sigkill s5_restart_on_kill
     run watchdog s6_watchdog

@@ -7,6 +7,17 @@ extension Broker {
     /// ... and when a re-executed daemon could not read its predecessor's state.
     static let handOverRefusedReason = "handover_refused"
 
+    /// The `reason` of `mediator.reregister` after a crash whose connections survived.
+    static let crashReason = "crash"
+
+    /// Tells every peer that the daemon kept its connection but lost what
+    /// it knew of it (`mediator.reregister`): it registers and subscribes again.
+    func announceReregister(reason: String) -> [BrokerEffect] {
+        let line = writer.event(DaemonEventName.reregister, data: ["reason": .string(reason)])
+        for connection in peers.keys { send(connection, line) }
+        return takeEffects()
+    }
+
     /// The `mediator.restarting` line (with its LF) for a connection the
     /// broker does not know: one handed over with a state it could not read.
     package func restartingLine(reason: String) -> ByteBuffer {

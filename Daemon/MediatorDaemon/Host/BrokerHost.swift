@@ -52,6 +52,8 @@ final class BrokerHost: @unchecked Sendable {
     var advertisedPath = ""
     /// Re-execs since the daemon started.
     var reexecs = 0
+    /// Under systemd with `--fd-store`: each admitted connection is kept there too.
+    var connectionStore: ConnectionStore?
     /// The timer of a re-exec asked for (a source lives as long as its object).
     var reexecTimer: TimerSource?
 
@@ -146,7 +148,37 @@ final class BrokerHost: @unchecked Sendable {
         }
         admitted[connection] = credentials.uid
         timers?.connectionOpened(load: admitted.count)
+        connectionStore?.store(raw, ConnectionStore.name(connection))
         return true
+    }
+
+    /// After a crash: the connections the predecessor kept in the fd store,
+    /// by their stored names. Each is admitted as at its accept (its
+    /// credentials read again), adopted with nothing read or queued, and
+    /// told `mediator.reregister`: this daemon knows none of their
+    /// registrations, subscriptions or calls.
+    func adoptStoredConnections(_ stored: [(name: String, fd: Int32)]) {
+        var sockets: [(id: ConnectionID, socket: OwnedDescriptor)] = []
+        for (name, fd) in stored {
+            guard let connection = ConnectionStore.connection(named: name), admitted[connection] == nil else {
+                logger.warning("dropping a descriptor of the fd store that is no connection", metadata: ["name": "\(name)"])
+                connectionStore?.remove(name)
+                close(fd)
+                continue
+            }
+            let credentials = PeerCredentialsReader.read(socket: fd)
+            if broker.connect(connection, credentials: credentials) != nil {
+                connectionStore?.remove(name)
+                close(fd)
+                continue
+            }
+            admitted[connection] = credentials.uid
+            sockets.append((connection, OwnedDescriptor(taking: fd)))
+        }
+        timers?.connectionOpened(load: admitted.count)
+        server?.adopt(sockets: sockets)
+        apply(broker.announceReregister(reason: Broker.crashReason))
+        logger.notice("connections kept in the fd store adopted; every peer is told to register again", metadata: ["connections": "\(sockets.count)"])
     }
 
     private func received(_ bytes: [UInt8], _ passed: [OwnedDescriptor], from connection: ConnectionID) {
@@ -178,6 +210,7 @@ final class BrokerHost: @unchecked Sendable {
     private func closed(_ connection: ConnectionID) {
         descriptors.connectionClosed(connection)
         guard admitted.removeValue(forKey: connection) != nil else { return }
+        connectionStore?.remove(ConnectionStore.name(connection))
         // Lines that arrived before the close still count (a oneway call, a publish).
         for line in dispatch?.forget(connection) ?? [] {
             apply(broker.receive(line.line, from: connection, descriptors: line.descriptors, now: .now()))
@@ -340,7 +373,11 @@ final class BrokerHost: @unchecked Sendable {
         apply(broker.terminateStartedComponents())
         // Last before the close: libraries then reconnect at once rather than back off.
         apply(broker.announceRestart())
-        for connection in Array(admitted.keys) { server?.close(connection) }
+        for connection in Array(admitted.keys) {
+            // A stop: the store must not keep the connection for a next start.
+            connectionStore?.remove(ConnectionStore.name(connection))
+            server?.close(connection)
+        }
         // The answers leave with the flush at the end of this iteration; the
         // sockets close after it, then the rest goes.
         stopTimer = try? loop.addTimer(after: .milliseconds(1)) { [self] _, _ in

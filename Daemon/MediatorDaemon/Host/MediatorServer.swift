@@ -75,6 +75,8 @@ package final class MediatorServer: Service, Sendable {
 
     let manifests: [Manifest]
     let skippedManifests: [SkippedManifest]
+    /// Connections a crashed predecessor kept in systemd's fd store.
+    let storedConnections: [(name: String, fd: Int32)]
     let waitForBootComponents: Bool
 
     /// Throws when sd-event cannot make a loop (out of memory or descriptors).
@@ -82,7 +84,8 @@ package final class MediatorServer: Service, Sendable {
         configuration: DaemonConfiguration, listener: Listener, socketMode: UInt32 = 0o666, logger: Logger,
         manifests: [Manifest] = [], skippedManifests: [SkippedManifest] = [], units: UnitControl? = nil,
         waitForBootComponents: Bool = false,
-        heartbeat: Heartbeat? = nil, latencyMetrics: (any MetricsFactory)? = nil, reexec: ReexecSettings? = nil, onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
+        heartbeat: Heartbeat? = nil, latencyMetrics: (any MetricsFactory)? = nil, reexec: ReexecSettings? = nil,
+        connectionStore: ConnectionStore? = nil, storedConnections: [(name: String, fd: Int32)] = [], onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
         onStopping: @escaping @Sendable () -> Void = {}
     ) throws {
         self.manifests = manifests
@@ -100,6 +103,8 @@ package final class MediatorServer: Service, Sendable {
         self.onReady = onReady
         host.units = units
         host.reexecSettings = reexec
+        host.connectionStore = connectionStore
+        self.storedConnections = storedConnections
         self.onStopping = onStopping
     }
 
@@ -197,6 +202,10 @@ package final class MediatorServer: Service, Sendable {
         } else {
             try await bind(&boundPath)
             logger.info("listening", metadata: ["socket": "\(listenerDescription)"])
+            if !storedConnections.isEmpty {
+                let stored = storedConnections
+                try await loop.submit { host.adoptStoredConnections(stored) }
+            }
             // Components need the socket to connect to, so they start only now.
             try await loop.submit { host.apply(host.broker.startBootComponents(now: .now())) }
         }
