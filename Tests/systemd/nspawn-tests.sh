@@ -716,7 +716,9 @@ s6_watchdog() {
     t0=$(now_ms)
     out=$(cx mediatorctl call mediator _block_event_loop --timeout 1 2>&1); rc=$?
     [ $rc != 0 ] || { why "_block_event_loop answered: $out"; return 1; }
-    if ! grep -qiE 'timeout|unreachable|disconnected' <<<"$out"; then
+    # component_unavailable: the connection outlived the kill (fd store) and
+    # the new daemon's mediator.reregister failed the lost call.
+    if ! grep -qiE 'timeout|unreachable|disconnected|component_unavailable' <<<"$out"; then
         why "_block_event_loop failed otherwise (exit $rc): $out"
         return 1
     fi

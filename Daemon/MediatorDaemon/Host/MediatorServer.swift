@@ -202,10 +202,6 @@ package final class MediatorServer: Service, Sendable {
         } else {
             try await bind(&boundPath)
             logger.info("listening", metadata: ["socket": "\(listenerDescription)"])
-            if !storedConnections.isEmpty {
-                let stored = storedConnections
-                try await loop.submit { host.adoptStoredConnections(stored) }
-            }
             // Components need the socket to connect to, so they start only now.
             try await loop.submit { host.apply(host.broker.startBootComponents(now: .now())) }
         }
@@ -235,10 +231,12 @@ package final class MediatorServer: Service, Sendable {
                 return
             }
             let adopted = try UnixListener(adopting: OwnedDescriptor(taking: listeningSocket))
-            let bound = boundPath
+            let (bound, stored) = (boundPath, storedConnections)
             try await host.loop.submit {
                 host.boundPath = bound
                 try host.start(listener: adopted, listenerDescriptor: listeningSocket)
+                // In the same turn of the loop: no peer accepted before them may take one of their ids.
+                if !stored.isEmpty { host.adoptStoredConnections(stored) }
             }
         } catch {
             if let boundPath { SocketFile.remove(boundPath) }

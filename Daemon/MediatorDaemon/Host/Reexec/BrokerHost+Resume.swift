@@ -98,6 +98,8 @@ extension BrokerHost {
         let line = broker.restartingLine(reason: Broker.handOverRefusedReason)
         for connection in connections {
             line.withUnsafeReadableBytes { _ = server?.send(connection, lineWithLF: $0) }
+            // Not admitted here, so its close does not reach the fd store: out of it now.
+            connectionStore?.remove(ConnectionStore.name(connection))
             server?.close(connection)
         }
         logger.warning(
@@ -119,6 +121,7 @@ extension BrokerHost {
         for descriptor in listed where descriptor.role != .listener {
             if descriptor.role == .connection {
                 _ = line.withUnsafeBytes { send(descriptor.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+                if let connection = descriptor.connection { connectionStore?.remove(ConnectionStore.name(connection)) }
             }
             close(descriptor.fd)
         }

@@ -10,7 +10,7 @@ import MediatorSocketHost
 /// The byte form is a JSON header line, then the two sections it gives
 /// the lengths of, raw:
 ///
-///     {"kind":"mediatord-reexec","version":1,"descriptors":[{"fd":5,"role":"listener"},...],
+///     {"kind":"mediatord-reexec","version":1,"descriptors":[{"fd":5,"role":"listener"},{"fd":7,"role":"connection","connection":3},...],
 ///      "broker_bytes":N,"sockets_bytes":M,"host":{...}}\n<broker snapshot><sockets hand-over>
 ///
 /// `kind` and `descriptors` keep their form in every version, so that an
@@ -37,6 +37,8 @@ struct ReexecHandOver {
     struct Descriptor: Equatable {
         var fd: Int32
         var role: Role
+        /// A connection's id (its name in the fd store), for a clean restart that reads nothing else.
+        var connection: Int? = nil
     }
 
     /// In the order of ``LineServerHandOver/descriptors``.
@@ -48,12 +50,12 @@ struct ReexecHandOver {
     /// The roles of `handOver`'s descriptors, in its order.
     static func descriptors(of handOver: LineServerHandOver) -> [Descriptor] {
         var listed: [Descriptor] = []
-        func add(_ descriptor: OwnedDescriptor, _ role: Role) {
-            if let fd = descriptor.rawValue { listed.append(Descriptor(fd: fd, role: role)) }
+        func add(_ descriptor: OwnedDescriptor, _ role: Role, connection: Int? = nil) {
+            if let fd = descriptor.rawValue { listed.append(Descriptor(fd: fd, role: role, connection: connection)) }
         }
         add(handOver.listener, .listener)
         for connection in handOver.connections {
-            add(connection.socket, .connection)
+            add(connection.socket, .connection, connection: connection.id)
             for batch in connection.inbound.batches { for descriptor in batch.descriptors { add(descriptor, .carried) } }
             for write in connection.outbound { for descriptor in write.descriptors { add(descriptor, .carried) } }
         }
@@ -63,7 +65,11 @@ struct ReexecHandOver {
     func encoded() -> [UInt8] {
         let header: JSONValue = .object([
             "kind": .string(Self.kind), "version": .int(Self.currentVersion),
-            "descriptors": .array(descriptors.map { .object(["fd": .count($0.fd), "role": .string($0.role.rawValue)]) }),
+            "descriptors": .array(descriptors.map { descriptor in
+                var members: [String: JSONValue] = ["fd": .count(descriptor.fd), "role": .string(descriptor.role.rawValue)]
+                if let connection = descriptor.connection { members["connection"] = .count(connection) }
+                return .object(members)
+            }),
             "broker_bytes": .count(broker.count), "sockets_bytes": .count(sockets.count),
             "host": host.json,
         ])
@@ -81,7 +87,8 @@ struct ReexecHandOver {
             guard let fd: Int32 = try? item.integer("fd"), let role = (try? item.string("role")).flatMap(Role.init) else {
                 return nil
             }
-            listed.append(Descriptor(fd: fd, role: role))
+            let connection: Int? = item.members["connection"] == nil ? nil : try? item.integer("connection")
+            listed.append(Descriptor(fd: fd, role: role, connection: connection))
         }
         return listed
     }
