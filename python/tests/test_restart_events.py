@@ -229,3 +229,26 @@ class RestartingTests(DaemonTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReexecTests(DaemonTestCase):
+    def test_a_service_and_a_client_see_nothing_of_a_reexec(self):
+        service = mediator.Service("Steady")
+        service.action("noop")(lambda params, ctx: {})
+        running = ServiceThread(service, self.socket_path).start()
+        self.addCleanup(running.stop)
+        client = self.connect()
+        self.addCleanup(client.close)
+        sub = client.subscribe(["steady.*"])
+        def instances():
+            return [t["instances"] for t in client.call("mediator", "list")["targets"]]
+        before = instances()
+        for n in (1, 2):
+            self.assertEqual(client.call("mediator", "reexec", timeout=20)["reexecs"], n)
+            self.assertEqual(client.call("Steady", "noop"), {})
+        # The same registration (instance), the same connection, the subscription kept.
+        self.assertEqual(instances(), before)
+        client.call("mediator", "publish", {"event": "steady.one"})
+        self.assertEqual(sub.get(timeout=10).name, "steady.one")
+        self.assertTrue(client.is_connected)
+
