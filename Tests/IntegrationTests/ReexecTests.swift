@@ -211,7 +211,9 @@ extension Integration {
             defer { world.close() }
             // A copy of the binary the test may remove and replace, as a package upgrade does.
             let binary = world.directory.file("mediatord")
-            try FileManager.default.copyItem(atPath: Paths.mediatord, toPath: binary)
+            // The file itself, not a link to it (MEDIATOR_BIN_DIR may hold links).
+            let built = URL(fileURLWithPath: Paths.mediatord).resolvingSymlinksInPath().path
+            try FileManager.default.copyItem(atPath: built, toPath: binary)
             let daemon = try world.daemon(launcher: ["/bin/sh", "-c", "shift; exec \"$0\" \"$@\"", binary])
             _ = try world.notes(daemon)
             let caller = try world.peer(daemon)
@@ -226,7 +228,7 @@ extension Integration {
             #expect(try executable(of: daemon).hasSuffix("(deleted)"))
 
             // The upgrade: a new file under the old name; a reload finds it and re-executes it.
-            try FileManager.default.copyItem(atPath: Paths.mediatord, toPath: binary + ".new")
+            try FileManager.default.copyItem(atPath: built, toPath: binary + ".new")
             #expect(rename(binary + ".new", binary) == 0)
             daemon.process.signal(SIGHUP)
             try waitUntil("the daemon to run the new binary\(daemon.process.logTail())") {
