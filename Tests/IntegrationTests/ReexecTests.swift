@@ -107,6 +107,27 @@ extension Integration {
             #expect(try ProcFS.openFiles(daemon.pid) == before)
         }
 
+        @Test("Re-execs asked at once, in one line burst: each caller answered once, by an image that carries on")
+        func askedAtOnce() throws {
+            let world = try World()
+            defer { world.close() }
+            let daemon = try world.daemon()
+            let peers = try (0..<4).map { _ in try world.peer(daemon) }
+            // Several asks from one connection in one write, and from the others at once.
+            try peers[0].sendLine(
+                #"{"id":"a","target":"mediator","action":"reexec"}"# + "\n" + #"{"id":"b","target":"mediator","action":"reexec"}"#)
+            let ids = try peers.dropFirst().map { try $0.request("mediator", "reexec") }
+            var counts: [Int64] = []
+            for id in ["a", "b"] as [JSONValue] {
+                counts.append(try #require(try peers[0].response(to: id, within: .seconds(20))["result"]?["reexecs"]?.intValue))
+            }
+            for (peer, id) in zip(peers.dropFirst(), ids) {
+                counts.append(try #require(try peer.response(to: id, within: .seconds(20))["result"]?["reexecs"]?.intValue))
+            }
+            #expect(counts.allSatisfy { (1...5).contains($0) }, "\(counts)")
+            for peer in peers { try peer.expectNothingPendingBeforePing() }
+        }
+
         @Test("A successor that cannot read the snapshot (version 999): each peer gets mediator.restarting, then a fresh daemon serves")
         func incompatibleSnapshot() throws {
             let world = try World()

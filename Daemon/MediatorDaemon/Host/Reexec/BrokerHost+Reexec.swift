@@ -50,6 +50,15 @@ extension BrokerHost {
     }
 
     private func attemptReexec() {
+        guard pendingReexec != nil else { return }
+        if stopping, let pending = pendingReexec {
+            pendingReexec = nil
+            answerReexec(pending.requesters, .failure(MediatorError(.internal, "mediatord is stopping")))
+            return
+        }
+        // Lines queued for their turn go now: the descriptors they brought
+        // are then on their way, not held (and asks among them join this one).
+        dispatch?.drain()
         guard let pending = pendingReexec else { return }
         // Held calls carry a request and wait on a process: not in the
         // snapshot. Wait for them to go out, within a bound; and for a
@@ -65,12 +74,20 @@ extension BrokerHost {
         reexec(pending.requesters)
     }
 
-    private func reexec(_ requesters: [HostHandOverState.Requester]) {
+    private func reexec(_ asked: [HostHandOverState.Requester]) {
         guard let settings = reexecSettings, let server else { return }
         settings.announce(.starting)
         // Lines read and queued for their turn are handled now: the
         // successor starts with no queue. Their answers join the output handed over.
         dispatch?.drain()
+        // A `mediator/reexec` among them is this re-exec too: its caller is answered with the others.
+        var requesters = asked
+        if let late = pendingReexec {
+            requesters += late.requesters
+            pendingReexec = nil
+            reexecTimer?.cancel()
+            reexecTimer = nil
+        }
         let now = NIODeadline.now()
         let snapshot = broker.snapshot(now: now)
         guard let sockets = server.handOver() else { return }
