@@ -34,6 +34,11 @@ package final class MediatorServer: Service, Sendable {
         /// its listener, connections and state.
         case inherited(ReexecInheritance)
 
+        var isInherited: Bool {
+            if case .inherited = self { return true }
+            return false
+        }
+
         /// The path to tell peers: the one bound, or known from the hand-over.
         package var socketPath: String? {
             switch self {
@@ -205,7 +210,8 @@ package final class MediatorServer: Service, Sendable {
             // Components need the socket to connect to, so they start only now.
             try await loop.submit { host.apply(host.broker.startBootComponents(now: .now())) }
         }
-        if waitForBootComponents { _ = await host.bootWaiters.wait() }
+        // After a re-exec the first image waited for them already (no boot completes again).
+        if waitForBootComponents, !listener.isInherited { _ = await host.bootWaiters.wait() }
         if let heartbeat {
             // Beats from the broker's own loop, so a stuck loop stops them.
             let interval = Duration.nanoseconds(heartbeat.interval.nanoseconds)
