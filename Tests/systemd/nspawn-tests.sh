@@ -20,6 +20,11 @@
 #                         it) registers again on its connection, a subscriber
 #                         keeps getting events, a call in flight is answered
 #                         component_unavailable
+#   3d upgrade by reload  the binary the unit runs is replaced on disk (a new
+#                         file under its name, as dpkg does); `systemctl
+#                         reload` re-executes it in place: same MainPID, the
+#                         new inode running, a component and a subscriber
+#                         kept on their connections
 #   4 journal fields      MEDIATOR_TARGET, MEDIATOR_PEER_PID, PRIORITY,
 #                         CODE_FILE, CODE_LINE on the registration record
 #   5 restart on SIGKILL  systemd restarts the daemon; clients pinging all
@@ -600,6 +605,47 @@ s3c_crash() {
     return 0
 }
 
+s3d_upgrade_by_reload() {
+    local dir=/etc/mediator-upgrade dropin=/etc/systemd/system/$UNIT.d/upgrade.conf out
+    cx mkdir -p "$dir" && cx cp "$IN_BIN/mediatord" "$dir/mediatord" || { why "cannot copy mediatord to $dir"; return 1; }
+    printf '[Service]\nExecStart=\nExecStart=%s/mediatord --log-target journal --fd-store\n' "$dir" | cx_write "$dropin"
+    cx systemctl daemon-reload
+    out=$(cx systemctl restart $UNIT 2>&1) || { why "restart with the copied binary: $out"; journal_tail; return 1; }
+    wait_for 10 is_active || { why "not active on the copied binary"; return 1; }
+    cx_bg "$W/upgrade-notes.out" "$W/upgrade-notes.err" python3 "$IN_EXAMPLES/python/notes_component.py" --socket "$SOCK" --target Upgraded
+    local notes_bg=$BG
+    wait_for 10 file_has "$W/upgrade-notes.out" ready || { why "the Upgraded component did not register"; return 1; }
+    listen_for upgrade || return 1
+    local listen_bg=$BG pid0 nr0 before
+    pid0=$(prop MainPID)
+    nr0=$(prop NRestarts)
+    before=$(cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; print([i["instance"] for t in json.load(sys.stdin)["targets"] if t["target"]=="Upgraded" for i in t["instances"]])')
+    # The upgrade: a new file under the old name; the running inode is then deleted.
+    cx cp "$IN_BIN/mediatord" "$dir/mediatord.new" && cx mv "$dir/mediatord.new" "$dir/mediatord"
+    has '(deleted)' <<<"$(cx readlink /proc/"$pid0"/exe)" || { why "the running binary is not seen as replaced"; return 1; }
+    out=$(cx systemctl reload $UNIT 2>&1) || { why "systemctl reload: $out"; journal_tail; return 1; }
+    runs_new() { [ "$(cx readlink /proc/"$pid0"/exe 2>/dev/null)" = "$dir/mediatord" ]; }
+    wait_for 10 runs_new || { why "after the reload pid $pid0 runs '$(cx readlink /proc/"$pid0"/exe)'"; journal_tail; return 1; }
+    running() { [ "$(prop ActiveState)/$(prop SubState)" = active/running ]; }
+    wait_for 5 running || { why "after the upgrade: $(prop ActiveState)/$(prop SubState)"; return 1; }
+    [ "$(prop MainPID)" = "$pid0" ] || { why "MainPID changed ($pid0 -> $(prop MainPID))"; return 1; }
+    [ "$(prop NRestarts)" = "$nr0" ] || { why "NRestarts went from $nr0 to $(prop NRestarts)"; return 1; }
+    local after
+    after=$(cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; print([i["instance"] for t in json.load(sys.stdin)["targets"] if t["target"]=="Upgraded" for i in t["instances"]])')
+    [ "$after" = "$before" ] || { why "Upgraded instances changed: $before -> $after"; return 1; }
+    kill -0 "$notes_bg" 2>/dev/null || { why "the Upgraded component lost its connection"; return 1; }
+    cx mediatorctl emit upgrade.after >/dev/null 2>&1
+    wait_for 5 file_has "$W/upgrade-listen.out" upgrade.after || { why "the subscriber missed an event sent after the upgrade"; return 1; }
+    say "upgraded in place: MainPID $pid0 runs the new $dir/mediatord, instance $after kept"
+    # Back to the unit as rendered, for the scenarios after this one.
+    kill -TERM "$listen_bg" "$notes_bg" 2>/dev/null
+    cx rm -f "$dropin"
+    cx systemctl daemon-reload
+    cx systemctl restart $UNIT >/dev/null 2>&1
+    wait_for 10 is_active || { why "not active again on the rendered unit"; return 1; }
+    return 0
+}
+
 s4_journal_fields() {
     check_journal() {
         cx journalctl -u $UNIT -o json --no-pager 2>/dev/null | python3 -c '
@@ -997,6 +1043,7 @@ main() {
     run reload-keeps-connections s3_reload
     run reexec-keeps-everything s3b_reexec
     run crash-keeps-connections s3c_crash
+    run upgrade-by-reload s3d_upgrade_by_reload
     run journal-fields s4_journal_fields
     run restart-on-sigkill s5_restart_on_kill
     run watchdog s6_watchdog
