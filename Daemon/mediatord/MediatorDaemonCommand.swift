@@ -30,7 +30,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         discussion: """
             Limits come from their defaults, then the JSON file given by --config (members named like the \
             flags with underscores, e.g. {"max_connections": 100}), then the flags, which win. SIGHUP \
-            re-reads them without dropping connections.
+            re-reads them without dropping connections, and re-executes the binary in place when the file at \
+            its path was replaced (an upgrade). SIGUSR2 (or mediatorctl daemon-reexec) re-executes it in place \
+            always: same pid, every connection, call, registration and component kept.
             The socket is the one passed by systemd socket activation (FileDescriptorName=mediator), else \
             --socket, else $MEDIATOR_SOCKET, else /run/mediator/mediator.sock \
             (with --user: $XDG_RUNTIME_DIR/mediator/mediator.sock).
