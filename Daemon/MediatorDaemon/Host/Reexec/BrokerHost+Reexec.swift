@@ -42,11 +42,18 @@ extension BrokerHost {
 
     /// The timer of a re-exec waiting for its turn (a source lives as long as its object).
     private func scheduleReexecAttempt(after delay: Duration) {
-        reexecTimer = try? loop.addTimer(after: delay, accuracy: .milliseconds(1)) { [unowned self] _, _ in
-            reexecTimer = nil
-            attemptReexec()
+        do {
+            reexecTimer = try loop.addTimer(after: delay, accuracy: .milliseconds(1)) { [unowned self] _, _ in
+                reexecTimer = nil
+                attemptReexec()
+            }
+        } catch {
+            // No timer (the loop is out of memory or descriptors): no re-exec either.
+            logger.error("re-exec abandoned: no timer", metadata: ["error": "\(error)"])
+            let requesters = pendingReexec?.requesters ?? []
+            pendingReexec = nil
+            answerReexec(requesters, .failure(MediatorError(.internal, "re-exec abandoned: \(error)")))
         }
-        if reexecTimer == nil { attemptReexec() }
     }
 
     private func attemptReexec() {
