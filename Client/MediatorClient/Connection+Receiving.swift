@@ -247,6 +247,9 @@ extension Connection {
         if envelope.event == DaemonEventName.restarting {
             daemonRestarting.store(true, ordering: .relaxed)
         } else if envelope.event == DaemonEventName.reregister {
+            // The daemon that had them is gone: their answers never come.
+            let lost = MediatorError(.componentUnavailable, "mediatord restarted and lost the call (mediator.reregister)")
+            for waiter in pending.takeAll() { waiter.fail(lost) }
             subscribeAgain()
             hooks?.reregisterRequested()
         }

@@ -179,6 +179,17 @@ final class PendingCalls: Sendable {
         }
     }
 
+    /// Takes every waiter out, the table staying open: after
+    /// `mediator.reregister` (a daemon that crashed kept the connection but
+    /// lost the calls), the caller fails them; later calls go on as usual.
+    func takeAll() -> [Waiter] {
+        state.withLockedValue { state in
+            let waiters = state.entries.values.map(\.waiter)
+            state.entries = [:]
+            return waiters
+        }
+    }
+
     /// Closes the table: returns every waiter (the caller fails them with
     /// `error`) and makes every later call fail with `error`. Idempotent.
     func close(_ error: MediatorError) -> [Waiter] {

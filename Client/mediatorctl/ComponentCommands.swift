@@ -125,3 +125,26 @@ struct Status: AsyncParsableCommand, PeopleViewVerb {
         Output.write(STDOUT_FILENO, StatusText.render(status, journal: journal, now: now, width: Terminal.columns(STDOUT_FILENO)))
     }
 }
+
+struct DaemonReexec: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "daemon-reexec",
+        abstract: "Re-execute mediatord's binary in place, keeping every connection, call and registration.",
+        discussion: """
+            Like systemctl daemon-reexec: the daemon hands its sockets and state to a new image \
+            of its binary as installed now (an upgrade runs the new one), under the same pid, so \
+            its components stay its children. Prints {"pid", "version", "reexecs"} once the new \
+            image serves. Allowed to root and the daemon's own user (policy: mediator/reexec). \
+            SIGUSR2 to mediatord does the same without a client.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        let output = options.output
+        output.result(try await options.withClient(wait: .timeout) { client in
+            try await client.call(target: ProtocolConstants.daemonTarget, action: "reexec", params: [:])
+        })
+    }
+}

@@ -48,7 +48,7 @@ struct Mediatorctl: AsyncParsableCommand {
         version: MediatorVersion.current,
         subcommands: [
             Call.self, StreamCommand.self, Open.self, List.self, Describe.self, Ping.self,
-            Start.self, Stop.self, Status.self, Stats.self, Top.self, Listen.self, Emit.self, Monitor.self, Serve.self,
+            Start.self, Stop.self, Status.self, DaemonReexec.self, Stats.self, Top.self, Listen.self, Emit.self, Monitor.self, Serve.self,
             InterfaceVerb.self, Generate.self, Verify.self,
         ]
     )

@@ -215,7 +215,8 @@ package struct Policy: Sendable, Equatable {
     /// `stop`): granted only by a call pattern whose target is `mediator`
     /// itself (`mediator/stop`, `mediator/*`), so that neither the default
     /// policy's nor a file's `*/*` lets any user stop another's service.
-    static let administrativeDaemonActions: Set<String> = ["start", "stop"]
+    /// `reexec` replaces the daemon's image: the same right.
+    static let administrativeDaemonActions: Set<String> = ["start", "stop", "reexec"]
 
     static let openDaemonActions: Set<String> = [
         "hello", "ping", "list", "describe", "status", "cancel", "unregister", "unsubscribe",

@@ -81,6 +81,21 @@ extension LineServer {
         for handed in handOver.connections { adopt(handed) }
     }
 
+    /// Takes connected sockets that a predecessor left without a hand-over
+    /// (after a crash, from systemd's fd store), under their ids: read and
+    /// written from now on, with nothing read or queued before. New
+    /// connections are numbered after them. A socket that cannot be
+    /// adopted is closed and reported with ``Handlers/closed``.
+    package func adopt(sockets: [(id: ConnectionID, socket: OwnedDescriptor)]) {
+        nextID = max(nextID, (sockets.map(\.id).max() ?? 0) + 1)
+        for (id, socket) in sockets {
+            adopt(LineServerHandOver.Connection(
+                id: id, socket: socket,
+                inbound: InboundFrames.HandOver(bytes: [], streamOffset: 0, discardingLine: false, batches: []),
+                outbound: [], readingPaused: false, closing: false, reportedBacklog: 0))
+        }
+    }
+
     func closeDescriptors(of handed: LineServerHandOver.Connection) {
         try? handed.socket.close()
         for batch in handed.inbound.batches { batch.close() }

@@ -15,6 +15,7 @@ import MediatorProtocol
 import MediatorSystemd
 import NIOCore
 import ServiceLifecycle
+import UnixSignals
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,7 +30,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         discussion: """
             Limits come from their defaults, then the JSON file given by --config (members named like the \
             flags with underscores, e.g. {"max_connections": 100}), then the flags, which win. SIGHUP \
-            re-reads them without dropping connections.
+            re-reads them without dropping connections, and re-executes the binary in place when the file at \
+            its path was replaced (an upgrade). SIGUSR2 (or mediatorctl daemon-reexec) re-executes it in place \
+            always: same pid, every connection, call, registration and component kept.
             The socket is the one passed by systemd socket activation (FileDescriptorName=mediator), else \
             --socket, else $MEDIATOR_SOCKET, else /run/mediator/mediator.sock \
             (with --user: $XDG_RUNTIME_DIR/mediator/mediator.sock).
@@ -141,6 +144,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
     @Flag(help: "Send READY=1 only once every at-boot component has registered or failed.")
     var waitForBootComponents = false
 
+    @Flag(help: "Under systemd, keep each connection in the service's fd store (FileDescriptorStoreMax= in the unit), so that a crash does not close it: the next daemon adopts them and tells every peer to register again.")
+    var fdStore = false
+
     @Flag(help: .hidden)
     var testHooks = false
 
@@ -200,10 +206,17 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         do { loaded = try settings.load() } catch { throw unusable("\(error)") }
         OpenFileLimit.raise(forConnections: loaded.configuration.maxConnections, logger: logger)
 
+        // A predecessor that re-executed this image handed everything over (issue 28).
+        let inheritance = ReexecInheritance.take(logger: logger)
         let listener: MediatorServer.Listener
+        var storedConnections: [(name: String, fd: Int32)] = []
         do {
-            if let fd = try SocketActivation.passedSocket() {
+            let passed = inheritance == nil ? try SocketActivation.passed() : SocketActivation.Passed()
+            if let inheritance {
+                listener = .inherited(inheritance)
+            } else if let fd = passed.listener {
                 listener = .adopted(NIOBSDSocket.Handle(fd), description: "socket-activated fd \(fd)")
+                storedConnections = passed.stored
             } else {
                 listener = .path(try ProtocolConstants.socketPath(
                     explicit: socket ?? loaded.socketFromConfig, environment: ProcessInfo.processInfo.environment,
@@ -266,6 +279,11 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             MediatorServer.Heartbeat(interval: .microseconds(Int64(microseconds / 2))) { notifier.watchdog() }
         }
         let units = UnitStarter(bus: user ? .user : .system)
+        let reexec = reexecSettings(notifier: notifier, logger: logger)
+        // Trapped before anything answers: a signal sent once the daemon
+        // answers (a re-exec's new image included) must not meet its default action.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        let reexecSignals = await UnixSignalsSequence(trapping: .sigusr2)
         let (manifests, skippedManifests) = settings.loadManifests(logger: logger)
         // READY=1 waits for the metrics endpoint too, when one is asked for:
         // a scraper started after it must find it listening.
@@ -278,6 +296,10 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             waitForBootComponents: waitForBootComponents,
             heartbeat: heartbeat,
             latencyMetrics: exposition?.latencyFactory,
+            reexec: reexec,
+            // Stored connections passed in are removed from the store as they close, flag or not.
+            connectionStore: (fdStore || !storedConnections.isEmpty) && notifier.isActive ? Self.connectionStore() : nil,
+            storedConnections: storedConnections,
             onReady: { server in
                 // Cancelled when the group stops (an endpoint that cannot bind stops it).
                 await cancelWhenGracefulShutdown {
@@ -290,10 +312,12 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         await server.loadPolicy(settings.loadPolicy(logger: logger))
         await server.addStatisticsSection("nats") { bridge.statistics }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: ReexecSignalService(server: server, signals: reexecSignals), successTerminationBehavior: .ignore),
             .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: ReloadService(
                     settings: settings, server: server, bridge: bridge, natsSettings: natsSettings, notifier: notifier,
-                    logger: logger, startOnlyMembers: startOnlyMembers, startOnlyAtStart: startOnlyMembers(loaded)),
+                    logger: logger, startOnlyMembers: startOnlyMembers, startOnlyAtStart: startOnlyMembers(loaded),
+                    hangups: hangups),
                   successTerminationBehavior: .ignore),
             .init(service: StatusReporter(server: server, notifier: notifier), successTerminationBehavior: .ignore),
         ]
@@ -327,5 +351,31 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             logger.error("\(error)")
             throw ExitCode(1)
         }
+    }
+
+    /// How `mediator/reexec`, SIGUSR2 and a reload that finds a new binary
+    /// re-execute the daemon: its path as started, its arguments; systemd
+    /// hears RELOADING=1 before, and READY=1 from the new image (or from
+    /// this one when the exec failed). Nil when the path cannot be found.
+    func reexecSettings(notifier: SystemdNotifier, logger: Logger) -> ReexecSettings? {
+        let environment = ProcessInfo.processInfo.environment
+        guard let image = ReexecImage.resolve(arguments: CommandLine.arguments, path: environment["PATH"]) else {
+            logger.warning("the daemon's binary is not found from its argv[0]: mediator/reexec and SIGUSR2 are refused")
+            return nil
+        }
+        // Test hook: a snapshot of a version no daemon reads, for the fallback's test.
+        let snapshotVersion = testHooks ? environment["MEDIATORD_TEST_SNAPSHOT_VERSION"].flatMap { Int64($0) } : nil
+        return ReexecSettings(image: image, announce: { announcement in
+            switch announcement {
+            case .starting: notifier.reloading()
+            case .failed(let reason): notifier.ready(status: "re-exec failed: \(reason)")
+            }
+        }, snapshotVersion: snapshotVersion)
+    }
+
+    /// The fd store's calls for the host (systemd calls stay in Daemon/Systemd).
+    static func connectionStore() -> ConnectionStore {
+        let store = FileDescriptorStore()
+        return ConnectionStore(store: { store.store($0, name: $1) }, remove: { store.remove(name: $0) })
     }
 }

@@ -158,23 +158,3 @@ struct NATSFlags: ParsableArguments {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
-
-extension MediatorServer.Listener {
-    /// The socket's path, for the daemon's own clients (the NATS bridge):
-    /// the one given, or the bound address of a socket-activated fd.
-    var socketPath: String? {
-        switch self {
-        case .path(let path): return path
-        case .adopted(let handle, _):
-            var address = sockaddr_un()
-            var length = socklen_t(MemoryLayout<sockaddr_un>.size)
-            let status = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(handle, $0, &length) }
-            }
-            guard status == 0, address.sun_family == sa_family_t(AF_UNIX) else { return nil }
-            return withUnsafeBytes(of: address.sun_path) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
-        }
-    }
-}

@@ -9,7 +9,8 @@ import UnixSignals
 /// Re-reads the settings on SIGHUP and applies them without dropping any
 /// connection (the NATS bridge restarts if its own changed), telling
 /// systemd RELOADING=1 then READY=1. A bad config file is logged and the
-/// running settings stay.
+/// running settings stay. When the binary on disk is no longer the one
+/// running (a package upgrade), it then re-executes it in place.
 struct ReloadService: Service, CustomStringConvertible {
     var description: String { "ReloadService" }
     let settings: DaemonSettings
@@ -23,9 +24,10 @@ struct ReloadService: Service, CustomStringConvertible {
     /// of the settings as loaded now, and as they were at start.
     let startOnlyMembers: @Sendable (DaemonSettings.Loaded) -> [String: String]
     let startOnlyAtStart: [String: String]
+    /// SIGHUP, trapped before the server starts (see ``ReexecSignalService``).
+    let hangups: UnixSignalsSequence
 
     func run() async throws {
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
         for await _ in hangups.cancelOnGracefulShutdown() {
             notifier.reloading()
             do {
@@ -45,6 +47,11 @@ struct ReloadService: Service, CustomStringConvertible {
                 await server.reloadManifests(manifests, skipped: skipped)
                 await server.loadPolicy(settings.loadPolicy(logger: logger))
                 notifier.ready(status: await StatusReporter.summary(server))
+                // An upgrade installed another binary: carry on in it (issue 28).
+                if server.binaryReplacedOnDisk {
+                    logger.notice("the binary on disk is not the one running: re-executing it")
+                    server.reexec()
+                }
             } catch {
                 logger.error("reload failed; the running settings stay", metadata: ["error": "\(error)"])
                 notifier.ready(status: "reload failed: \(error)")

@@ -53,10 +53,14 @@ struct ChaosRun: ParsableCommand {
         valueName: "probe"))
     var skipProbe: [Probe] = []
 
+    @Option(help: "Percent of the chaos strikes that re-execute the daemon in place (mediator/reexec, issue 28) instead; 0 leaves them out.")
+    var reexecPercent = 0
+
     @Flag(help: "Keep the work folder (logs, manifests) even when the run passes.")
     var keep = false
 
     func validate() throws {
+        guard (0...100).contains(reexecPercent) else { throw ValidationError("--reexec-percent must be 0 to 100") }
         guard seconds > 0, warmup > 0, clients > 0, depth > 0, rssTolerance > 0 else {
             throw ValidationError("--seconds, --warmup, --clients, --depth and --rss-tolerance must be positive")
         }
@@ -83,7 +87,7 @@ struct ChaosRun: ParsableCommand {
                 settings: ChaosSession.Settings(
                     seconds: seconds, warmup: warmup, clients: clients, depth: depth, seed: chosenSeed,
                     rssTolerancePercent: rssTolerance, minCalls: minCalls ?? Int(20 * seconds),
-                    probes: Set(Probe.allCases).subtracting(skipProbe)),
+                    probes: Set(Probe.allCases).subtracting(skipProbe), reexecPercent: reexecPercent),
                 paths: paths, workFolder: work)
             outcome = session.run()
         } catch {

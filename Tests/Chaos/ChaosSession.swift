@@ -17,6 +17,8 @@ final class ChaosSession {
         var minCalls: Int
         /// The issue 10 probes that run (`--skip-probe` leaves some out).
         var probes: Set<Probe> = Set(Probe.allCases)
+        /// Percent of the strikes that re-execute the daemon (`--reexec-percent`).
+        var reexecPercent = 0
     }
 
     struct Paths {
@@ -99,6 +101,7 @@ final class ChaosSession {
             socketPath: socketPath, logPath: "\(work)/components.log", chaosBinary: paths.chaosBinary,
             python: paths.python, notesScript: paths.notesScript, fdsScript: paths.fdsScript, violations: violations)
         self.fleet = fleet
+        fleet.reexecPercent = settings.reexecPercent
         fleet.startAll()
         try fleet.settle(within: 30)
         // The components that pass descriptors, idle: what they may hold at the end.
@@ -122,6 +125,9 @@ final class ChaosSession {
 
         let warm = try phase("warm-up", seconds: settings.warmup)
         let warmRSS = try measureRSS("after the warm-up")
+        // A fresh image has not made the spawner's own descriptors (made at
+        // its first spawn): with re-execs, both counts come from one.
+        if settings.reexecPercent > 0 { fleet.reexecDaemon() }
         let daemonBaseline = ProcStats.openDescriptors(daemonPID) ?? []
         let countersBefore = fleet.counters
         var chaos = try phase("chaos", seconds: settings.seconds)
@@ -310,6 +316,7 @@ final class ChaosSession {
     /// kept. Waits for that at most `descriptorSettleSeconds`; the counts
     /// seen last.
     private func checkDescriptorsBack(daemon: [String], component: Int) -> (daemon: Int, components: [Int]) {
+        if settings.reexecPercent > 0 { fleet?.reexecDaemon() }  // as for the baseline
         let deadline = monotonicNanos() + UInt64(Self.descriptorSettleSeconds * 1e9)
         var now: [String] = []
         var components: [Int32: Int] = [:]
@@ -346,6 +353,7 @@ final class ChaosSession {
         require(chaos.fleet.ownedSIGKILL + chaos.fleet.ownedSIGTERM > 0, "no component the run started was killed")
         require(chaos.fleet.daemonStartedSIGKILL + chaos.fleet.daemonStartedSIGTERM > 0, "no component the daemon started was killed")
         require(chaos.fleet.ownedRestarts > 0, "no killed component was started again")
+        require(settings.reexecPercent == 0 || chaos.fleet.reexecs > 0, "the daemon was never re-executed")
         require((seen[ChaosTargets.onDemand]?.count ?? 0) > 1, "\(ChaosTargets.onDemand) was never started again by the daemon")
         require(tally.results > 0, "no call got a result")
         require(tally.errorsByCode["component_unavailable", default: 0] > 0, "no call got component_unavailable")
@@ -404,6 +412,7 @@ final class ChaosSession {
             ended by themselves \(f.ownedUnexpectedExits); daemon-started SIGKILL \(f.daemonStartedSIGKILL), \
             SIGTERM \(f.daemonStartedSIGTERM), none running at a strike \(f.daemonStartedNoneRunning)
             abandoned caller connections (chaos phase): \(f.abandonedConnections) with \(f.abandonedCalls) calls in flight
+            re-execs of the daemon (chaos phase): \(f.reexecs)
             distinct pids serving manifest targets (both phases): \(pids)
             mediatord RSS: idle before load \(rss.cold) kB; idle after warm-up \(rss.warm) kB (baseline); \
             idle after the run \(rss.end) kB (\(percent(rss.end, of: rss.warm)) vs baseline, \(percent(rss.end, of: rss.cold)) vs before load); \
@@ -428,7 +437,8 @@ final class ChaosSession {
             daemonStartedNoneRunning: a.daemonStartedNoneRunning - b.daemonStartedNoneRunning,
             abandonedConnections: a.abandonedConnections - b.abandonedConnections,
             abandonedCalls: a.abandonedCalls - b.abandonedCalls,
-            probeKills: a.probeKills - b.probeKills, probesSkipped: a.probesSkipped - b.probesSkipped)
+            probeKills: a.probeKills - b.probeKills, probesSkipped: a.probesSkipped - b.probesSkipped,
+            reexecs: a.reexecs - b.reexecs)
     }
 
     // MARK: - The end

@@ -43,7 +43,12 @@ final class Fleet {
         var probeKills = 0
         /// Held-call probes skipped: the daemon still counted it running after the bound.
         var probesSkipped = 0
+        /// Re-execs of the daemon in place (`mediator/reexec`).
+        var reexecs = 0
     }
+
+    /// Percent of the strikes that re-execute the daemon instead (`--reexec-percent`).
+    var reexecPercent = 0
 
     let socketPath: String
     let logPath: String
@@ -197,6 +202,11 @@ final class Fleet {
 
     /// One random act of chaos.
     func strike(using rng: inout SeededGenerator, now: UInt64) {
+        // Drawn only when asked for, so that the seeds of runs without re-execs replay as before.
+        if reexecPercent > 0, Int.random(in: 0..<100, using: &rng) < reexecPercent {
+            reexecDaemon()
+            return
+        }
         let roll = Int.random(in: 0..<100, using: &rng)
         if roll < 45 {
             killOwned(using: &rng, now: now)
@@ -204,6 +214,21 @@ final class Fleet {
             killDaemonStarted(using: &rng)
         } else {
             abandonConnection(using: &rng, now: now)
+        }
+    }
+
+    /// The daemon hands everything to a new image of itself: every call in
+    /// flight must still get exactly one answer, no connection may close.
+    func reexecDaemon() {
+        do {
+            let answer = try controlResult("reexec", seconds: 15)
+            guard answer["reexecs"]?.intValue != nil else {
+                violations.add("a re-exec fell back or failed", "\(answer.jsonText)")
+                return
+            }
+            counters.reexecs += 1
+        } catch {
+            violations.add("daemon did not re-execute", "\(error)")
         }
     }
 

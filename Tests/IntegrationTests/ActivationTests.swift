@@ -783,7 +783,7 @@ struct ComponentsFolder {
     }
 
     /// A manifest running `sequencer.py` for `target`, logging into `log`.
-    fileprivate func sequencer(
+    func sequencer(
         _ target: String, log: ComponentLog, environment: [String: String] = [:], members: [String: JSONValue] = [:]
     ) -> JSONValue {
         let program = directory.file("sequencer.py")

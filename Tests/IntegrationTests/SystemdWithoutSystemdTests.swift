@@ -45,6 +45,25 @@ extension Integration {
             #expect(try daemon.waitForExit() == .exited(0))
         }
 
+        @Test("A re-exec says RELOADING=1, then the new image READY=1 (with --wait-for-boot-components too), and the watchdog beats on")
+        func reexecNotifies() throws {
+            let world = try World()
+            defer { world.close() }
+            let (_, notify, socketPath) = try notifiedDaemon(
+                world, environment: ["WATCHDOG_USEC": "2000000"], arguments: ["--wait-for-boot-components"])
+            _ = try notify.await("READY=1") { $0.contains("READY=1") }
+            let peer = try RawPeer(path: socketPath)
+            defer { peer.close() }
+            for round in 1...2 {
+                let id = try peer.request("mediator", "reexec")
+                _ = try notify.await("RELOADING=1") { $0.contains("RELOADING=1") }
+                let ready = try notify.await("READY=1 from the new image") { $0.contains("READY=1") }
+                #expect(ready.contains("STATUS=1 connections"), "\(ready)")
+                #expect(try peer.response(to: id, within: .seconds(20))["result"]?["reexecs"] == .int(Int64(round)))
+            }
+            _ = try notify.await("WATCHDOG=1 from the new image", within: .seconds(3)) { $0 == "WATCHDOG=1" }
+        }
+
         @Test("With WATCHDOG_USEC the daemon sends WATCHDOG=1 at about half the interval")
         func watchdogPings() throws {
             let world = try World()

@@ -98,6 +98,26 @@ import Testing
         await client.close()
     }
 
+    @Test func aCallInFlightFailsWithComponentUnavailableAndTheConnectionStays() async throws {
+        let fake = try await FakeDaemon.start()
+        defer { Task { await fake.shutdown() } }
+        let client = try await MediatorClient.connect(socketPath: fake.path)
+        let lost = Task { () -> String? in
+            do {
+                _ = try await client.call(target: "Echo", action: "hang")
+                return nil
+            } catch {
+                return (error as? MediatorError)?.code.rawValue ?? "\(error)"
+            }
+        }
+        let call = try await fake.received.first("the call") { $0.action == "hang" }
+        call.peer.send(Self.reregister)
+        #expect(await lost.value == "component_unavailable")
+        try await client.ping()
+        #expect(fake.received.items.filter { $0.action == "hello" }.count == 1, "the same connection")
+        await client.close()
+    }
+
     // MARK: - mediator.restarting
 
     /// The durations a logger's lines say after `prefix`.

@@ -20,6 +20,8 @@ final class BrokerDriver {
     private(set) var wakeUps: [NIODeadline] = []
     /// How often the test hook asked to block the event loop.
     private(set) var blockRequests = 0
+    /// `mediator/reexec` calls the broker passed on to its host.
+    private(set) var reexecRequests: [ConnectionID] = []
     /// Component effects, in order.
     var spawns: [SpawnOrder] = []
     var signals: [(pid: Int32, signal: Int32)] = []
@@ -153,6 +155,8 @@ final class BrokerDriver {
                 unitStops.append(unit)
             case .bootComplete:
                 bootCompleted = true
+            case .reexec(let connection, _):
+                reexecRequests.append(connection)
             }
         }
         return effects

@@ -10,6 +10,21 @@
 #   2 component call      the Python Notes component registers and answers
 #   3 reload              `systemctl reload` (SIGHUP, RELOADING=1 + READY=1)
 #                         keeps connections, registrations and state
+#   3b re-exec            `mediatorctl daemon-reexec` ten times in a row
+#                         (RELOADING=1, then READY=1 from the new image):
+#                         same MainPID, no restart, connections,
+#                         registrations and subscriptions kept
+#   3c crash              kill -SEGV: systemd starts a new daemon, which adopts
+#                         the connections kept in the fd store; the Notes
+#                         component (no --reconnect: a lost connection ends
+#                         it) registers again on its connection, a subscriber
+#                         keeps getting events, a call in flight is answered
+#                         component_unavailable
+#   3d upgrade by reload  the binary the unit runs is replaced on disk (a new
+#                         file under its name, as dpkg does); `systemctl
+#                         reload` re-executes it in place: same MainPID, the
+#                         new inode running, a component and a subscriber
+#                         kept on their connections
 #   4 journal fields      MEDIATOR_TARGET, MEDIATOR_PEER_PID, PRIORITY,
 #                         CODE_FILE, CODE_LINE on the registration record
 #   5 restart on SIGKILL  systemd restarts the daemon; clients pinging all
@@ -510,6 +525,127 @@ s3_reload() {
     return 0
 }
 
+# Starts `mediatorctl listen 'PREFIX.*'` (output in $W/PREFIX-listen.out)
+# and waits until it is subscribed; $BG is its pid.
+listen_for() {
+    local prefix=$1 bg
+    cx_bg "$W/$prefix-listen.out" "$W/$prefix-listen.err" mediatorctl listen "$prefix.*"
+    bg=$BG
+    subscribed() { cx mediatorctl --json emit "$prefix.probe" 2>/dev/null | has '"delivered":[1-9]'; }
+    wait_for 10 subscribed || { why "mediatorctl listen did not subscribe within 10 s"; return 1; }
+    BG=$bg
+}
+
+s3b_reexec() {
+    kill -0 "${NOTES_BG:-0}" 2>/dev/null || { why "the Notes component from scenario 2 is not running"; return 1; }
+    listen_for reexec || return 1
+    local listen_bg=$BG
+    local before pid_before restarts_before cursor
+    cursor=$(journal_cursor)
+    before=$(notes_instance)
+    pid_before=$(prop MainPID)
+    restarts_before=$(prop NRestarts)
+    running() { [ "$(prop ActiveState)/$(prop SubState)" = active/running ]; }
+    local i out rc t0 longest=0 took
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        t0=$(now_ms)
+        out=$(cx mediatorctl --json daemon-reexec --timeout 10 2>&1); rc=$?
+        took=$(( $(now_ms) - t0 ))
+        [ $took -gt $longest ] && longest=$took
+        [ $rc = 0 ] || { why "daemon-reexec $i exited $rc after $took ms: $out"; journal_tail; return 1; }
+        has "\"pid\":$pid_before" <<<"$out" || { why "daemon-reexec $i answered '$out', not from pid $pid_before"; return 1; }
+        wait_for 5 running || { why "after re-exec $i: $(prop ActiveState)/$(prop SubState)"; journal_tail; return 1; }
+    done
+    say "10 re-execs, the longest daemon-reexec (mediatorctl included) $longest ms"
+    [ "$(prop MainPID)" = "$pid_before" ] || { why "MainPID changed ($pid_before -> $(prop MainPID))"; return 1; }
+    [ "$(prop NRestarts)" = "$restarts_before" ] || { why "NRestarts went from $restarts_before to $(prop NRestarts)"; return 1; }
+    [ "$(notes_instance)" = "$before" ] || { why "Notes instances changed: '$before' -> '$(notes_instance)'"; return 1; }
+    out=$(cx mediatorctl --json call Notes list 2>&1) || { why "call Notes list after the re-execs: $out"; return 1; }
+    grep -q '"hi"' <<<"$out" || { why "the note added before the re-execs is gone: $out"; return 1; }
+    kill -0 "$NOTES_BG" 2>/dev/null || { why "the Notes component exited during the re-execs"; return 1; }
+    kill -0 "$listen_bg" 2>/dev/null || { why "mediatorctl listen exited: $(cat "$W/reexec-listen.err")"; return 1; }
+    cx mediatorctl emit reexec.after >/dev/null 2>&1
+    wait_for 5 file_has "$W/reexec-listen.out" reexec.after || { why "the subscriber missed an event sent after the re-execs"; return 1; }
+    if journal_since "$cursor" | has -e 'clean restart' -e 're-exec failed'; then
+        why "the daemon fell back or failed"; journal_tail; return 1
+    fi
+    kill -TERM "$listen_bg" 2>/dev/null
+    return 0
+}
+
+s3c_crash() {
+    kill -0 "${NOTES_BG:-0}" 2>/dev/null || { why "the Notes component from scenario 2 is not running"; return 1; }
+    listen_for crash || return 1
+    local listen_bg=$BG
+    cx_bg "$W/crash-call.out" "$W/crash-call.err" mediatorctl call Notes sleep ms=5000 --timeout 20
+    local call_bg=$BG
+    in_flight() { cx mediatorctl --json stats 2>/dev/null | has '"in_flight":[1-9]'; }
+    wait_for 5 in_flight || { why "the sleep call is not in flight"; return 1; }
+    local pid0 nr0 t0
+    pid0=$(prop MainPID)
+    nr0=$(prop NRestarts)
+    t0=$(now_ms)
+    cx kill -SEGV "$pid0"
+    new_daemon() { local p; p=$(prop MainPID); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$pid0" ] && is_active; }
+    wait_for 10 new_daemon || { why "no new daemon 10 s after SIGSEGV: $(prop ActiveState)/$(prop SubState)"; journal_tail; return 1; }
+    registered_again() { [ -n "$(notes_instance)" ]; }
+    wait_for 5 registered_again || { why "Notes did not register again"; journal_tail; return 1; }
+    say "Notes registered again $(( $(now_ms) - t0 )) ms after the SIGSEGV (new MainPID $(prop MainPID), NRestarts $nr0 -> $(prop NRestarts))"
+    kill -0 "$NOTES_BG" 2>/dev/null || { why "the Notes component lost its connection (it exits then)"; return 1; }
+    call_done() { ! kill -0 "$call_bg" 2>/dev/null; }
+    wait_for 10 call_done || { why "the call in flight was not answered"; return 1; }
+    has component_unavailable <"$W/crash-call.err" ||
+        { why "the call in flight ended with: $(cat "$W/crash-call.out" "$W/crash-call.err" | tr '\n' ' ')"; return 1; }
+    kill -0 "$listen_bg" 2>/dev/null || { why "mediatorctl listen exited: $(cat "$W/crash-listen.err")"; return 1; }
+    cx mediatorctl emit crash.after >/dev/null 2>&1
+    wait_for 5 file_has "$W/crash-listen.out" crash.after ||
+        { why "the subscriber connected before the crash missed an event sent after it"; return 1; }
+    out=$(cx mediatorctl --json call Notes list 2>&1) || { why "call Notes list after the crash: $out"; return 1; }
+    kill -TERM "$listen_bg" 2>/dev/null
+    return 0
+}
+
+s3d_upgrade_by_reload() {
+    local dir=/etc/mediator-upgrade dropin=/etc/systemd/system/$UNIT.d/upgrade.conf out
+    cx mkdir -p "$dir" && cx cp "$IN_BIN/mediatord" "$dir/mediatord" || { why "cannot copy mediatord to $dir"; return 1; }
+    printf '[Service]\nExecStart=\nExecStart=%s/mediatord --log-target journal --fd-store\n' "$dir" | cx_write "$dropin"
+    cx systemctl daemon-reload
+    out=$(cx systemctl restart $UNIT 2>&1) || { why "restart with the copied binary: $out"; journal_tail; return 1; }
+    wait_for 10 is_active || { why "not active on the copied binary"; return 1; }
+    cx_bg "$W/upgrade-notes.out" "$W/upgrade-notes.err" python3 "$IN_EXAMPLES/python/notes_component.py" --socket "$SOCK" --target Upgraded
+    local notes_bg=$BG
+    wait_for 10 file_has "$W/upgrade-notes.out" ready || { why "the Upgraded component did not register"; return 1; }
+    listen_for upgrade || return 1
+    local listen_bg=$BG pid0 nr0 before
+    pid0=$(prop MainPID)
+    nr0=$(prop NRestarts)
+    before=$(cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; print([i["instance"] for t in json.load(sys.stdin)["targets"] if t["target"]=="Upgraded" for i in t["instances"]])')
+    # The upgrade: a new file under the old name; the running inode is then deleted.
+    cx cp "$IN_BIN/mediatord" "$dir/mediatord.new" && cx mv "$dir/mediatord.new" "$dir/mediatord"
+    has '(deleted)' <<<"$(cx readlink /proc/"$pid0"/exe)" || { why "the running binary is not seen as replaced"; return 1; }
+    out=$(cx systemctl reload $UNIT 2>&1) || { why "systemctl reload: $out"; journal_tail; return 1; }
+    runs_new() { [ "$(cx readlink /proc/"$pid0"/exe 2>/dev/null)" = "$dir/mediatord" ]; }
+    wait_for 10 runs_new || { why "after the reload pid $pid0 runs '$(cx readlink /proc/"$pid0"/exe)'"; journal_tail; return 1; }
+    running() { [ "$(prop ActiveState)/$(prop SubState)" = active/running ]; }
+    wait_for 5 running || { why "after the upgrade: $(prop ActiveState)/$(prop SubState)"; return 1; }
+    [ "$(prop MainPID)" = "$pid0" ] || { why "MainPID changed ($pid0 -> $(prop MainPID))"; return 1; }
+    [ "$(prop NRestarts)" = "$nr0" ] || { why "NRestarts went from $nr0 to $(prop NRestarts)"; return 1; }
+    local after
+    after=$(cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; print([i["instance"] for t in json.load(sys.stdin)["targets"] if t["target"]=="Upgraded" for i in t["instances"]])')
+    [ "$after" = "$before" ] || { why "Upgraded instances changed: $before -> $after"; return 1; }
+    kill -0 "$notes_bg" 2>/dev/null || { why "the Upgraded component lost its connection"; return 1; }
+    cx mediatorctl emit upgrade.after >/dev/null 2>&1
+    wait_for 5 file_has "$W/upgrade-listen.out" upgrade.after || { why "the subscriber missed an event sent after the upgrade"; return 1; }
+    say "upgraded in place: MainPID $pid0 runs the new $dir/mediatord, instance $after kept"
+    # Back to the unit as rendered, for the scenarios after this one.
+    kill -TERM "$listen_bg" "$notes_bg" 2>/dev/null
+    cx rm -f "$dropin"
+    cx systemctl daemon-reload
+    cx systemctl restart $UNIT >/dev/null 2>&1
+    wait_for 10 is_active || { why "not active again on the rendered unit"; return 1; }
+    return 0
+}
+
 s4_journal_fields() {
     check_journal() {
         cx journalctl -u $UNIT -o json --no-pager 2>/dev/null | python3 -c '
@@ -535,6 +671,9 @@ for line in sys.stdin:
           "MEDIATOR_PEER_UID=%s CODE_FILE=%s CODE_LINE=%s" % (
           r.get("MESSAGE"), r["PRIORITY"], r["MEDIATOR_TARGET"], r.get("MEDIATOR_ACTION"),
           r["MEDIATOR_PEER_PID"], r.get("MEDIATOR_PEER_UID"), r["CODE_FILE"], r["CODE_LINE"]))
+    # Read to the end: journalctl would otherwise die of SIGPIPE, which pipefail counts.
+    for _ in sys.stdin:
+        pass
     sys.exit(0)
 print("# " + (best or "no record with MEDIATOR_TARGET=Notes"))
 sys.exit(1)' "${NOTES_PID_IN:-}" >"$W/journal-check.out"
@@ -623,7 +762,9 @@ s6_watchdog() {
     t0=$(now_ms)
     out=$(cx mediatorctl call mediator _block_event_loop --timeout 1 2>&1); rc=$?
     [ $rc != 0 ] || { why "_block_event_loop answered: $out"; return 1; }
-    if ! grep -qiE 'timeout|unreachable|disconnected' <<<"$out"; then
+    # component_unavailable: the connection outlived the kill (fd store) and
+    # the new daemon's mediator.reregister failed the lost call.
+    if ! grep -qiE 'timeout|unreachable|disconnected|component_unavailable' <<<"$out"; then
         why "_block_event_loop failed otherwise (exit $rc): $out"
         return 1
     fi
@@ -900,6 +1041,9 @@ main() {
     run socket-activation s1_socket_activation
     run component-call s2_component_call
     run reload-keeps-connections s3_reload
+    run reexec-keeps-everything s3b_reexec
+    run crash-keeps-connections s3c_crash
+    run upgrade-by-reload s3d_upgrade_by_reload
     run journal-fields s4_journal_fields
     run restart-on-sigkill s5_restart_on_kill
     run watchdog s6_watchdog

@@ -124,7 +124,10 @@ for d in "$sysdir" "$userdir"; do
   need "$d/mediatord.service" 'Type=notify'
   need "$d/mediatord.service" 'Environment=SWIFT_BACKTRACE=enable=no'
   need "$d/mediatord.service" 'Requires=mediatord.socket'
-  need "$d/mediatord.service" "ExecStart=$bindir/mediatord.*--log-target journal"
+  need "$d/mediatord.service" "ExecStart=$bindir/mediatord.*--log-target journal.*"
+  # A crash keeps the connections (issue 28): each is stored in the fd store.
+  need "$d/mediatord.service" "ExecStart=$bindir/mediatord.* --fd-store.*"
+  need "$d/mediatord.service" 'FileDescriptorStoreMax=[1-9][0-9]*'
 done
 # The system service owns /run/mediator but must never delete it (the socket
 # lives there), and must not be DynamicUser (a preserved runtime directory

@@ -199,6 +199,12 @@ class _Link:
             except MediatorError:
                 pass
 
+    def fail_in_flight(self, error: MediatorError) -> None:
+        """Fails every call in flight with `error`; the connection stays."""
+        pending, self._pending = list(self._pending.values()), {}
+        for responses in pending:
+            responses.put_nowait(("error", error))
+
     def close(self, error: MediatorError) -> None:
         if self.closed is not None:
             return

@@ -173,8 +173,11 @@ def control_event(link: Any, name: str, data: Any) -> bool:
         link.hooks.stop()
     elif name == RESTARTING:
         link.restarting = True
-    elif name == REREGISTER and link.hooks is not None and link.hooks.reregister is not None:
-        link.hooks.reregister()
+    elif name == REREGISTER:
+        # The daemon that had this connection's calls is gone: their answers never come.
+        link.fail_in_flight(MediatorError("component_unavailable", "mediatord restarted and lost the call (mediator.reregister)"))
+        if link.hooks is not None and link.hooks.reregister is not None:
+            link.hooks.reregister()
     return False
 
 
@@ -270,6 +273,13 @@ class _Link:
                 self.send(request_message(DAEMON, "cancel", {"id": call_id}))
             except MediatorError:
                 pass
+
+    def fail_in_flight(self, error: MediatorError) -> None:
+        """Fails every call in flight with `error`; the connection stays."""
+        with self._lock:
+            pending, self._pending = list(self._pending.values()), {}
+        for responses in pending:
+            responses.put(("error", error))
 
     def close(self, error: MediatorError) -> None:
         """Fails every call in flight with `error`; idempotent."""

@@ -4,6 +4,7 @@
 connection."""
 import asyncio
 import logging
+import threading
 import unittest
 
 import support
@@ -86,10 +87,33 @@ class ReregisterTests(FakeDaemonTestCase):
             self.assertEqual(sub.get(timeout=10).name, "again.one")
             self.assertTrue(client.is_connected)
 
+    def test_a_call_in_flight_fails_with_component_unavailable_and_the_connection_stays(self):
+        with mediator.Client(self.fake.socket, timeout=10) as client:
+            outcome = []
+
+            def call():
+                try:
+                    outcome.append(client.call("Lost", "wait"))
+                except mediator.MediatorError as e:
+                    outcome.append(e)
+            thread = threading.Thread(target=call)
+            thread.start()
+            self.assertTrue(wait_until(lambda: any(m.get("target") == "Lost" for m in self.fake.received)))
+            self.fake.send_to_all(REREGISTER)
+            thread.join(10)
+            self.assertEqual(getattr(outcome[0], "code", outcome), "component_unavailable")
+            client.ping()
+            self.assertEqual(len(self.fake.connections), 1)
+
     def test_a_client_without_subscriptions_sends_nothing(self):
         with mediator.Client(self.fake.socket, timeout=10) as client:
             self.fake.send_to_all(REREGISTER)
-            client.ping()  # after the event: it was read
+            try:
+                client.ping()  # after the event: it was read
+            except mediator.MediatorError as e:
+                # Sent before the event was read: failed with the calls the daemon lost.
+                self.assertEqual(e.code, "component_unavailable")
+                client.ping()
             self.assertEqual(oneway_subscribes(self.fake), [])
 
     def test_an_asyncio_service_and_client_do_the_same(self):
@@ -205,3 +229,26 @@ class RestartingTests(DaemonTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReexecTests(DaemonTestCase):
+    def test_a_service_and_a_client_see_nothing_of_a_reexec(self):
+        service = mediator.Service("Steady")
+        service.action("noop")(lambda params, ctx: {})
+        running = ServiceThread(service, self.socket_path).start()
+        self.addCleanup(running.stop)
+        client = self.connect()
+        self.addCleanup(client.close)
+        sub = client.subscribe(["steady.*"])
+        def instances():
+            return [t["instances"] for t in client.call("mediator", "list")["targets"]]
+        before = instances()
+        for n in (1, 2):
+            self.assertEqual(client.call("mediator", "reexec", timeout=20)["reexecs"], n)
+            self.assertEqual(client.call("Steady", "noop"), {})
+        # The same registration (instance), the same connection, the subscription kept.
+        self.assertEqual(instances(), before)
+        client.call("mediator", "publish", {"event": "steady.one"})
+        self.assertEqual(sub.get(timeout=10).name, "steady.one")
+        self.assertTrue(client.is_connected)
+

@@ -1,8 +1,28 @@
 import MediatorProtocol
+import NIOCore
 
 extension Broker {
     /// The `reason` of `mediator.restarting` on a graceful stop.
     static let stoppingReason = "stopping"
+    /// ... and when a re-executed daemon could not read its predecessor's state.
+    static let handOverRefusedReason = "handover_refused"
+
+    /// The `reason` of `mediator.reregister` after a crash whose connections survived.
+    static let crashReason = "crash"
+
+    /// Tells every peer that the daemon kept its connection but lost what
+    /// it knew of it (`mediator.reregister`): it registers and subscribes again.
+    func announceReregister(reason: String) -> [BrokerEffect] {
+        let line = writer.event(DaemonEventName.reregister, data: ["reason": .string(reason)])
+        for connection in peers.keys { send(connection, line) }
+        return takeEffects()
+    }
+
+    /// The `mediator.restarting` line (with its LF) for a connection the
+    /// broker does not know: one handed over with a state it could not read.
+    package func restartingLine(reason: String) -> ByteBuffer {
+        writer.event(DaemonEventName.restarting, data: ["reason": .string(reason)])
+    }
 
     /// Tells every peer that the daemon is about to close its connection
     /// and that a daemon will listen on the socket again
@@ -11,6 +31,34 @@ extension Broker {
     package func announceRestart(reason: String = Broker.stoppingReason) -> [BrokerEffect] {
         let line = writer.event(DaemonEventName.restarting, data: ["reason": .string(reason)])
         for connection in peers.keys { send(connection, line) }
+        return takeEffects()
+    }
+
+    /// The answer to a `mediator/reexec` call of a connection the broker
+    /// does not know (its state was not readable): the re-exec happened,
+    /// as a clean restart, and `cleanRestart` says why.
+    package func reexecAnswerLine(idBytes: [UInt8], cleanRestart: String) -> ByteBuffer {
+        var id = writer.allocator.buffer(capacity: idBytes.count)
+        id.writeBytes(idBytes)
+        return writer.result(callerID: id, ["clean_restart": .string(cleanRestart)])
+    }
+
+    /// Answers the `mediator/reexec` call `idBytes` on `connection` (nothing
+    /// for a oneway one): from the new image once it carries on, or with
+    /// the reason from the old one when the exec failed.
+    func answerReexec(_ idBytes: ByteBuffer?, on connection: ConnectionID, _ outcome: Result<JSONValue, MediatorError>) -> [BrokerEffect] {
+        guard peers[connection] != nil else { return [] }
+        answer(idBytes, connection, outcome)
+        return takeEffects()
+    }
+
+    /// Whether calls (or `start`s) wait for a component to register: a
+    /// re-exec's snapshot does not carry them.
+    var hasHeldCalls: Bool { !activation.heldCalls.isEmpty }
+
+    /// Answers every held call and `start` with `error`.
+    func answerHeldCalls(_ error: MediatorError, now: NIODeadline) -> [BrokerEffect] {
+        carryOut(activation.failAllHeld(error), now: now)
         return takeEffects()
     }
 }

@@ -26,6 +26,10 @@ package enum BrokerEffect: Sendable {
     case stopUnit(String)
     /// Every at-boot component has registered or failed.
     case bootComplete
+    /// `mediator/reexec`: hand everything to a new image of the daemon's
+    /// binary; the caller (its id as it arrived; nil for a oneway call) is
+    /// answered by the new image, or by this one if the exec fails.
+    case reexec(ConnectionID, idBytes: ByteBuffer?)
     /// Test hook: hang the event loop for good, as a bug would, so that the
     /// watchdog can be seen to fire. Only with `testHooks` configured.
     case blockEventLoop

@@ -25,11 +25,11 @@ final class BrokerHost: @unchecked Sendable {
     let loop: SDEventLoop
     let broker: Broker
     let logger: Logger
-    private(set) var server: LineServer?
+    var server: LineServer?
     /// The uid of each connection the broker admitted.
     private var admitted: [ConnectionID: UInt32] = [:]
-    private(set) var descriptors = DescriptorTable()
-    private var dispatch: InboundDispatch?
+    var descriptors = DescriptorTable()
+    private(set) var dispatch: InboundDispatch?
     private var timers: HostTimers?
     private var acceptGuard: AcceptGuard?
     /// The storage each line's effects come back in, reused.
@@ -37,14 +37,31 @@ final class BrokerHost: @unchecked Sendable {
     private let allocator = ByteBufferAllocator()
     /// Starts and watches component processes.
     var supervisor: ProcessSupervisor?
+    /// Their output pipes, and the watchers of those a predecessor image started.
+    let processes: ComponentProcesses
     var units: UnitControl?
     let bootWaiters = BootWaiters()
     private(set) var stopping = false
+    /// How to re-exec, from ``MediatorServer``; nil: `mediator/reexec` is refused.
+    var reexecSettings: ReexecSettings?
+    /// The re-exec asked for and not done yet, with who waits for its answer.
+    var pendingReexec: PendingReexec?
+    /// Where the socket is (for the hand-over): the file bound, if the
+    /// daemon bound it, and the path components are told.
+    var boundPath: String?
+    var advertisedPath = ""
+    /// Re-execs since the daemon started.
+    var reexecs = 0
+    /// Under systemd with `--fd-store`: each admitted connection is kept there too.
+    var connectionStore: ConnectionStore?
+    /// The timer of a re-exec asked for (a source lives as long as its object).
+    var reexecTimer: TimerSource?
 
     init(loop: SDEventLoop, broker: Broker, logger: Logger) {
         self.loop = loop
         self.broker = broker
         self.logger = logger
+        processes = ComponentProcesses(loop: loop, logger: logger)
         broker.passesDescriptors = true
         broker.backlog = { [unowned self] connection in server?.queuedBytes(connection) ?? 0 }
         broker.descriptorsHeld = { [unowned self] uid in descriptors.countByUID[uid] ?? 0 }
@@ -57,9 +74,15 @@ final class BrokerHost: @unchecked Sendable {
 
     /// Starts serving `listener` (listening already); on the loop's thread.
     func start(listener: UnixListener, listenerDescriptor: Int32) throws {
+        try prepareParts(listenerDescriptor: listenerDescriptor)
+        server = try LineServer(
+            loop: loop, listener: listener, maxLineBytes: broker.configuration.maxFrameBytes, handlers: lineHandlers())
+    }
+
+    /// The parts around the sockets, before a ``LineServer`` is made or adopted.
+    func prepareParts(listenerDescriptor: Int32) throws {
         TimerSlack.setMinimalForCurrentThread()
-        let acceptGuard = AcceptGuard(listener: listenerDescriptor, logger: logger) { [unowned self] in admitted.count }
-        self.acceptGuard = acceptGuard
+        acceptGuard = AcceptGuard(listener: listenerDescriptor, logger: logger) { [unowned self] in admitted.count }
         dispatch = try InboundDispatch(loop: loop) { [unowned self] connection, line in handle(line, from: connection) } setReading: {
             [unowned self] connection, enabled in server?.setReading(connection, enabled)
         }
@@ -68,20 +91,29 @@ final class BrokerHost: @unchecked Sendable {
         } trim: { [unowned self] in
             trimMemory()
         }
-        server = try LineServer(
-            loop: loop, listener: listener, maxLineBytes: broker.configuration.maxFrameBytes,
-            handlers: LineServer.Handlers(
-                accepted: { [unowned self] connection, socket in accepted(connection, socket) },
-                acceptFailed: { code in acceptGuard.failed(errno: code) },
-                declaredDescriptors: { line in DeclaredDescriptors.count(in: line) },
-                line: { [unowned self] connection, bytes, passed in received(bytes, passed, from: connection) },
-                descriptorMismatch: { [unowned self] connection, bytes, claim in mismatched(bytes, claim, from: connection) },
-                tooLarge: { [unowned self] connection in
-                    guard let uid = admitted[connection] else { return }
-                    dispatch?.received(.tooLarge, descriptors: nil, from: connection, uid: uid)
-                },
-                closed: { [unowned self] connection in closed(connection) },
-                backlogChanged: { [unowned self] connection, bytes in backlogChanged(connection, bytes) }))
+    }
+
+    /// What the server tells the host, for a server made or adopted.
+    func lineHandlers() -> LineServer.Handlers {
+        LineServer.Handlers(
+            accepted: { [unowned self] connection, socket in accepted(connection, socket) },
+            acceptFailed: { [unowned self] code in acceptGuard?.failed(errno: code) },
+            declaredDescriptors: { line in DeclaredDescriptors.count(in: line) },
+            line: { [unowned self] connection, bytes, passed in received(bytes, passed, from: connection) },
+            descriptorMismatch: { [unowned self] connection, bytes, claim in mismatched(bytes, claim, from: connection) },
+            tooLarge: { [unowned self] connection in
+                guard let uid = admitted[connection] else { return }
+                dispatch?.received(.tooLarge, descriptors: nil, from: connection, uid: uid)
+            },
+            closed: { [unowned self] connection in closed(connection) },
+            backlogChanged: { [unowned self] connection, bytes in backlogChanged(connection, bytes) })
+    }
+
+    /// Takes the connections the broker knows from a restored snapshot as
+    /// admitted (their uids from their credentials).
+    func admitRestoredPeers() {
+        for (connection, peer) in broker.peers { admitted[connection] = peer.credentials.uid }
+        timers?.connectionOpened(load: admitted.count)
     }
 
     /// Runs one of the broker's inputs on the loop and carries out its
@@ -116,7 +148,37 @@ final class BrokerHost: @unchecked Sendable {
         }
         admitted[connection] = credentials.uid
         timers?.connectionOpened(load: admitted.count)
+        connectionStore?.store(raw, ConnectionStore.name(connection))
         return true
+    }
+
+    /// After a crash: the connections the predecessor kept in the fd store,
+    /// by their stored names. Each is admitted as at its accept (its
+    /// credentials read again), adopted with nothing read or queued, and
+    /// told `mediator.reregister`: this daemon knows none of their
+    /// registrations, subscriptions or calls.
+    func adoptStoredConnections(_ stored: [(name: String, fd: Int32)]) {
+        var sockets: [(id: ConnectionID, socket: OwnedDescriptor)] = []
+        for (name, fd) in stored {
+            guard let connection = ConnectionStore.connection(named: name), admitted[connection] == nil else {
+                logger.warning("dropping a descriptor of the fd store that is no connection", metadata: ["name": "\(name)"])
+                connectionStore?.remove(name)
+                close(fd)
+                continue
+            }
+            let credentials = PeerCredentialsReader.read(socket: fd)
+            if broker.connect(connection, credentials: credentials) != nil {
+                connectionStore?.remove(name)
+                close(fd)
+                continue
+            }
+            admitted[connection] = credentials.uid
+            sockets.append((connection, OwnedDescriptor(taking: fd)))
+        }
+        timers?.connectionOpened(load: admitted.count)
+        server?.adopt(sockets: sockets)
+        apply(broker.announceReregister(reason: Broker.crashReason))
+        logger.notice("connections kept in the fd store adopted; every peer is told to register again", metadata: ["connections": "\(sockets.count)"])
     }
 
     private func received(_ bytes: [UInt8], _ passed: [OwnedDescriptor], from connection: ConnectionID) {
@@ -148,6 +210,7 @@ final class BrokerHost: @unchecked Sendable {
     private func closed(_ connection: ConnectionID) {
         descriptors.connectionClosed(connection)
         guard admitted.removeValue(forKey: connection) != nil else { return }
+        connectionStore?.remove(ConnectionStore.name(connection))
         // Lines that arrived before the close still count (a oneway call, a publish).
         for line in dispatch?.forget(connection) ?? [] {
             apply(broker.receive(line.line, from: connection, descriptors: line.descriptors, now: .now()))
@@ -233,10 +296,21 @@ final class BrokerHost: @unchecked Sendable {
             server?.close(connection)
         case .spawn(let order):
             guard let supervisor else { return }
+            let spawnID = order.spawnID
             supervisor.spawn(
-                order,
-                started: { pid in self.run { $0.processStarted(spawnID: order.spawnID, pid: pid, now: $1) } },
-                ended: { end in self.run { $0.processExited(spawnID: order.spawnID, end: end, now: $1) } })
+                order, output: processes.outputPipes(spawnID: spawnID, target: order.target),
+                started: { pid in
+                    self.run { broker, now in
+                        self.processes.started(spawnID: spawnID, pid: pid)
+                        return broker.processStarted(spawnID: spawnID, pid: pid, now: now)
+                    }
+                },
+                ended: { end in
+                    self.run { broker, now in
+                        self.processes.ended(spawnID: spawnID)
+                        return broker.processExited(spawnID: spawnID, end: end, now: now)
+                    }
+                })
         case .signal(let pid, let signal, let group):
             // The group when the daemon made one; the process alone otherwise.
             if !group || kill(-pid, signal) != 0 { kill(pid, signal) }
@@ -254,6 +328,9 @@ final class BrokerHost: @unchecked Sendable {
             if let units { Task { _ = await units.stop(unit) } }
         case .bootComplete:
             bootWaiters.finish()
+        case .reexec(let connection, let idBytes):
+            requestReexec(HostHandOverState.Requester(
+                connection: connection, idBytes: idBytes.map { Array($0.readableBytesView) }))
         case .blockEventLoop:
             while true { Glibc.sleep(3600) }
         case .wakeUp(let deadline):
@@ -296,7 +373,11 @@ final class BrokerHost: @unchecked Sendable {
         apply(broker.terminateStartedComponents())
         // Last before the close: libraries then reconnect at once rather than back off.
         apply(broker.announceRestart())
-        for connection in Array(admitted.keys) { server?.close(connection) }
+        for connection in Array(admitted.keys) {
+            // A stop: the store must not keep the connection for a next start.
+            connectionStore?.remove(ConnectionStore.name(connection))
+            server?.close(connection)
+        }
         // The answers leave with the flush at the end of this iteration; the
         // sockets close after it, then the rest goes.
         stopTimer = try? loop.addTimer(after: .milliseconds(1)) { [self] _, _ in

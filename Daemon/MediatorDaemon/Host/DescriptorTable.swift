@@ -92,6 +92,40 @@ struct DescriptorTable {
 
     var isQueuingAny: Bool { !queuedToward.isEmpty }
 
+    /// Whether descriptors are held for a message not yet sent (a held call's).
+    var isHoldingAny: Bool { !held.isEmpty }
+
+    /// What a successor image needs to count on (issue 28): the batches
+    /// queued toward each connection, whose descriptors the sockets'
+    /// hand-over carries, and the totals of `stats`.
+    struct HandOver: Equatable {
+        var received: Int
+        var released: Int
+        var queuedToward: [ConnectionID: [(uid: UInt32, count: Int)]]
+
+        static func == (lhs: HandOver, rhs: HandOver) -> Bool {
+            lhs.received == rhs.received && lhs.released == rhs.released
+                && lhs.queuedToward.mapValues { $0.map { [Int($0.uid), $0.count] } }
+                    == rhs.queuedToward.mapValues { $0.map { [Int($0.uid), $0.count] } }
+        }
+    }
+
+    /// Only with nothing held (``isHoldingAny`` false): held descriptors
+    /// belong to no connection and would not be carried.
+    var handOver: HandOver { HandOver(received: received, released: released, queuedToward: queuedToward) }
+
+    /// Carries on counting from a predecessor's ``handOver``.
+    init(resuming handOver: HandOver) {
+        received = handOver.received
+        released = handOver.released
+        queuedToward = handOver.queuedToward
+        for batches in handOver.queuedToward.values {
+            for batch in batches { count(batch.count, uid: batch.uid) }
+        }
+    }
+
+    init() {}
+
     private mutating func count(_ delta: Int, uid: UInt32) {
         total += delta
         let now = countByUID[uid, default: 0] + delta

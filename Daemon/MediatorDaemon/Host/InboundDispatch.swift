@@ -72,5 +72,14 @@ final class InboundDispatch {
         return inbound.removeAll(from: connection)
     }
 
+    /// Handles every queued line now, whatever its turn, and resumes
+    /// reading where it was paused for the queue: before a re-exec, whose
+    /// successor starts with no queue (and no one to resume a pause).
+    func drain() {
+        while let (connection, line, _) = inbound.next() { handle(connection, line) }
+        for connection in pausedReading { setReading(connection, true) }
+        pausedReading.removeAll()
+    }
+
     func shrinkSparseTables() -> Bool { fairDispatch.shrinkSparseTables() }
 }

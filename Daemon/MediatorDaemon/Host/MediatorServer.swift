@@ -30,6 +30,23 @@ package final class MediatorServer: Service, Sendable {
         /// Adopt an already listening socket, e.g. from socket activation;
         /// its file is never removed.
         case adopted(Int32, description: String)
+        /// Carry on from the image that re-executed this one (issue 28):
+        /// its listener, connections and state.
+        case inherited(ReexecInheritance)
+
+        var isInherited: Bool {
+            if case .inherited = self { return true }
+            return false
+        }
+
+        /// The path to tell peers: the one bound, or known from the hand-over.
+        package var socketPath: String? {
+            switch self {
+            case .path(let path): return path
+            case .adopted(let fd, _): return SocketFile.localPath(of: fd)
+            case .inherited(let inheritance): return inheritance.advertisedPath
+            }
+        }
     }
 
     /// Something to call regularly from the broker's own event loop, so that
@@ -63,6 +80,8 @@ package final class MediatorServer: Service, Sendable {
 
     let manifests: [Manifest]
     let skippedManifests: [SkippedManifest]
+    /// Connections a crashed predecessor kept in systemd's fd store.
+    let storedConnections: [(name: String, fd: Int32)]
     let waitForBootComponents: Bool
 
     /// Throws when sd-event cannot make a loop (out of memory or descriptors).
@@ -70,7 +89,8 @@ package final class MediatorServer: Service, Sendable {
         configuration: DaemonConfiguration, listener: Listener, socketMode: UInt32 = 0o666, logger: Logger,
         manifests: [Manifest] = [], skippedManifests: [SkippedManifest] = [], units: UnitControl? = nil,
         waitForBootComponents: Bool = false,
-        heartbeat: Heartbeat? = nil, latencyMetrics: (any MetricsFactory)? = nil, onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
+        heartbeat: Heartbeat? = nil, latencyMetrics: (any MetricsFactory)? = nil, reexec: ReexecSettings? = nil,
+        connectionStore: ConnectionStore? = nil, storedConnections: [(name: String, fd: Int32)] = [], onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
         onStopping: @escaping @Sendable () -> Void = {}
     ) throws {
         self.manifests = manifests
@@ -87,6 +107,9 @@ package final class MediatorServer: Service, Sendable {
         self.heartbeat = heartbeat
         self.onReady = onReady
         host.units = units
+        host.reexecSettings = reexec
+        host.connectionStore = connectionStore
+        self.storedConnections = storedConnections
         self.onStopping = onStopping
     }
 
@@ -120,6 +143,17 @@ package final class MediatorServer: Service, Sendable {
         try? await host.loop.submit { host.broker.statisticsSections.append((name, read)) }
     }
 
+    /// Re-executes the daemon's binary in place, keeping every connection
+    /// (SIGUSR2, or a reload that found a new binary); returns at once.
+    package func reexec() {
+        let host = self.host
+        try? host.loop.execute { host.requestReexec(nil) }
+    }
+
+    /// Whether the binary the daemon was started from is not the one
+    /// running any more (an upgrade replaced it); false when not known.
+    package var binaryReplacedOnDisk: Bool { host.reexecSettings?.image.isReplacedOnDisk ?? false }
+
     package func statistics() async -> Statistics? {
         let host = self.host
         return try? await host.loop.submit {
@@ -149,20 +183,47 @@ package final class MediatorServer: Service, Sendable {
         let host = self.host
         let loop = host.loop
         // Components are told where to connect: the path bound, or the one the passed socket has.
-        let advertised: String
-        switch listener {
-        case .path(let path): advertised = path
-        case .adopted(let handle, _): advertised = SocketFile.localPath(of: handle) ?? ProtocolConstants.systemSocketPath
-        }
+        let advertised = listener.socketPath ?? ProtocolConstants.systemSocketPath
         let thread = loopThread
         // Everything a first call may need is in place before the socket
         // accepts: with socket activation that call is already waiting.
         let (manifests, skippedManifests) = (self.manifests, self.skippedManifests)
         try await loop.submit {
             host.supervisor = ProcessSupervisor(logger: host.logger, socketPath: advertised)
+            host.advertisedPath = advertised
             host.apply(host.broker.loadManifests(manifests, skipped: skippedManifests, now: .now()))
         }
         var boundPath: String?
+        if case .inherited(let inheritance) = listener {
+            // A re-exec: the predecessor's components run already.
+            boundPath = inheritance.boundPath
+            do {
+                let resumption = try await loop.submit { () throws(ReexecError) in try host.resume(from: inheritance) }
+                logger.notice("carrying on after a re-exec", metadata: ["outcome": "\(resumption)", "pid": "\(getpid())"])
+            } catch {
+                _ = try? thread.stop()
+                throw error
+            }
+        } else {
+            try await bind(&boundPath)
+            logger.info("listening", metadata: ["socket": "\(listenerDescription)"])
+            // Components need the socket to connect to, so they start only now.
+            try await loop.submit { host.apply(host.broker.startBootComponents(now: .now())) }
+        }
+        // After a re-exec the first image waited for them already (no boot completes again).
+        if waitForBootComponents, !listener.isInherited { _ = await host.bootWaiters.wait() }
+        if let heartbeat {
+            // Beats from the broker's own loop, so a stuck loop stops them.
+            let interval = Duration.nanoseconds(heartbeat.interval.nanoseconds)
+            try await loop.submit { try host.startHeartbeat(every: interval, heartbeat.beat) }
+        }
+        await onReady(self)
+        await serveUntilShutdown(boundPath: boundPath)
+    }
+
+    /// Binds (or adopts) the listening socket and starts serving it.
+    private func bind(_ boundPath: inout String?) async throws {
+        let host = self.host
         do {
             let listeningSocket: Int32
             switch listener {
@@ -172,24 +233,28 @@ package final class MediatorServer: Service, Sendable {
                 boundPath = path
             case .adopted(let handle, _):
                 listeningSocket = handle
+            case .inherited:
+                return
             }
             let adopted = try UnixListener(adopting: OwnedDescriptor(taking: listeningSocket))
-            try await loop.submit { try host.start(listener: adopted, listenerDescriptor: listeningSocket) }
+            let (bound, stored) = (boundPath, storedConnections)
+            try await host.loop.submit {
+                host.boundPath = bound
+                try host.start(listener: adopted, listenerDescriptor: listeningSocket)
+                // In the same turn of the loop: no peer accepted before them may take one of their ids.
+                if !stored.isEmpty { host.adoptStoredConnections(stored) }
+            }
         } catch {
             if let boundPath { SocketFile.remove(boundPath) }
-            _ = try? thread.stop()
+            _ = try? loopThread.stop()
             throw error
         }
-        logger.info("listening", metadata: ["socket": "\(listenerDescription)"])
-        // Components need the socket to connect to, so they start only now.
-        try await loop.submit { host.apply(host.broker.startBootComponents(now: .now())) }
-        if waitForBootComponents { _ = await host.bootWaiters.wait() }
-        if let heartbeat {
-            // Beats from the broker's own loop, so a stuck loop stops them.
-            let interval = Duration.nanoseconds(heartbeat.interval.nanoseconds)
-            try await loop.submit { try host.startHeartbeat(every: interval, heartbeat.beat) }
-        }
-        await onReady(self)
+    }
+
+    private func serveUntilShutdown(boundPath: String?) async {
+        let host = self.host
+        let loop = host.loop
+        let thread = loopThread
 
         // Until SIGTERM (or the group's end): then no new connections, and
         // the calls in flight get the grace period.
@@ -216,6 +281,7 @@ package final class MediatorServer: Service, Sendable {
         switch listener {
         case .path(let path): return path
         case .adopted(_, let description): return description
+        case .inherited(let inheritance): return inheritance.advertisedPath ?? "the socket handed over"
         }
     }
 }

@@ -14,18 +14,28 @@ import Glibc
 #endif
 
 /// Starts component processes for the broker and reports their pid and
-/// their end; their stdout and stderr go to the daemon's log, one record per
-/// line, tagged with the target.
+/// their end. Their stdout and stderr are the write ends of pipes the host
+/// made (``ComponentProcesses``), whose read ends it logs from, one record
+/// per line tagged with the target, and keeps open across a re-exec.
 struct ProcessSupervisor: Sendable {
     let logger: Logger
     /// The socket the components are told to connect to (`MEDIATOR_SOCKET`).
     let socketPath: String
 
+    /// `output`: the write ends for the child's stdout and stderr, closed
+    /// here once it is spawned (or could not be); nil discards its output.
     func spawn(
-        _ order: SpawnOrder, started: @escaping @Sendable (Int32) -> Void,
+        _ order: SpawnOrder, output: (stdout: Int32, stderr: Int32)?, started: @escaping @Sendable (Int32) -> Void,
         ended: @escaping @Sendable (ProcessEnd) -> Void
     ) {
+        func closeOutput() {
+            if let output {
+                close(output.stdout)
+                close(output.stderr)
+            }
+        }
         guard !order.arguments.isEmpty else {
+            closeOutput()
             ended(.couldNotStart("the manifest's exec is empty"))
             return
         }
@@ -45,28 +55,29 @@ struct ProcessSupervisor: Sendable {
             do {
                 command = try Self.asUser(order.user, group: order.group) + command
             } catch {
+                closeOutput()
                 ended(.couldNotStart("\(error)"))
                 return
             }
         }
-        let logger = self.logger
-        let target = order.target
         let options2 = options
         let command2 = command
         Task.detached {
             do {
+                let (out, err): (FileDescriptor, FileDescriptor)
+                if let output {
+                    (out, err) = (FileDescriptor(rawValue: output.stdout), FileDescriptor(rawValue: output.stderr))
+                } else {
+                    out = try FileDescriptor.open("/dev/null", .writeOnly, options: .closeOnExec)
+                    err = try FileDescriptor.open("/dev/null", .writeOnly, options: .closeOnExec)
+                }
                 let result = try await Subprocess.run(
                     .path(FilePath(command2[0])), arguments: Arguments(Array(command2.dropFirst())),
                     environment: .inherit.updating(environment),
                     workingDirectory: order.workingDirectory.map { FilePath($0) }, platformOptions: options2,
-                    input: .none, output: .sequence, error: .sequence
-                ) { execution in
-                    started(execution.processIdentifier.value)
-                    let pid = execution.processIdentifier.value
-                    async let errors: Void = Self.log(execution.standardError, "stderr", target, pid, logger)
-                    await Self.log(execution.standardOutput, "stdout", target, pid, logger)
-                    await errors
-                }
+                    input: .none, output: .fileDescriptor(out, closeAfterSpawningProcess: true),
+                    error: .fileDescriptor(err, closeAfterSpawningProcess: true)
+                ) { execution in started(execution.processIdentifier.value) }
                 switch result.terminationStatus {
                 case .exited(let status): ended(.exited(status))
                 case .signaled(let signal): ended(.signaled(signal))
@@ -74,19 +85,6 @@ struct ProcessSupervisor: Sendable {
             } catch {
                 ended(.couldNotStart("\(error)"))
             }
-        }
-    }
-
-    static func log(_ output: SubprocessOutputSequence, _ stream: String, _ target: String, _ pid: Int32, _ logger: Logger) async {
-        do {
-            for try await line in output.strings() {
-                var text = Substring(line)
-                while let last = text.last, last == "\n" || last == "\r" || last == "\r\n" { text = text.dropLast() }
-                guard !text.isEmpty else { continue }
-                logger.info("\(text)", metadata: ["target": "\(target)", "pid": "\(pid)", "stream": "\(stream)"])
-            }
-        } catch {
-            logger.debug("component output ended", metadata: ["target": "\(target)", "error": "\(error)"])
         }
     }
 

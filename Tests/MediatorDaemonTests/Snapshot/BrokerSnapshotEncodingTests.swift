@@ -26,7 +26,19 @@ import Testing
             connectionsOpened: 9, quotaRefusals: ["max_calls_in_flight_per_uid": 2], policyDenials: 1)
         snapshot.statistics.components["Calc"] = ComponentCounters(
             activations: 3, startFailures: [.startTimeout: 1, .exited: 2], restarts: 1, idleExits: 1)
-        snapshot.leftOut = BrokerSnapshot.LeftOut(heldCalls: 2, componentsWithProcesses: 1)
+        snapshot.leftOut = BrokerSnapshot.LeftOut(heldCalls: 2)
+        snapshot.activation = ActivationSnapshot(
+            components: [
+                ActivationSnapshot.Component(
+                    target: "Calc", state: .running,
+                    processes: [
+                        .init(spawnID: 4, pid: 4242, ageNanoseconds: 5_000_000_000, registered: true),
+                        .init(spawnID: 5, pid: nil, ageNanoseconds: 1_000, registered: false),
+                    ],
+                    startDeadlineIn: 9_000, restartIn: nil, termIn: -5, lastActivityAgo: 1_000_000, runningSinceAgo: 4_000_000_000,
+                    consecutiveRestarts: 1, restarts: 2, lastExit: "exited with status 3", endedBecause: nil, removed: true),
+            ],
+            nextSpawnID: 6, bootGroups: [["A", "B"], ["C"]], bootWaiting: ["A"], bootDone: false)
         return snapshot
     }
 
@@ -53,15 +65,15 @@ import Testing
 
     @Test func anotherVersionIsRefused() throws {
         let text = String(decoding: Self.fullSnapshot().encoded(), as: UTF8.self)
-        #expect(text.components(separatedBy: #""version":1"#).count == 2)
-        for version in [2, 0, 100] {
-            let changed = text.replacingOccurrences(of: #""version":1"#, with: #""version":\#(version)"#)
+        #expect(text.components(separatedBy: #""version":2"#).count == 2)
+        for version in [1, 0, 3, 100] {
+            let changed = text.replacingOccurrences(of: #""version":2"#, with: #""version":\#(version)"#)
             #expect(throws: SnapshotError.unsupportedVersion(Int64(version))) { try BrokerSnapshot.decode(Array(changed.utf8)) }
         }
         // Even one whose other members this reader would not understand.
-        let newer = #"{"kind":"mediatord-broker-snapshot","version":2,"connections":{}}"#
-        #expect(throws: SnapshotError.unsupportedVersion(2)) { try BrokerSnapshot.decode(Array(newer.utf8)) }
-        let unversioned = text.replacingOccurrences(of: #","version":1"#, with: "")
+        let newer = #"{"kind":"mediatord-broker-snapshot","version":3,"connections":{}}"#
+        #expect(throws: SnapshotError.unsupportedVersion(3)) { try BrokerSnapshot.decode(Array(newer.utf8)) }
+        let unversioned = text.replacingOccurrences(of: #","version":2"#, with: "")
         #expect(throws: SnapshotError.malformed(path: "snapshot.version", expected: "a member")) {
             try BrokerSnapshot.decode(Array(unversioned.utf8))
         }

@@ -69,14 +69,15 @@ struct ComponentActivation {
     /// A process that ran this long after registering resets the count of quick restarts.
     static let steadyRunTime = TimeAmount.seconds(10)
 
+    // Set from outside this file only by a restore (ComponentActivation+Snapshot.swift).
     /// The components the manifests describe, by target.
-    private(set) var components: [String: ManagedComponent] = [:]
-    private var nextSpawnID = 0
+    var components: [String: ManagedComponent] = [:]
+    var nextSpawnID = 0
     /// The at-boot groups not started yet, lowest priority first.
-    private var bootGroups: [[String]] = []
+    var bootGroups: [[String]] = []
     /// The at-boot components of the group under way that have neither registered nor failed.
-    private var bootWaiting: Set<String> = []
-    private(set) var bootDone = false
+    var bootWaiting: Set<String> = []
+    var bootDone = false
     /// `mediator/start` calls waiting for their component to register.
     private(set) var startWaiters: [String: [StartWaiter]] = [:]
     /// Calls waiting for a component to start (and `start`s waiting for it
@@ -406,6 +407,14 @@ struct ComponentActivation {
         components[target]?.state = .activatable
         // Calls (or a `start`) that came in while it stopped start it again.
         if hasWaiters(target) { start(target, now, registry, &actions) }
+    }
+
+    /// Every `start` and held call, of every target, fails with `error`
+    /// (a re-exec that could not wait for them: they are not carried).
+    mutating func failAllHeld(_ error: MediatorError) -> [Action] {
+        var actions: [Action] = []
+        for target in Set(startWaiters.keys).union(components.keys).sorted() { failHeld(target, error, &actions) }
+        return actions
     }
 
     /// Every `start` and held call for the target fails with `error`.

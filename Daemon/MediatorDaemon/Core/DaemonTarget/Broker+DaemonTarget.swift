@@ -41,6 +41,14 @@ extension Broker {
         case "cancel": outcome = cancel(params, connection, now: now)
         case "stats": outcome = statsAction(params, connection, now: now)
         case "ping": outcome = .success(.object([:]))
+        case "reexec":
+            // Answered by the image that carries on (Broker+Restart.swift).
+            if let denial = denied(envelope.action, connection) {
+                outcome = .failure(denial)
+            } else {
+                effects.append(.reexec(connection, idBytes: idBytes))
+                return
+            }
         case "_block_event_loop" where configuration.testHooks:
             logger.warning("test hook: blocking the event loop for good")
             effects.append(.blockEventLoop)

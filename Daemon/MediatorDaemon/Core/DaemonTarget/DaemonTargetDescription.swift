@@ -20,6 +20,7 @@ enum DaemonTargetDescription {
         ("stop", "Ask a managed component to leave, then SIGTERM after the grace period"),
         ("monitor", "Receive a record of every request, response and event routed"),
         ("stats", "What the broker counted: calls, latencies, errors, refusals, slow calls (granted like monitor)"),
+        ("reexec", "Re-execute the daemon's binary in place, keeping every connection, call and registration (administrators)"),
     ]
 
     static let json: JSONValue = [

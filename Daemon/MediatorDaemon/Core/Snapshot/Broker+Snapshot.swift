@@ -2,6 +2,10 @@ import MediatorProtocol
 import MediatorStatistics
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 // Issue 28, first part: the broker's state as a ``BrokerSnapshot``, and a
 // new broker rebuilt from one that routes, answers and expires calls as the
 // old one would have.
@@ -39,13 +43,13 @@ extension Broker {
             monitors: monitors.filters, queueEpisodes: quotas.queueEpisodes,
             statistics: StatisticsSummary(
                 daemon: statistics.daemon, actions: actionCounts, uids: statistics.uids, components: statistics.components),
-            leftOut: BrokerSnapshot.LeftOut(
-                heldCalls: activation.heldCalls.tallies.values.reduce(0) { $0 + $1.calls },
-                componentsWithProcesses: activation.components.values.filter { !$0.processes.isEmpty }.count))
+            activation: activation.snapshot(now: now),
+            leftOut: BrokerSnapshot.LeftOut(heldCalls: activation.heldCalls.tallies.values.reduce(0) { $0 + $1.calls }))
     }
 
     /// Rebuilds the state of `snapshot` in this broker, which has no
-    /// connection yet (its policy and manifests are loaded as at any start).
+    /// connection yet (its policy and manifests are loaded as at any start;
+    /// managed components' state is restored for those they describe).
     /// Returns the effects to carry out: the wake-up for the earliest deadline.
     func restore(_ snapshot: BrokerSnapshot, now: NIODeadline) throws(SnapshotError) -> [BrokerEffect] {
         guard peers.isEmpty, registry.targets.isEmpty, inFlight.count == 0 else { throw .brokerNotEmpty }
@@ -89,7 +93,13 @@ extension Broker {
         inFlight = CallsInFlight(restoring: calls, nextID: snapshot.nextCallID)
         for (connection, filter) in snapshot.monitors { monitors.attach(connection, filter) }
         for (uid, episode) in snapshot.queueEpisodes { quotas.restoreEpisode(uid: uid, episode) }
+        // Processes of components the manifests read now no longer describe end.
+        for pid in activation.restore(snapshot.activation, now: now) {
+            logger.notice("ending a component process whose manifest is gone", metadata: ["pid": "\(pid)"])
+            effects.append(.signal(pid: pid, signal: SIGTERM, group: true))
+        }
         if let next = inFlight.earliestDeadline { wakeUp(at: next) }
+        scheduleComponentWakeUp(now: now)
         return takeEffects()
     }
 }

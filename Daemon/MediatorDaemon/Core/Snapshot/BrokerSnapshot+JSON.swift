@@ -4,9 +4,13 @@ import MediatorProtocol
 // then the parts. Written with the protocol's own JSONValue encoder (sorted
 // members, so equal states encode to equal bytes); no Foundation.
 extension BrokerSnapshot {
-    var json: JSONValue {
+    var json: JSONValue { json(version: Self.currentVersion) }
+
+    /// `version` is for tests of a successor that cannot read its
+    /// predecessor's snapshot (another version): always the current one otherwise.
+    func json(version: Int64) -> JSONValue {
         .object([
-            "kind": .string(Self.kind), "version": .int(Self.currentVersion),
+            "kind": .string(Self.kind), "version": .int(version),
             "uptime_ns": .int(uptimeNanoseconds),
             "peers": .array(peers.map(\.json)),
             "targets": .array(targets.map(\.json)), "next_instance": .count(nextInstance),
@@ -20,14 +24,13 @@ extension BrokerSnapshot {
                          "skipped_events": .count(episode.skippedEvents)])
             }),
             "statistics": statistics.json,
-            "left_out": .object([
-                "held_calls": .count(leftOut.heldCalls), "components_with_processes": .count(leftOut.componentsWithProcesses),
-            ]),
+            "activation": activation.json,
+            "left_out": .object(["held_calls": .count(leftOut.heldCalls)]),
         ])
     }
 
     /// The bytes a successor reads with ``decode(_:limit:)``.
-    func encoded() -> [UInt8] { json.encoded }
+    func encoded(version: Int64 = currentVersion) -> [UInt8] { json(version: version).encoded }
 
     /// Reads a snapshot; refuses one over `limit` bytes, one that is not a
     /// broker snapshot, and one of another version before reading further.
@@ -69,8 +72,7 @@ extension BrokerSnapshot {
             uptimeNanoseconds: try members.integer("uptime_ns"), peers: peers, targets: targets,
             nextInstance: try members.integer("next_instance"), calls: calls, nextCallID: try members.integer("next_call_id"),
             monitors: monitors, queueEpisodes: episodes, statistics: try StatisticsSummary(snapshot: members.object("statistics")),
-            leftOut: LeftOut(
-                heldCalls: try leftOut.integer("held_calls"),
-                componentsWithProcesses: try leftOut.integer("components_with_processes")))
+            activation: try ActivationSnapshot(snapshot: members.object("activation")),
+            leftOut: LeftOut(heldCalls: try leftOut.integer("held_calls")))
     }
 }

@@ -10,17 +10,18 @@ import MediatorStatistics
 /// clock, so a call keeps the time it had left, not its deadline.
 ///
 /// Not captured (counted in ``leftOut``): held calls and `start` waiters
-/// (they carry a request's params and descriptors, and wait on a process
-/// the successor would have to adopt) and managed components' processes
-/// (their supervision moves with the hand-over's next step). The policy and
-/// the configuration are not captured either: the successor reads them
-/// from its files, as at any start.
+/// (they carry a request's params and descriptors): a re-exec waits for
+/// them to go out. Managed components are (``activation``); their
+/// processes' pipes travel in the host's part of the hand-over. The policy
+/// and the configuration are not captured: the successor reads them from
+/// its files, as at any start.
 struct BrokerSnapshot: Equatable, Sendable {
     /// The format's name in the encoding's `kind`; anything else is not a snapshot.
     static let kind = "mediatord-broker-snapshot"
     /// The format written; a reader refuses any other. Raised whenever a
     /// member is added, removed or changes meaning (docs/daemon.md).
-    static let currentVersion: Int64 = 1
+    /// 2: managed components (``activation``) added, `left_out` counts held calls only.
+    static let currentVersion: Int64 = 2
     /// The largest encoding a reader accepts: far above what the daemon's
     /// own limits let its state reach (4,096 connections, their calls and
     /// registrations take tens of MiB), and small enough that a corrupt
@@ -31,8 +32,6 @@ struct BrokerSnapshot: Equatable, Sendable {
     struct LeftOut: Equatable, Sendable {
         /// Calls (and `start`s) held for a component being started.
         var heldCalls = 0
-        /// Managed components with a process the daemon started.
-        var componentsWithProcesses = 0
     }
 
     /// Time since the daemon started (the uptime of `stats` and monitor records).
@@ -48,5 +47,7 @@ struct BrokerSnapshot: Equatable, Sendable {
     /// Uids past their queued-bytes quota, with what it cost them so far.
     var queueEpisodes: [UInt32: QuotaLedger.QueueEpisode]
     var statistics: StatisticsSummary
+    /// Managed components: their state, processes and deadlines.
+    var activation: ActivationSnapshot
     var leftOut: LeftOut
 }

@@ -331,7 +331,7 @@ struct BrokerRegistrationTests {
         #expect(own?["result"]?["target"] == "mediator")
         let names = own?["result"]?["actions"]?.arrayValue?.compactMap { $0["name"]?.stringValue }
         #expect(names == [
-            "hello", "register", "unregister", "list", "describe", "open", "subscribe", "unsubscribe", "publish", "cancel", "ping", "status", "start", "stop", "monitor", "stats",
+            "hello", "register", "unregister", "list", "describe", "open", "subscribe", "unsubscribe", "publish", "cancel", "ping", "status", "start", "stop", "monitor", "stats", "reexec",
         ], "every action the daemon answers, the managed-component and monitor ones included")
         #expect(d.daemon("describe", #"{"target":"Nope"}"#, from: 1) == errorLine(
             id: #""d""#, "target_not_found", #"no component serves target "Nope""#, delivered: false).json)

@@ -122,4 +122,20 @@ struct BrokerPolicyTests {
         #expect(error(d.daemon("stop", #"{"target":"X"}"#, from: 2)) == #"uid 1002 may not call "mediator/stop""#)
         #expect(error(d.daemon("monitor", from: 2)) == "uid 1002 may not monitor")
     }
+
+    @Test func reexecIsAnAdministratorsAction() {
+        let d = BrokerDriver()
+        d.broker.loadPolicy(Policy(rules: [
+            Policy.Rule(match: .init(uid: 1001), allow: .init(call: [.any])),
+            Policy.Rule(match: .init(uid: 1002), allow: .init(call: [.init(target: .exact("mediator"), action: .exact("reexec"))])),
+        ]))
+        d.connect(1)
+        d.connect(2)
+        // `*/*` is not enough: only a rule naming the daemon's target grants it.
+        #expect(error(d.daemon("reexec", from: 1)) == #"uid 1001 may not call "mediator/reexec""#)
+        #expect(d.reexecRequests.isEmpty)
+        d.send(#"{"id":1,"target":"mediator","action":"reexec"}"#, from: 2)
+        #expect(d.peek(2).isEmpty, "answered by the image that carries on, not now")
+        #expect(d.reexecRequests == [2])
+    }
 }
