@@ -20,7 +20,14 @@
 #                      nor OpenSSL: NATS is loaded only when configured
 #   8 journal          mediatord logs to the journal
 #   9 man pages        mediatord(8) and mediatorctl(1) are installed
-#  10 remove           `apt-get remove` stops the socket and the daemon
+#  10 upgrade          `apt-get install` of a newer package (the same
+#                      files under a higher version, unpacked as dpkg does:
+#                      new files under the old names) re-executes the
+#                      running daemon in place through postinst's reload:
+#                      same MainPID, no restart, the new binary running,
+#                      the component and a subscriber kept on their
+#                      connections, no event lost
+#  11 remove           `apt-get remove` stops the socket and the daemon
 #
 # The root is cached under .build-rootfs/ (MEDIATOR_ROOTFS_CACHE), named by
 # a hash of what debootstrap is asked for, so a change of packages makes a
@@ -41,7 +48,7 @@ BUDGET=${MEDIATOR_DEB_BUDGET:-240}
 SUITE=bookworm
 MIRROR=${MEDIATOR_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # No libnats: the package only recommends it (mediatord loads it when NATS is configured).
-PACKAGES=systemd,systemd-sysv,dbus,libsystemd0,libstdc++6,init-system-helpers
+PACKAGES=systemd,systemd-sysv,dbus,libsystemd0,libstdc++6,init-system-helpers,procps
 CACHE=${MEDIATOR_ROOTFS_CACHE:-$REPO/.build-rootfs}
 ARCH=$(dpkg --print-architecture)
 DEB=${MEDIATOR_DEB:-$(ls -t "$REPO"/dist/mediator_*_"$ARCH".deb 2>/dev/null | head -n 1)}
@@ -99,6 +106,19 @@ else
     say "root: $ROOT (cached)"
 fi
 
+# A newer package for the upgrade check: the one under test with its
+# version raised, so that apt upgrades to it.
+UPGRADE="$W/upgrade"
+mkdir -p "$UPGRADE"
+if dpkg-deb -R "$DEB" "$W/unpacked" &&
+    sed -i -E 's/^Version: (.*)$/Version: \1+upgrade1/' "$W/unpacked/DEBIAN/control" &&
+    dpkg-deb --build -Zgzip "$W/unpacked" "$UPGRADE/mediator-upgrade.deb" >"$W/upgrade-build.log" 2>&1; then
+    UPGRADE_VERSION=$(dpkg-deb -f "$UPGRADE/mediator-upgrade.deb" Version)
+    rm -rf "$W/unpacked"
+else
+    UPGRADE_VERSION=
+fi
+
 # --------------------------------------------------------------- the container
 # nspawn in a mount namespace of its own with a tmpfs on /run, so that its
 # bookkeeping never lands on the host's /run; the root read-only under a
@@ -108,7 +128,7 @@ unshare --mount --propagation private -- sh -c '
     exec "$@"' nspawn \
     systemd-nspawn -D "$ROOT" --volatile=overlay --register=no --keep-unit \
         --console=read-only --quiet --kill-signal=SIGRTMIN+3 \
-        --bind-ro="$(dirname "$DEB"):/mnt/dist" \
+        --bind-ro="$(dirname "$DEB"):/mnt/dist" --bind-ro="$UPGRADE:/mnt/upgrade" \
         -b systemd.firstboot=off \
     </dev/null >"$W/nspawn.log" 2>&1 &
 NSPAWN_PID=$!
@@ -203,6 +223,45 @@ check "without libnats installed, mediatord serves and maps neither it nor OpenS
 check "mediatord logs to the journal" wait_for 10 sh -c "nsenter -t $LEADER -m -p -- journalctl -u mediatord.service --no-pager | grep -q 'registered'"
 
 check "man pages" cx test -f /usr/share/man/man8/mediatord.8.gz -a -f /usr/share/man/man1/mediatorctl.1.gz
+
+# The instance numbers of TARGET's registrations, from `mediatorctl list`.
+instances() {
+    cx mediatorctl --json list 2>/dev/null | python3 -c '
+import json, sys
+print([i["instance"] for t in json.load(sys.stdin)["targets"] if t["target"] == sys.argv[1] for i in t["instances"]])' "$1"
+}
+upgraded() {
+    [ -n "$UPGRADE_VERSION" ] || { cat "$W/upgrade-build.log"; echo "the newer package could not be made"; return 1; }
+    local pid0 nr0 before after listen_pid exe
+    pid0=$(cx systemctl show -p MainPID --value mediatord.service)
+    nr0=$(cx systemctl show -p NRestarts --value mediatord.service)
+    [ -n "$pid0" ] && [ "$pid0" != 0 ] || { echo "no daemon running before the upgrade"; return 1; }
+    before=$(instances Echo)
+    [ "$before" != "[]" ] && [ -n "$before" ] || { echo "Echo is not registered before the upgrade"; return 1; }
+    nsenter -t "$LEADER" -m -p -- env -i PATH=/usr/bin:/bin setsid mediatorctl listen 'upgrade.*' \
+        </dev/null >"$W/listen.out" 2>"$W/listen.err" &
+    listen_pid=$!
+    subscribed() { cx mediatorctl --json emit upgrade.probe | grep -q '"delivered":[1-9]'; }
+    wait_for 10 subscribed || { echo "mediatorctl listen did not subscribe: $(cat "$W/listen.err")"; return 1; }
+    cx apt-get install -y --no-install-recommends /mnt/upgrade/mediator-upgrade.deb || return 1
+    [ "$(cx dpkg-query -W -f '${Version}' mediator)" = "$UPGRADE_VERSION" ] || { echo "not upgraded to $UPGRADE_VERSION"; return 1; }
+    runs_new() { [ "$(cx readlink "/proc/$pid0/exe")" = /usr/bin/mediatord ]; }
+    wait_for 10 runs_new || { echo "pid $pid0 runs '$(cx readlink "/proc/$pid0/exe")' after the upgrade"; cx journalctl -u mediatord.service -n 20 --no-pager; return 1; }
+    wait_for 5 cx mediatorctl ping || { echo "the daemon does not answer after the upgrade"; return 1; }
+    [ "$(cx systemctl show -p MainPID --value mediatord.service)" = "$pid0" ] || { echo "MainPID changed from $pid0"; return 1; }
+    [ "$(cx systemctl show -p NRestarts --value mediatord.service)" = "$nr0" ] || { echo "the daemon was restarted"; return 1; }
+    after=$(instances Echo)
+    [ "$after" = "$before" ] || { echo "Echo registered again: instances $before -> $after"; return 1; }
+    kill -0 "$listen_pid" 2>/dev/null || { echo "the subscriber's connection closed: $(cat "$W/listen.err")"; return 1; }
+    cx mediatorctl emit upgrade.after >/dev/null || return 1
+    wait_for 5 grep -q upgrade.after "$W/listen.out" || { echo "the subscriber missed an event sent after the upgrade"; return 1; }
+    exe=$(cx mediatorctl call Echo echo text=upgraded --json) || { echo "$exe"; return 1; }
+    [ "$exe" = '{"text":"upgraded"}' ] || { echo "unexpected answer after the upgrade: $exe"; return 1; }
+    if cx journalctl -u mediatord.service --no-pager | grep -E 'clean restart|re-exec failed'; then return 1; fi
+    kill -TERM "$listen_pid" 2>/dev/null
+    return 0
+}
+check "apt upgrades a running daemon in place (re-exec, nothing closed)" upgraded
 
 removed() {
     cx apt-get remove -y mediator || return 1
