@@ -49,6 +49,11 @@ package struct InboundFrames: ~Copyable, Sendable {
     private var discardingLine = false
     /// Descriptors closed because no line could own them (for a log or a counter).
     package private(set) var discardedDescriptorCount = 0
+    /// The last read filled all the room it was given: more may be waiting.
+    /// After a shorter one the socket is most likely empty, and a caller
+    /// woken by level-triggered readiness can skip the read that would
+    /// only say EAGAIN (it is woken again if more came meanwhile).
+    package private(set) var lastReadFilledRoom = false
 
     /// `maxLineBytes` counts a line without its LF (or CR LF).
     package init(maxLineBytes: Int, readSize: Int = defaultReadSize) {
@@ -92,6 +97,7 @@ package struct InboundFrames: ~Copyable, Sendable {
         }
         switch try result.get() {
         case .received(let count, let descriptors, let truncated):
+            lastReadFilledRoom = count == room
             if maxBytes == nil {
                 if count == room {
                     adaptiveReadSize = min(readSize, adaptiveReadSize * 2)

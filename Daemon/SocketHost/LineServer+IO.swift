@@ -63,7 +63,8 @@ extension LineServer {
         if events.contains(.readable) || events.contains(.hangup) || events.contains(.error) { read(id, connection) }
     }
 
-    /// Reads what is there, a read at a time, and hands each line over.
+    /// Reads what is there, a read at a time, and hands each line over;
+    /// stops at a read that did not fill its room (see `lastReadFilledRoom`).
     func read(_ id: ConnectionID, _ connection: Connection) {
         while true {
             let received: InboundFrames.Received
@@ -81,6 +82,10 @@ extension LineServer {
                 return
             case .bytes:
                 guard deliverLines(id, connection) else { return }
+                // Level-triggered: a short read most likely emptied the
+                // socket, and the read that would say so is a system call
+                // (and 600 instructions) per line; more comes as readiness.
+                guard connection.inbound.lastReadFilledRoom else { return }
             }
         }
     }
