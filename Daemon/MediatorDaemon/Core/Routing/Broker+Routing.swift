@@ -146,8 +146,10 @@ extension Broker {
     /// Contract section 4: picks the instance and forwards the call, holds it
     /// for a component being started, or answers why not.
     func route(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) {
+        // Local functions, not a closure value: a closure would copy the
+        // whole request into a context of its own.
         func fail(_ error: MediatorError) { refuse(request, from: connection, error, now: now) }
-        let notFound = { self.targetNotFound(request.target) }
+        func notFound() -> MediatorError { targetNotFound(request.target) }
         guard let (uid, connectionCaller) = caller(connection) else { return fail(notFound()) }
         var callerMember = connectionCaller
         if let remote = request.remote {
