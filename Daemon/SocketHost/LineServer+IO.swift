@@ -16,17 +16,12 @@ extension LineServer {
                 if case .system(_, let code) = error, let pause = handlers.acceptFailed(code) { pauseAccepting(for: pause) }
                 return
             }
-            guard let socket, let fd = socket.descriptor.rawValue else { return }
+            guard let socket else { return }
             let id = nextID
             nextID += 1
-            let connection = Connection(socket: socket, maxLineBytes: maxLineBytes)
+            let connection = Connection(id: id, socket: socket, maxLineBytes: maxLineBytes)
             do {
-                // The connection itself, not its id: no table lookup per
-                // readiness (unowned: its source, which holds this closure,
-                // is cancelled when it is dropped).
-                connection.source = try loop.addIO(fd: fd, events: .readable) { [unowned self, unowned connection] _, events in
-                    ready(id, connection, events)
-                }
+                try watch(connection)
             } catch {
                 try? socket.close()
                 continue
@@ -35,7 +30,7 @@ extension LineServer {
             connections[id] = connection
             guard handlers.accepted(id, socket) else {
                 connections[id] = nil
-                connection.source?.cancel()
+                unwatch(connection)
                 connection.outbound.close()
                 try? socket.close()
                 continue
@@ -54,13 +49,54 @@ extension LineServer {
         }
     }
 
-    func ready(_ id: ConnectionID, _ connection: Connection, _ events: IOEvents) {
-        if events.contains(.writable) {
+    /// The epoll set is readable: serves every connection that is ready,
+    /// then writes what their lines queued.
+    func connectionsReady() {
+        let batch = epoll.ready()
+        // Retained first: a handler may drop a connection that comes later
+        // in the batch, and only a reference keeps it alive until then.
+        for entry in batch { if let token = entry.data.ptr { _ = Unmanaged<Connection>.fromOpaque(token).retain() } }
+        servingReadiness = true
+        for entry in batch {
+            guard let token = entry.data.ptr else { continue }
+            let connection = Unmanaged<Connection>.fromOpaque(token).takeRetainedValue()
+            if !connection.isDropped { ready(connection.id, connection, entry.events) }
+        }
+        servingReadiness = false
+        flushDirty()
+    }
+
+    /// Watches `connection`'s socket for its ``Connection/events``.
+    func watch(_ connection: Connection) throws(SDEventError) {
+        guard let fd = connection.socket.descriptor.rawValue else { throw SDEventError("epoll_ctl(ADD)", errno: EBADF) }
+        try epoll.add(fd, events: connection.events, token: Unmanaged.passUnretained(connection).toOpaque())
+        connection.watchedDescriptor = fd
+    }
+
+    /// After ``Connection/events`` changed.
+    func rewatch(_ connection: Connection) {
+        guard connection.watchedDescriptor >= 0 else { return }
+        try? epoll.modify(
+            connection.watchedDescriptor, events: connection.events, token: Unmanaged.passUnretained(connection).toOpaque())
+    }
+
+    /// Before the connection's socket is closed or handed over, and before
+    /// the server lets go of it (the epoll entry's pointer is unretained).
+    func unwatch(_ connection: Connection) {
+        guard connection.watchedDescriptor >= 0 else { return }
+        epoll.remove(connection.watchedDescriptor)
+        connection.watchedDescriptor = -1
+    }
+
+    /// `events` as epoll reports them (tested as bits: IOEvents' `contains`
+    /// is a generic call from this module).
+    func ready(_ id: ConnectionID, _ connection: Connection, _ events: UInt32) {
+        if events & IOEvents.writable.rawValue != 0 {
             flush(id, connection)
             // The flush may have dropped it.
             guard !connection.isDropped else { return }
         }
-        if events.contains(.readable) || events.contains(.hangup) || events.contains(.error) { read(id, connection) }
+        if events & (IOEvents.readable.rawValue | IOEvents.hangup.rawValue | IOEvents.error.rawValue) != 0 { read(id, connection) }
     }
 
     /// Reads what is there, a read at a time, and hands each line over;
@@ -124,24 +160,24 @@ extension LineServer {
     func markDirty(_ open: Connection, _ id: ConnectionID) {
         guard !open.isDirty else { return }
         open.isDirty = true
-        dirty.append(id)
+        dirty.append(open)
+        // Within a readiness dispatch the flush follows at its end.
+        if !servingReadiness && !flushArmed {
+            flushArmed = true
+            try? flushSource?.setEnablement(.oneShot)
+        }
     }
 
     func flushDirty() {
         guard !dirty.isEmpty else { return }
         // Swapped, not copied: a flush's handlers may queue more, for the next one.
         swap(&dirty, &flushing)
-        for id in flushing {
-            guard let connection = connections[id] else { continue }
+        for connection in flushing where !connection.isDropped {
             connection.isDirty = false
-            flush(id, connection)
+            flush(connection.id, connection)
         }
-        flushing.removeAll(keepingCapacity: true)
-    }
-
-    func flush(_ id: ConnectionID) {
-        guard let connection = connections[id] else { return }
-        flush(id, connection)
+        // One by one: cheaper than removeAll's general replaceSubrange for a few.
+        while !flushing.isEmpty { flushing.removeLast() }
     }
 
     func flush(_ id: ConnectionID, _ connection: Connection) {
@@ -163,7 +199,7 @@ extension LineServer {
             }
             if connection.waitingToWrite {
                 connection.waitingToWrite = false
-                try? connection.source?.setEvents(connection.events)
+                rewatch(connection)
             }
         case .wouldBlock:
             // A close does not wait for a peer that does not read.
@@ -173,7 +209,7 @@ extension LineServer {
             }
             if !connection.waitingToWrite {
                 connection.waitingToWrite = true
-                try? connection.source?.setEvents(connection.events)
+                rewatch(connection)
             }
         }
         let backlog = connection.outbound.queuedByteCount
@@ -187,7 +223,7 @@ extension LineServer {
     func drop(_ id: ConnectionID) {
         guard let connection = connections.removeValue(forKey: id) else { return }
         connection.isDropped = true
-        connection.source?.cancel()
+        unwatch(connection)
         connection.inbound.close()
         connection.outbound.close()
         try? connection.socket.close()

@@ -13,8 +13,8 @@ import Glibc
 
 /// Runs the ``Broker`` on one sd-event loop and carries out its effects. The
 /// sockets are ``LineServer``'s (recvmsg/sendmsg, so descriptors pass both
-/// ways, flushed once per loop iteration); the rest is in parts that own
-/// their state: ``DescriptorTable`` (the descriptors in the daemon's
+/// ways, flushed after the reads that queued the lines); the rest is in
+/// parts that own their state: ``DescriptorTable`` (the descriptors in the daemon's
 /// hands), ``InboundDispatch`` (fair dispatch of queued lines),
 /// ``HostTimers`` (the broker's wake-up, memory trimming),
 /// ``AcceptGuard`` (running out of descriptors), ``BootWaiters``.
