@@ -125,14 +125,18 @@ package struct InboundFrames: ~Copyable, Sendable {
         switch step {
         case .frame(let lineStart, let length, let consumed):
             let lineOffset = startOffset + lineStart
-            let bytes = Array(storage[(start + lineStart)..<(start + lineStart + length)])
+            // The buffer shared, not the line copied out of it (an
+            // allocation and a copy per line).
+            let line = InboundLine(
+                storage: storage, range: (start + lineStart)..<(start + lineStart + length), streamOffset: lineOffset,
+                nextOffset: startOffset + consumed)
             discardingLine = false
             consume(consumed)
             let nextOffset = startOffset
             // Batches that end before the line, or lie inside it without
             // holding its first byte, belong to no line any more.
             discardBatches { !$0.contains(lineAt: lineOffset) && $0.range.upperBound <= nextOffset }
-            return .line(InboundLine(bytes: bytes, streamOffset: lineOffset, nextOffset: nextOffset))
+            return .line(line)
         case .tooLarge(let consumed):
             noteDiscarding(consumed: consumed, from: start)
             consume(consumed)

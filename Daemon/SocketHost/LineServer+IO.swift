@@ -138,13 +138,13 @@ extension LineServer {
                 // attribute: the line goes as it is (its reader
                 // checks that it declares none).
                 guard connection.inbound.hasQueuedDescriptors else {
-                    handlers.line(id, line.bytes, [])
+                    line.withUnsafeBytes { handlers.line(id, $0, []) }
                     break
                 }
                 let declared = handlers.declaredDescriptors(line.bytes) ?? 0
                 switch connection.inbound.takeDescriptors(declared, for: line) {
                 case .descriptors(let descriptors):
-                    handlers.line(id, line.bytes, descriptors)
+                    line.withUnsafeBytes { handlers.line(id, $0, descriptors) }
                 case let claim:
                     handlers.descriptorMismatch(id, line.bytes, claim)
                 }

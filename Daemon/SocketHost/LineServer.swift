@@ -29,8 +29,9 @@ package final class LineServer {
         /// declares none or cannot be read (then it is delivered with none
         /// and the descriptors that came with it are closed).
         package var declaredDescriptors: ([UInt8]) -> Int?
-        /// A complete line and its descriptors, now the handler's.
-        package var line: (ConnectionID, [UInt8], [OwnedDescriptor]) -> Void
+        /// A complete line (its bytes in the connection's buffer, valid
+        /// during the call only) and its descriptors, now the handler's.
+        package var line: (ConnectionID, UnsafeRawBufferPointer, [OwnedDescriptor]) -> Void
         /// A line whose descriptors did not come with it (they are closed).
         package var descriptorMismatch: (ConnectionID, [UInt8], DescriptorClaim) -> Void
         /// A line over the limit began (it is discarded up to its LF).
@@ -47,7 +48,7 @@ package final class LineServer {
             accepted: @escaping (ConnectionID, UnixStreamSocket) -> Bool = { _, _ in true },
             acceptFailed: @escaping (Int32) -> Duration? = { _ in .milliseconds(100) },
             declaredDescriptors: @escaping ([UInt8]) -> Int?,
-            line: @escaping (ConnectionID, [UInt8], [OwnedDescriptor]) -> Void,
+            line: @escaping (ConnectionID, UnsafeRawBufferPointer, [OwnedDescriptor]) -> Void,
             descriptorMismatch: @escaping (ConnectionID, [UInt8], DescriptorClaim) -> Void = { _, _, _ in },
             tooLarge: @escaping (ConnectionID) -> Void = { _ in },
             closed: @escaping (ConnectionID) -> Void = { _ in },

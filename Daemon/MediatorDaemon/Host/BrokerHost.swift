@@ -35,6 +35,12 @@ final class BrokerHost: @unchecked Sendable {
     /// The storage each line's effects come back in, reused.
     private var spareEffects: [BrokerEffect] = []
     private let allocator = ByteBufferAllocator()
+    /// The buffer each line read is copied into for the broker, reused
+    /// while nothing else holds it (a queued line or a slice kept past its
+    /// line does: then the next line gets storage of its own).
+    private var frameBuffer = ByteBuffer()
+    /// A buffer grown past this by a long line is not kept.
+    private static let keptFrameCapacity = 16 * 1024
     /// Starts and watches component processes.
     var supervisor: ProcessSupervisor?
     var units: UnitControl?
@@ -119,14 +125,19 @@ final class BrokerHost: @unchecked Sendable {
         return true
     }
 
-    private func received(_ bytes: [UInt8], _ passed: [OwnedDescriptor], from connection: ConnectionID) {
+    private func received(_ bytes: UnsafeRawBufferPointer, _ passed: [OwnedDescriptor], from connection: ConnectionID) {
         guard let uid = admitted[connection] else {
             for descriptor in passed { try? descriptor.close() }
             return
         }
-        var frame = allocator.buffer(capacity: bytes.count)
-        frame.writeBytes(bytes)
-        dispatch?.received(.frame(frame), descriptors: descriptors.admit(passed, uid: uid), from: connection, uid: uid)
+        frameBuffer.clear()
+        // One copy; writeBytes goes through NIO's generic, checked path.
+        frameBuffer.writeWithUnsafeMutableBytes(minimumWritableBytes: bytes.count) { space in
+            space.copyMemory(from: bytes)
+            return bytes.count
+        }
+        dispatch?.received(.frame(frameBuffer), descriptors: descriptors.admit(passed, uid: uid), from: connection, uid: uid)
+        if frameBuffer.capacity > Self.keptFrameCapacity { frameBuffer = ByteBuffer() }
     }
 
     private func mismatched(_ bytes: [UInt8], _ claim: DescriptorClaim, from connection: ConnectionID) {
