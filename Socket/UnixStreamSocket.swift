@@ -132,8 +132,11 @@ package final class UnixStreamSocket: Sendable {
             throw .tooManyDescriptors(count: descriptors.count, maximum: Self.maxDescriptorsPerMessage)
         }
         var numbers: [Int32] = []
-        numbers.reserveCapacity(descriptors.count)
-        for descriptor in descriptors { numbers.append(try descriptor.borrowedValue()) }
+        if !descriptors.isEmpty {
+            // Reserving even zero allocates.
+            numbers.reserveCapacity(descriptors.count)
+            for descriptor in descriptors { numbers.append(try descriptor.borrowedValue()) }
+        }
         let raw = try descriptor.borrowedValue()
         let controlSize = numbers.isEmpty ? 0 : ControlMessage.space(descriptors: numbers.count)
         let (count, code): (Int, Int32) = withExtendedLifetime(descriptors) {

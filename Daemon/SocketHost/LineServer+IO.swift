@@ -186,7 +186,7 @@ extension LineServer {
         let descriptorsBefore = connection.outbound.queuedDescriptorCount
         let outcome: WriteOutcome
         do {
-            outcome = try connection.outbound.write(to: connection.socket)
+            outcome = try connection.outbound.write(to: connection.socket, spare: &spareChunk)
         } catch {
             drop(id)
             return

@@ -143,6 +143,9 @@ package final class LineServer {
     @exclusivity(unchecked) var dirty: [Connection] = []
     @exclusivity(unchecked) var flushing: [Connection] = []
     @exclusivity(unchecked) var nextID: ConnectionID = 1
+    /// Storage of a written chunk, for the next connection's queue to
+    /// write lines into (one for all connections: an idle one keeps none).
+    @exclusivity(unchecked) var spareChunk: [UInt8] = []
 
     /// Starts accepting on `listener` (already listening, e.g. adopted from
     /// socket activation) on `loop`'s thread.
@@ -196,7 +199,7 @@ package final class LineServer {
             return false
         }
         do {
-            try open.outbound.enqueue(lineWithLF: bytes, descriptors: descriptors)
+            try open.outbound.enqueue(lineWithLF: bytes, descriptors: descriptors, spare: &spareChunk)
         } catch {
             for descriptor in descriptors { try? descriptor.close() }
             return false
