@@ -26,8 +26,9 @@ final class BrokerHost: @unchecked Sendable {
     let broker: Broker
     let logger: Logger
     private(set) var server: LineServer?
-    /// The uid of each connection the broker admitted.
-    private var admitted: [ConnectionID: UInt32] = [:]
+    /// The uid of each connection the broker admitted (looked up for every
+    /// line read: a key the daemon assigned, hashed cheaply).
+    private var admitted: [AssignedIDKey: UInt32] = [:]
     private(set) var descriptors = DescriptorTable()
     private var dispatch: InboundDispatch?
     private var timers: HostTimers?
@@ -83,7 +84,7 @@ final class BrokerHost: @unchecked Sendable {
                 line: { [unowned self] connection, bytes, passed in received(bytes, passed, from: connection) },
                 descriptorMismatch: { [unowned self] connection, bytes, claim in mismatched(bytes, claim, from: connection) },
                 tooLarge: { [unowned self] connection in
-                    guard let uid = admitted[connection] else { return }
+                    guard let uid = admitted[AssignedIDKey(connection)] else { return }
                     dispatch?.received(.tooLarge, descriptors: nil, from: connection, uid: uid)
                 },
                 closed: { [unowned self] connection in closed(connection) },
@@ -120,13 +121,13 @@ final class BrokerHost: @unchecked Sendable {
             server?.close(connection)
             return true
         }
-        admitted[connection] = credentials.uid
+        admitted[AssignedIDKey(connection)] = credentials.uid
         timers?.connectionOpened(load: admitted.count)
         return true
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer, _ passed: [OwnedDescriptor], from connection: ConnectionID) {
-        guard let uid = admitted[connection] else {
+        guard let uid = admitted[AssignedIDKey(connection)] else {
             for descriptor in passed { try? descriptor.close() }
             return
         }
@@ -141,7 +142,7 @@ final class BrokerHost: @unchecked Sendable {
     }
 
     private func mismatched(_ bytes: [UInt8], _ claim: DescriptorClaim, from connection: ConnectionID) {
-        guard admitted[connection] != nil else { return }
+        guard admitted[AssignedIDKey(connection)] != nil else { return }
         var frame = allocator.buffer(capacity: bytes.count)
         frame.writeBytes(bytes)
         apply(broker.refuseMismatchedDescriptors(frame, from: connection, problem: "\(claim)", now: .now()))
@@ -158,7 +159,7 @@ final class BrokerHost: @unchecked Sendable {
 
     private func closed(_ connection: ConnectionID) {
         descriptors.connectionClosed(connection)
-        guard admitted.removeValue(forKey: connection) != nil else { return }
+        guard admitted.removeValue(forKey: AssignedIDKey(connection)) != nil else { return }
         // Lines that arrived before the close still count (a oneway call, a publish).
         for line in dispatch?.forget(connection) ?? [] {
             apply(broker.receive(line.line, from: connection, descriptors: line.descriptors, now: .now()))
@@ -171,7 +172,7 @@ final class BrokerHost: @unchecked Sendable {
         if descriptors.isQueuingAny, let server {
             descriptors.written(toward: connection, stillQueued: server.queuedDescriptors(connection))
         }
-        guard let uid = admitted[connection] else { return }
+        guard let uid = admitted[AssignedIDKey(connection)] else { return }
         if bytes > broker.configuration.maxOutboundBytes {
             outboundLimitReached(connection, uid: uid)
             return
@@ -307,7 +308,7 @@ final class BrokerHost: @unchecked Sendable {
         apply(broker.terminateStartedComponents())
         // Last before the close: libraries then reconnect at once rather than back off.
         apply(broker.announceRestart())
-        for connection in Array(admitted.keys) { server?.close(connection) }
+        for connection in Array(admitted.keys) { server?.close(ConnectionID(connection.value)) }
         // The answers leave with the flush at the end of this iteration; the
         // sockets close after it, then the rest goes.
         stopTimer = try? loop.addTimer(after: .milliseconds(1)) { [self] _, _ in
