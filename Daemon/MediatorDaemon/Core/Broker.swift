@@ -47,6 +47,11 @@ package final class Broker {
     package internal(set) var inFlight = CallsInFlight()
     var armedWakeUp: NIODeadline?
     var effects: [BrokerEffect] = []
+    /// Storage of a line the host queued already, and of a finished call's
+    /// id, for the next forwarded line and the next call's id
+    /// (Broker+SpareBuffers.swift).
+    var spareLine: ByteBuffer?
+    var spareID: ByteBuffer?
     /// Whether the host passes descriptors (it reads with recvmsg): only
     /// then does `hello` grant `max_fds`.
     package var passesDescriptors = false

@@ -228,6 +228,8 @@ final class BrokerHost: @unchecked Sendable {
         case .send(let connection, let buffer):
             guard let server else { return }
             buffer.withUnsafeReadableBytes { _ = server.send(connection, lineWithLF: $0) }
+            // Copied into the connection's queue: its storage can carry the next line.
+            broker.recycleLine(buffer)
         case .sendWithDescriptors(let connection, let buffer, let passed):
             guard let taken = descriptors.take(passed) else { return }
             let sent = server.map { server in

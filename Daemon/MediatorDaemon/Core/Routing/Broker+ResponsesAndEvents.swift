@@ -73,15 +73,18 @@ extension Broker {
                 call.deadline = now + .milliseconds(call.timeoutMs)
                 deadline = call.deadline
                 statistics.partial(call.statisticsSlot)
-                let answer = writer.forwardedResponse(callerID: call.callerIDBytes, isError: false, body: body, continues: true, fds: fds)
+                let answer = writer.forwardedResponse(
+                    callerID: call.callerIDBytes, isError: false, body: body, continues: true, fds: fds, storage: &spareLine)
                 return (call.caller, answer, call.target, call.startedAt)
             }
             if let deadline { wakeUp(at: deadline) }
         } else {
             answered = finish(daemonID, now: now).map { call in
                 recordAnswer(call, code: isError ? errorCode(of: body) : nil, now: now)
-                return (call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: false, fds: fds),
-                    call.target, call.startedAt)
+                let answer = writer.forwardedResponse(
+                    callerID: call.callerIDBytes, isError: isError, body: body, continues: false, fds: fds, storage: &spareLine)
+                recycleID(call.callerIDBytes)
+                return (call.caller, answer, call.target, call.startedAt)
             }
         }
         guard let answered else { return }

@@ -221,7 +221,7 @@ extension Broker {
             let newID = inFlight.makeDaemonID()
             let deadline = now + .milliseconds(timeoutMs)
             inFlight.insert(CallsInFlight.Call(
-                daemonID: newID, caller: connection, callerID: id, callerIDBytes: ownCopy(idBytes), callee: instance.connection,
+                daemonID: newID, caller: connection, callerID: id, callerIDBytes: ownIDCopy(idBytes), callee: instance.connection,
                 target: request.target, action: action, instance: instance.instance, more: request.more,
                 timeoutMs: timeoutMs, deadline: deadline, startedAt: now, resultSchema: resultSchema,
                 statisticsSlot: statisticsSlot))
@@ -240,7 +240,8 @@ extension Broker {
         }
         let forwarded = writer.forwardedRequest(
             daemonID: daemonID, target: request.target, action: action, params: params, timeoutMs: timeoutMs,
-            more: request.more, caller: callerMember, trace: request.trace, fds: request.descriptors?.count ?? 0)
+            more: request.more, caller: callerMember, trace: request.trace, fds: request.descriptors?.count ?? 0,
+            storage: &spareLine)
         send(instance.connection, forwarded, descriptors: request.descriptors)
         if !monitors.isEmpty {
             monitorRecord(
