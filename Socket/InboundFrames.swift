@@ -85,14 +85,17 @@ package struct InboundFrames: ~Copyable, Sendable {
     package mutating func receive(
         from socket: UnixStreamSocket,
         maxBytes: Int? = nil,
-        descriptorCapacity: Int = UnixStreamSocket.maxDescriptorsPerMessage
+        descriptorCapacity: Int = UnixStreamSocket.maxDescriptorsPerMessage,
+        controlSpace: ControlSpace? = nil
     ) throws(SocketError) -> Received {
         let room = max(1, maxBytes ?? adaptiveReadSize)
         makeRoom(room)
         let end = end
         let result: Result<ReceiveOutcome, SocketError> = storage.withUnsafeMutableBytes { raw in
             Result { () throws(SocketError) -> ReceiveOutcome in
-                try socket.receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[end..<(end + room)]), descriptorCapacity: descriptorCapacity)
+                try socket.receive(
+                    into: UnsafeMutableRawBufferPointer(rebasing: raw[end..<(end + room)]), descriptorCapacity: descriptorCapacity,
+                    controlSpace: controlSpace)
             }
         }
         switch try result.get() {

@@ -105,7 +105,7 @@ extension LineServer {
         while true {
             let received: InboundFrames.Received
             do {
-                received = try connection.inbound.receive(from: connection.socket)
+                received = try connection.inbound.receive(from: connection.socket, controlSpace: controlSpace)
             } catch {
                 drop(id)
                 return

@@ -146,6 +146,8 @@ package final class LineServer {
     /// Storage of a written chunk, for the next connection's queue to
     /// write lines into (one for all connections: an idle one keeps none).
     @exclusivity(unchecked) var spareChunk: [UInt8] = []
+    /// Where every read's control message lands (descriptors).
+    let controlSpace = ControlSpace()
 
     /// Starts accepting on `listener` (already listening, e.g. adopted from
     /// socket activation) on `loop`'s thread.
