@@ -42,7 +42,7 @@ package final class Broker {
     /// Whether each routed call is logged (debug): checked without copying the logger on every call.
     private(set) var logsCalls = false
     let writer = FrameWriter()
-    var peers: [ConnectionID: Peer] = [:]
+    var peers = PeerTable()
     package internal(set) var registry = Registry()
     package internal(set) var inFlight = CallsInFlight()
     var armedWakeUp: NIODeadline?
