@@ -191,13 +191,19 @@ extension Broker {
             }
             if let refusal = queueQuotaRefusal(toward: callee, target: request.target) { return .refused(refusal) }
             if request.id != nil, request.idBytes != nil { target.instances[index].inFlight += 1 }
-            // The one lookup statistics cost a call; the pending call keeps the slot.
+            // At most one lookup for statistics per call (none when the
+            // action is the last one routed here); the pending call keeps the slot.
             let statisticsSlot: Int
-            if let known = target.statisticsSlots[resolved.action] {
-                statisticsSlot = known
+            if let last = target.lastStatisticsSlot, last.action == resolved.action {
+                statisticsSlot = last.slot
             } else {
-                statisticsSlot = statistics.slot(target: request.target, action: resolved.action)
-                target.statisticsSlots[resolved.action] = statisticsSlot
+                if let known = target.statisticsSlots[resolved.action] {
+                    statisticsSlot = known
+                } else {
+                    statisticsSlot = statistics.slot(target: request.target, action: resolved.action)
+                    target.statisticsSlots[resolved.action] = statisticsSlot
+                }
+                target.lastStatisticsSlot = (resolved.action, statisticsSlot)
             }
             return .forward(
                 action: resolved.action, params: resolved.params, result: resolved.result, callee: callee,
