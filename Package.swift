@@ -107,7 +107,8 @@ let package = Package(
         // mediatord yet.
         .target(
             name: "MediatorSocketHost",
-            dependencies: ["MediatorSocket", "MediatorEventLoop"],
+            // CSystemd for epoll (ConnectionEpoll), which Glibc's module lacks.
+            dependencies: ["MediatorSocket", "MediatorEventLoop", "CSystemd"],
             path: "Daemon/SocketHost"
         ),
         // `mediatord --metrics-listen`: the Prometheus text format over

@@ -76,7 +76,9 @@ public enum EnvelopeParser {
     ) -> EnvelopeError? {
         var ranges = Ranges()
         var parser = JSONParser(frame, maxDepth: maxDepth)
-        var recoveredID: MessageID?
+        // The id read so far, for a frame broken further on: read from its
+        // range only then (a well-formed frame has it read once, by classify).
+        var recoveredID: MessageID? { ranges.id.flatMap { messageID(frame, $0) } }
         var idAtLoneSurrogate: MessageID?
         // Where a strict reading would have stopped, as it would say it: a
         // frame refused for a lone surrogate is refused as a client refuses it.
@@ -116,12 +118,7 @@ public enum EnvelopeParser {
                         if before == nil, parser.loneSurrogate != nil { idAtLoneSurrogate = recoveredID }
                     default: try parser.skipValue(depth: 1)
                     }
-                    if let member {
-                        let range = start..<parser.position
-                        ranges[member] = range
-                        // Kept as it is read, so that a frame broken further on still has its id.
-                        if member == .id { recoveredID = messageID(frame, range) }
-                    }
+                    if let member { ranges[member] = start..<parser.position }
                     parser.skipWhitespace()
                     guard !parser.atEnd else { throw parser.error("unexpected end of input in an object") }
                     if parser.current == UInt8(ascii: ",") { parser.position += 1; continue }

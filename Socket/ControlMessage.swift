@@ -59,3 +59,19 @@ enum ControlMessage {
         return descriptors
     }
 }
+
+/// Room for the control message of a read that may bring the most
+/// descriptors one message carries, made once and used by every read of
+/// one thread (it holds nothing between reads): a temporary one is an
+/// allocation per read. Not Sendable: give each thread its own.
+package final class ControlSpace {
+    let bytes: UnsafeMutableRawBufferPointer
+
+    package init() {
+        bytes = .allocate(
+            byteCount: ControlMessage.space(descriptors: UnixStreamSocket.maxDescriptorsPerMessage),
+            alignment: MemoryLayout<cmsghdr>.alignment)
+    }
+
+    deinit { bytes.deallocate() }
+}

@@ -49,6 +49,11 @@ package struct InboundFrames: ~Copyable, Sendable {
     private var discardingLine = false
     /// Descriptors closed because no line could own them (for a log or a counter).
     package private(set) var discardedDescriptorCount = 0
+    /// The last read filled all the room it was given: more may be waiting.
+    /// After a shorter one the socket is most likely empty, and a caller
+    /// woken by level-triggered readiness can skip the read that would
+    /// only say EAGAIN (it is woken again if more came meanwhile).
+    package private(set) var lastReadFilledRoom = false
 
     /// `maxLineBytes` counts a line without its LF (or CR LF).
     package init(maxLineBytes: Int, readSize: Int = defaultReadSize) {
@@ -80,18 +85,22 @@ package struct InboundFrames: ~Copyable, Sendable {
     package mutating func receive(
         from socket: UnixStreamSocket,
         maxBytes: Int? = nil,
-        descriptorCapacity: Int = UnixStreamSocket.maxDescriptorsPerMessage
+        descriptorCapacity: Int = UnixStreamSocket.maxDescriptorsPerMessage,
+        controlSpace: ControlSpace? = nil
     ) throws(SocketError) -> Received {
         let room = max(1, maxBytes ?? adaptiveReadSize)
         makeRoom(room)
         let end = end
         let result: Result<ReceiveOutcome, SocketError> = storage.withUnsafeMutableBytes { raw in
             Result { () throws(SocketError) -> ReceiveOutcome in
-                try socket.receive(into: UnsafeMutableRawBufferPointer(rebasing: raw[end..<(end + room)]), descriptorCapacity: descriptorCapacity)
+                try socket.receive(
+                    into: UnsafeMutableRawBufferPointer(rebasing: raw[end..<(end + room)]), descriptorCapacity: descriptorCapacity,
+                    controlSpace: controlSpace)
             }
         }
         switch try result.get() {
         case .received(let count, let descriptors, let truncated):
+            lastReadFilledRoom = count == room
             if maxBytes == nil {
                 if count == room {
                     adaptiveReadSize = min(readSize, adaptiveReadSize * 2)
@@ -119,14 +128,18 @@ package struct InboundFrames: ~Copyable, Sendable {
         switch step {
         case .frame(let lineStart, let length, let consumed):
             let lineOffset = startOffset + lineStart
-            let bytes = Array(storage[(start + lineStart)..<(start + lineStart + length)])
+            // The buffer shared, not the line copied out of it (an
+            // allocation and a copy per line).
+            let line = InboundLine(
+                storage: storage, range: (start + lineStart)..<(start + lineStart + length), streamOffset: lineOffset,
+                nextOffset: startOffset + consumed)
             discardingLine = false
             consume(consumed)
             let nextOffset = startOffset
             // Batches that end before the line, or lie inside it without
             // holding its first byte, belong to no line any more.
             discardBatches { !$0.contains(lineAt: lineOffset) && $0.range.upperBound <= nextOffset }
-            return .line(InboundLine(bytes: bytes, streamOffset: lineOffset, nextOffset: nextOffset))
+            return .line(line)
         case .tooLarge(let consumed):
             noteDiscarding(consumed: consumed, from: start)
             consume(consumed)

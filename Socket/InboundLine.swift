@@ -6,14 +6,32 @@ package enum InboundFrame: Sendable {
     case tooLarge
 }
 
-/// One complete line, without its LF (or CR LF).
+/// One complete line, without its LF (or CR LF): where it is in the
+/// connection's read buffer, which it shares rather than copies (the buffer
+/// stays as it was for as long as a line holds it).
 package struct InboundLine: Sendable {
-    package let bytes: [UInt8]
+    private let storage: [UInt8]
+    private let range: Range<Int>
+    /// The line's bytes, copied out of the buffer.
+    package var bytes: [UInt8] { Array(storage[range]) }
+    package var count: Int { range.count }
     /// Where the line begins in the connection's byte stream: the
     /// descriptors sent with it arrived with the read that held this byte.
     package let streamOffset: Int
     /// Where the next line may begin (just past the LF).
     let nextOffset: Int
+
+    init(storage: [UInt8], range: Range<Int>, streamOffset: Int, nextOffset: Int) {
+        self.storage = storage
+        self.range = range
+        self.streamOffset = streamOffset
+        self.nextOffset = nextOffset
+    }
+
+    /// The line's bytes in place, valid within `body` only.
+    package func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try storage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[range])) }
+    }
 }
 
 /// The descriptors ``InboundFrames/takeDescriptors(_:for:)`` hands over for

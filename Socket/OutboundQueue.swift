@@ -84,6 +84,17 @@ package struct OutboundQueue: ~Copyable, Sendable {
     /// ``enqueue(line:descriptors:)`` for bytes that already end with their
     /// LF: copied once, into the last buffer when it has room.
     package mutating func enqueue(lineWithLF bytes: UnsafeRawBufferPointer, descriptors: [OwnedDescriptor] = []) throws(SocketError) {
+        var noSpare: [UInt8] = []
+        try enqueue(lineWithLF: bytes, descriptors: descriptors, spare: &noSpare)
+    }
+
+    /// ``enqueue(lineWithLF:descriptors:)`` that starts a new buffer in
+    /// `spare` (storage that ``write(to:spare:)`` kept) rather than in new
+    /// storage, and leaves `spare` empty then: a server that keeps one spare
+    /// for all its connections allocates no buffer per line.
+    package mutating func enqueue(
+        lineWithLF bytes: UnsafeRawBufferPointer, descriptors: [OwnedDescriptor] = [], spare: inout [UInt8]
+    ) throws(SocketError) {
         guard descriptors.count <= UnixStreamSocket.maxDescriptorsPerMessage else {
             throw .tooManyDescriptors(count: descriptors.count, maximum: UnixStreamSocket.maxDescriptorsPerMessage)
         }
@@ -93,13 +104,27 @@ package struct OutboundQueue: ~Copyable, Sendable {
             chunks[chunks.count - 1].bytes.append(contentsOf: bytes)
             return
         }
-        chunks.append(Chunk(bytes: Array(bytes), descriptors: descriptors))
+        var storage: [UInt8] = []
+        swap(&storage, &spare)
+        storage.append(contentsOf: bytes)
+        chunks.append(Chunk(bytes: storage, descriptors: descriptors))
     }
 
     /// Writes until the queue is empty or the socket takes no more. On an
     /// error (EPIPE when the peer is gone) the queue is as it was before
     /// the failed call; close the connection and the queue.
     package mutating func write(to socket: UnixStreamSocket) throws(SocketError) -> WriteOutcome {
+        var noSpare: [UInt8] = []
+        return try write(to: socket, spare: &noSpare)
+    }
+
+    /// Storage up to this size may be kept as a spare (``write(to:spare:)``).
+    package static let spareCapacityLimit = 64 * 1024
+
+    /// ``write(to:)`` that keeps the storage of a buffer it wrote out in
+    /// `spare`, emptied, when `spare` has none and it is not over
+    /// ``spareCapacityLimit``, for ``enqueue(lineWithLF:descriptors:spare:)``.
+    package mutating func write(to socket: UnixStreamSocket, spare: inout [UInt8]) throws(SocketError) -> WriteOutcome {
         while head < chunks.count {
             let written = chunks[head].written
             let descriptors = written == 0 ? chunks[head].descriptors : []
@@ -118,12 +143,19 @@ package struct OutboundQueue: ~Copyable, Sendable {
             chunks[head].written += count
             queuedByteCount -= count
             if chunks[head].written == chunks[head].bytes.count {
-                chunks[head].bytes = []
+                if spare.capacity == 0, chunks[head].bytes.capacity <= Self.spareCapacityLimit {
+                    chunks[head].bytes.removeAll(keepingCapacity: true)
+                    swap(&spare, &chunks[head].bytes)
+                } else {
+                    chunks[head].bytes = []
+                }
                 head += 1
                 dropWrittenChunks()
             }
         }
-        chunks.removeAll(keepingCapacity: true)
+        // One by one: cheaper than removeAll's general replaceSubrange for
+        // the one or two (written, emptied) chunks there usually are.
+        while !chunks.isEmpty { chunks.removeLast() }
         head = 0
         return .drained
     }

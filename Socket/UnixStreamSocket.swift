@@ -80,46 +80,66 @@ package final class UnixStreamSocket: Sendable {
     /// closed and the outcome says so. A stream read
     /// never holds descriptors of two messages: the kernel ends a read
     /// after the bytes that carried descriptors.
+    ///
+    /// `controlSpace` (``ControlSpace``) is where the descriptors' control
+    /// message lands; without one, a temporary one is made: the room for
+    /// 253 descriptors is past what Swift puts on the stack, so that is an
+    /// allocation and a free per read.
     package func receive(
         into buffer: UnsafeMutableRawBufferPointer,
-        descriptorCapacity: Int = maxDescriptorsPerMessage
+        descriptorCapacity: Int = maxDescriptorsPerMessage,
+        controlSpace: ControlSpace? = nil
     ) throws(SocketError) -> ReceiveOutcome {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { throw .emptyBuffer }
-        let raw = try descriptor.borrowedValue()
+        guard buffer.baseAddress != nil, buffer.count > 0 else { throw .emptyBuffer }
         let controlSize = ControlMessage.space(descriptors: max(0, min(descriptorCapacity, Self.maxDescriptorsPerMessage)))
+        if let controlSpace, controlSpace.bytes.count >= controlSize {
+            return try receive(
+                into: buffer, descriptorCapacity: descriptorCapacity,
+                control: UnsafeMutableRawBufferPointer(rebasing: controlSpace.bytes[0..<controlSize]))
+        }
         let result: Result<ReceiveOutcome, SocketError> = withUnsafeTemporaryAllocation(
             byteCount: controlSize, alignment: MemoryLayout<cmsghdr>.alignment
         ) { control in
-            var vector = iovec(iov_base: base, iov_len: buffer.count)
-            var message = msghdr()
-            let (count, code): (Int, Int32) = withUnsafeMutablePointer(to: &vector) { vectorPointer in
-                message.msg_iov = vectorPointer
-                message.msg_iovlen = 1
-                message.msg_control = descriptorCapacity > 0 ? control.baseAddress : nil
-                message.msg_controllen = descriptorCapacity > 0 ? control.count : 0
-                while true {
-                    let count = recvmsg(raw, &message, Int32(MSG_CMSG_CLOEXEC))
-                    if count < 0 && errno == EINTR { continue }
-                    return (count, count < 0 ? errno : 0)
-                }
+            Result { () throws(SocketError) -> ReceiveOutcome in
+                try receive(into: buffer, descriptorCapacity: descriptorCapacity, control: control)
             }
-            if count < 0 {
-                if code == EAGAIN || code == EWOULDBLOCK { return .success(.wouldBlock) }
-                return .failure(.system(.receive, errno: code))
-            }
-            let arrived = ControlMessage.readRights(
-                from: UnsafeRawBufferPointer(control), length: Int(message.msg_controllen)
-            ).map { OwnedDescriptor(taking: $0) }
-            let truncated = message.msg_flags & Int32(MSG_CTRUNC) != 0
-            if truncated {
-                for descriptor in arrived { try? descriptor.close() }
-            }
-            // Zero bytes are the end of the stream; descriptors cannot come
-            // without a byte, so none are lost here.
-            if count == 0 { return .success(.endOfStream) }
-            return .success(.received(byteCount: count, descriptors: truncated ? [] : arrived, descriptorsTruncated: truncated))
         }
         return try result.get()
+    }
+
+    private func receive(
+        into buffer: UnsafeMutableRawBufferPointer, descriptorCapacity: Int, control: UnsafeMutableRawBufferPointer
+    ) throws(SocketError) -> ReceiveOutcome {
+        guard let base = buffer.baseAddress else { throw .emptyBuffer }
+        let raw = try descriptor.borrowedValue()
+        var vector = iovec(iov_base: base, iov_len: buffer.count)
+        var message = msghdr()
+        let (count, code): (Int, Int32) = withUnsafeMutablePointer(to: &vector) { vectorPointer in
+            message.msg_iov = vectorPointer
+            message.msg_iovlen = 1
+            message.msg_control = descriptorCapacity > 0 ? control.baseAddress : nil
+            message.msg_controllen = descriptorCapacity > 0 ? control.count : 0
+            while true {
+                let count = recvmsg(raw, &message, Int32(MSG_CMSG_CLOEXEC))
+                if count < 0 && errno == EINTR { continue }
+                return (count, count < 0 ? errno : 0)
+            }
+        }
+        if count < 0 {
+            if code == EAGAIN || code == EWOULDBLOCK { return .wouldBlock }
+            throw .system(.receive, errno: code)
+        }
+        let arrived = ControlMessage.readRights(
+            from: UnsafeRawBufferPointer(control), length: Int(message.msg_controllen)
+        ).map { OwnedDescriptor(taking: $0) }
+        let truncated = message.msg_flags & Int32(MSG_CTRUNC) != 0
+        if truncated {
+            for descriptor in arrived { try? descriptor.close() }
+        }
+        // Zero bytes are the end of the stream; descriptors cannot come
+        // without a byte, so none are lost here.
+        if count == 0 { return .endOfStream }
+        return .received(byteCount: count, descriptors: truncated ? [] : arrived, descriptorsTruncated: truncated)
     }
 
     /// Writes as much of `bytes` as the socket takes now, with
@@ -132,8 +152,11 @@ package final class UnixStreamSocket: Sendable {
             throw .tooManyDescriptors(count: descriptors.count, maximum: Self.maxDescriptorsPerMessage)
         }
         var numbers: [Int32] = []
-        numbers.reserveCapacity(descriptors.count)
-        for descriptor in descriptors { numbers.append(try descriptor.borrowedValue()) }
+        if !descriptors.isEmpty {
+            // Reserving even zero allocates.
+            numbers.reserveCapacity(descriptors.count)
+            for descriptor in descriptors { numbers.append(try descriptor.borrowedValue()) }
+        }
         let raw = try descriptor.borrowedValue()
         let controlSize = numbers.isEmpty ? 0 : ControlMessage.space(descriptors: numbers.count)
         let (count, code): (Int, Int32) = withExtendedLifetime(descriptors) {

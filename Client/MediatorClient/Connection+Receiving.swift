@@ -17,7 +17,7 @@ extension Connection {
     // MARK: - Receiving (on the connection's thread)
 
     func receive(_ line: InboundLine) {
-        line.bytes.withUnsafeBytes { raw in
+        line.withUnsafeBytes { raw in
             // Written in place: an envelope is some 200 bytes, copied at
             // each level when handed back in a Result.
             var envelope = Envelope(kind: .request)

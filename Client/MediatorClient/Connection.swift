@@ -74,6 +74,8 @@ final class Connection: Sendable {
         // cost some 100 instructions per access, several per frame.
         @exclusivity(unchecked) var inbound: InboundFrames
         @exclusivity(unchecked) var running = true
+        /// Where each read's control message lands (no allocation per read).
+        let controlSpace = ControlSpace()
 
         init(maxFrameBytes: Int) {
             inbound = InboundFrames(maxLineBytes: maxFrameBytes)
@@ -299,7 +301,7 @@ final class Connection: Sendable {
             beginRead()
             let received: InboundFrames.Received
             do {
-                received = try io.inbound.receive(from: socket)
+                received = try io.inbound.receive(from: socket, controlSpace: io.controlSpace)
             } catch {
                 endRead()
                 logger.debug("connection error: \(error)")

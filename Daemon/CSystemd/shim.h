@@ -2,12 +2,14 @@
 // activation, readiness, watchdog), sd-journal (structured logging),
 // sd-bus (starting and stopping component units through systemd's D-Bus API)
 // and sd-event (the loop that owns the sockets which carry descriptors; its
-// cross-thread wake-up is an eventfd).
+// cross-thread wake-up is an eventfd), and epoll for LineServer's set of
+// connections.
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 #include <sys/eventfd.h>
+#include <sys/epoll.h>
 #include <sys/uio.h>
 #include <stdlib.h>
 #include <string.h>

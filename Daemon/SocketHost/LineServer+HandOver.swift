@@ -20,6 +20,8 @@ extension LineServer {
         listenerSource = nil
         acceptResumption?.cancel()
         acceptResumption = nil
+        epollSource?.cancel()
+        epollSource = nil
         flushSource?.cancel()
         flushSource = nil
         adoptedLinesSource?.cancel()
@@ -28,8 +30,7 @@ extension LineServer {
         for (id, connection) in connections.sorted(by: { $0.key < $1.key }) {
             // A read or flush under way (a handler called this) stops at it.
             connection.isDropped = true
-            connection.source?.cancel()
-            connection.source = nil
+            unwatch(connection)
             guard let socket = connection.socket.descriptor.take() else { continue }
             handed.append(LineServerHandOver.Connection(
                 id: id, socket: OwnedDescriptor(taking: socket), inbound: connection.inbound.handOver(),
@@ -120,7 +121,6 @@ extension LineServer {
             return
         }
         guard let socket = try? UnixStreamSocket(adopting: handed.socket),
-              let fd = socket.descriptor.rawValue,
               let outbound = try? OutboundQueue(resuming: handed.outbound)
         else {
             closeDescriptors(of: handed)
@@ -128,17 +128,16 @@ extension LineServer {
             return
         }
         let connection = Connection(
-            socket: socket, inbound: InboundFrames(maxLineBytes: maxLineBytes, resuming: handed.inbound), outbound: outbound)
+            id: id, socket: socket, inbound: InboundFrames(maxLineBytes: maxLineBytes, resuming: handed.inbound), outbound: outbound)
         connection.readingPaused = handed.readingPaused
         connection.closing = handed.closing
         connection.reportedBacklog = handed.reportedBacklog
         // Output queued, or a close waiting for it: the first writable
-        // readiness flushes it (a post source runs only after another source).
+        // readiness flushes it (nothing marks it for a flush: it was queued
+        // before this server existed).
         connection.waitingToWrite = !connection.outbound.isEmpty || connection.closing
         do {
-            connection.source = try loop.addIO(fd: fd, events: connection.events) { [unowned self, unowned connection] _, events in
-                ready(id, connection, events)
-            }
+            try watch(connection)
         } catch {
             connection.inbound.close()
             connection.outbound.close()

@@ -16,17 +16,12 @@ extension LineServer {
                 if case .system(_, let code) = error, let pause = handlers.acceptFailed(code) { pauseAccepting(for: pause) }
                 return
             }
-            guard let socket, let fd = socket.descriptor.rawValue else { return }
+            guard let socket else { return }
             let id = nextID
             nextID += 1
-            let connection = Connection(socket: socket, maxLineBytes: maxLineBytes)
+            let connection = Connection(id: id, socket: socket, maxLineBytes: maxLineBytes)
             do {
-                // The connection itself, not its id: no table lookup per
-                // readiness (unowned: its source, which holds this closure,
-                // is cancelled when it is dropped).
-                connection.source = try loop.addIO(fd: fd, events: .readable) { [unowned self, unowned connection] _, events in
-                    ready(id, connection, events)
-                }
+                try watch(connection)
             } catch {
                 try? socket.close()
                 continue
@@ -35,7 +30,7 @@ extension LineServer {
             connections[id] = connection
             guard handlers.accepted(id, socket) else {
                 connections[id] = nil
-                connection.source?.cancel()
+                unwatch(connection)
                 connection.outbound.close()
                 try? socket.close()
                 continue
@@ -54,21 +49,63 @@ extension LineServer {
         }
     }
 
-    func ready(_ id: ConnectionID, _ connection: Connection, _ events: IOEvents) {
-        if events.contains(.writable) {
+    /// The epoll set is readable: serves every connection that is ready,
+    /// then writes what their lines queued.
+    func connectionsReady() {
+        let batch = epoll.ready()
+        // Retained first: a handler may drop a connection that comes later
+        // in the batch, and only a reference keeps it alive until then.
+        for entry in batch { if let token = entry.data.ptr { _ = Unmanaged<Connection>.fromOpaque(token).retain() } }
+        servingReadiness = true
+        for entry in batch {
+            guard let token = entry.data.ptr else { continue }
+            let connection = Unmanaged<Connection>.fromOpaque(token).takeRetainedValue()
+            if !connection.isDropped { ready(connection.id, connection, entry.events) }
+        }
+        servingReadiness = false
+        flushDirty()
+    }
+
+    /// Watches `connection`'s socket for its ``Connection/events``.
+    func watch(_ connection: Connection) throws(SDEventError) {
+        guard let fd = connection.socket.descriptor.rawValue else { throw SDEventError("epoll_ctl(ADD)", errno: EBADF) }
+        try epoll.add(fd, events: connection.events, token: Unmanaged.passUnretained(connection).toOpaque())
+        connection.watchedDescriptor = fd
+    }
+
+    /// After ``Connection/events`` changed.
+    func rewatch(_ connection: Connection) {
+        guard connection.watchedDescriptor >= 0 else { return }
+        try? epoll.modify(
+            connection.watchedDescriptor, events: connection.events, token: Unmanaged.passUnretained(connection).toOpaque())
+    }
+
+    /// Before the connection's socket is closed or handed over, and before
+    /// the server lets go of it (the epoll entry's pointer is unretained).
+    func unwatch(_ connection: Connection) {
+        guard connection.watchedDescriptor >= 0 else { return }
+        epoll.remove(connection.watchedDescriptor)
+        connection.watchedDescriptor = -1
+    }
+
+    /// `events` as epoll reports them (tested as bits: IOEvents' `contains`
+    /// is a generic call from this module).
+    func ready(_ id: ConnectionID, _ connection: Connection, _ events: UInt32) {
+        if events & IOEvents.writable.rawValue != 0 {
             flush(id, connection)
             // The flush may have dropped it.
             guard !connection.isDropped else { return }
         }
-        if events.contains(.readable) || events.contains(.hangup) || events.contains(.error) { read(id, connection) }
+        if events & (IOEvents.readable.rawValue | IOEvents.hangup.rawValue | IOEvents.error.rawValue) != 0 { read(id, connection) }
     }
 
-    /// Reads what is there, a read at a time, and hands each line over.
+    /// Reads what is there, a read at a time, and hands each line over;
+    /// stops at a read that did not fill its room (see `lastReadFilledRoom`).
     func read(_ id: ConnectionID, _ connection: Connection) {
         while true {
             let received: InboundFrames.Received
             do {
-                received = try connection.inbound.receive(from: connection.socket)
+                received = try connection.inbound.receive(from: connection.socket, controlSpace: controlSpace)
             } catch {
                 drop(id)
                 return
@@ -81,6 +118,10 @@ extension LineServer {
                 return
             case .bytes:
                 guard deliverLines(id, connection) else { return }
+                // Level-triggered: a short read most likely emptied the
+                // socket, and the read that would say so is a system call
+                // (and 600 instructions) per line; more comes as readiness.
+                guard connection.inbound.lastReadFilledRoom else { return }
             }
         }
     }
@@ -97,13 +138,13 @@ extension LineServer {
                 // attribute: the line goes as it is (its reader
                 // checks that it declares none).
                 guard connection.inbound.hasQueuedDescriptors else {
-                    handlers.line(id, line.bytes, [])
+                    line.withUnsafeBytes { handlers.line(id, $0, []) }
                     break
                 }
                 let declared = handlers.declaredDescriptors(line.bytes) ?? 0
                 switch connection.inbound.takeDescriptors(declared, for: line) {
                 case .descriptors(let descriptors):
-                    handlers.line(id, line.bytes, descriptors)
+                    line.withUnsafeBytes { handlers.line(id, $0, descriptors) }
                 case let claim:
                     handlers.descriptorMismatch(id, line.bytes, claim)
                 }
@@ -119,24 +160,24 @@ extension LineServer {
     func markDirty(_ open: Connection, _ id: ConnectionID) {
         guard !open.isDirty else { return }
         open.isDirty = true
-        dirty.append(id)
+        dirty.append(open)
+        // Within a readiness dispatch the flush follows at its end.
+        if !servingReadiness && !flushArmed {
+            flushArmed = true
+            try? flushSource?.setEnablement(.oneShot)
+        }
     }
 
     func flushDirty() {
         guard !dirty.isEmpty else { return }
         // Swapped, not copied: a flush's handlers may queue more, for the next one.
         swap(&dirty, &flushing)
-        for id in flushing {
-            guard let connection = connections[id] else { continue }
+        for connection in flushing where !connection.isDropped {
             connection.isDirty = false
-            flush(id, connection)
+            flush(connection.id, connection)
         }
-        flushing.removeAll(keepingCapacity: true)
-    }
-
-    func flush(_ id: ConnectionID) {
-        guard let connection = connections[id] else { return }
-        flush(id, connection)
+        // One by one: cheaper than removeAll's general replaceSubrange for a few.
+        while !flushing.isEmpty { flushing.removeLast() }
     }
 
     func flush(_ id: ConnectionID, _ connection: Connection) {
@@ -145,7 +186,7 @@ extension LineServer {
         let descriptorsBefore = connection.outbound.queuedDescriptorCount
         let outcome: WriteOutcome
         do {
-            outcome = try connection.outbound.write(to: connection.socket)
+            outcome = try connection.outbound.write(to: connection.socket, spare: &spareChunk)
         } catch {
             drop(id)
             return
@@ -158,7 +199,7 @@ extension LineServer {
             }
             if connection.waitingToWrite {
                 connection.waitingToWrite = false
-                try? connection.source?.setEvents(connection.events)
+                rewatch(connection)
             }
         case .wouldBlock:
             // A close does not wait for a peer that does not read.
@@ -168,7 +209,7 @@ extension LineServer {
             }
             if !connection.waitingToWrite {
                 connection.waitingToWrite = true
-                try? connection.source?.setEvents(connection.events)
+                rewatch(connection)
             }
         }
         let backlog = connection.outbound.queuedByteCount
@@ -182,7 +223,7 @@ extension LineServer {
     func drop(_ id: ConnectionID) {
         guard let connection = connections.removeValue(forKey: id) else { return }
         connection.isDropped = true
-        connection.source?.cancel()
+        unwatch(connection)
         connection.inbound.close()
         connection.outbound.close()
         try? connection.socket.close()

@@ -6,8 +6,9 @@ import MediatorSocket
 /// descriptors both ways (SCM_RIGHTS): what the daemon's socket layer needs
 /// and SwiftNIO cannot do. It accepts, reads each connection's lines with
 /// the descriptors that came with each, and writes what is sent, flushing
-/// every connection once per loop iteration (after all of that iteration's
-/// reads, so that many lines to one peer leave in one write).
+/// after every connection that was ready has been read (so that many lines
+/// to one peer leave in one write). The connections' sockets are watched
+/// in an epoll set of its own (``ConnectionEpoll``), one source of the loop.
 ///
 /// It knows nothing of the protocol: ``Handlers`` say how many descriptors
 /// a line declares and what to do with it. Confined to the loop's thread.
@@ -28,8 +29,9 @@ package final class LineServer {
         /// declares none or cannot be read (then it is delivered with none
         /// and the descriptors that came with it are closed).
         package var declaredDescriptors: ([UInt8]) -> Int?
-        /// A complete line and its descriptors, now the handler's.
-        package var line: (ConnectionID, [UInt8], [OwnedDescriptor]) -> Void
+        /// A complete line (its bytes in the connection's buffer, valid
+        /// during the call only) and its descriptors, now the handler's.
+        package var line: (ConnectionID, UnsafeRawBufferPointer, [OwnedDescriptor]) -> Void
         /// A line whose descriptors did not come with it (they are closed).
         package var descriptorMismatch: (ConnectionID, [UInt8], DescriptorClaim) -> Void
         /// A line over the limit began (it is discarded up to its LF).
@@ -46,7 +48,7 @@ package final class LineServer {
             accepted: @escaping (ConnectionID, UnixStreamSocket) -> Bool = { _, _ in true },
             acceptFailed: @escaping (Int32) -> Duration? = { _ in .milliseconds(100) },
             declaredDescriptors: @escaping ([UInt8]) -> Int?,
-            line: @escaping (ConnectionID, [UInt8], [OwnedDescriptor]) -> Void,
+            line: @escaping (ConnectionID, UnsafeRawBufferPointer, [OwnedDescriptor]) -> Void,
             descriptorMismatch: @escaping (ConnectionID, [UInt8], DescriptorClaim) -> Void = { _, _, _ in },
             tooLarge: @escaping (ConnectionID) -> Void = { _ in },
             closed: @escaping (ConnectionID) -> Void = { _ in },
@@ -70,8 +72,10 @@ package final class LineServer {
     /// and the run-time checks cost about 2,700 instructions per routed
     /// call in a release build (callgrind, Benchmarks/profile-mediatord).
     final class Connection {
+        let id: ConnectionID
         let socket: UnixStreamSocket
-        @exclusivity(unchecked) var source: IOSource?
+        /// The descriptor in ``LineServer/epoll``, or -1 when not watched.
+        @exclusivity(unchecked) var watchedDescriptor: Int32 = -1
         @exclusivity(unchecked) var inbound: InboundFrames
         @exclusivity(unchecked) var outbound = OutboundQueue()
         /// Close once what is queued is written.
@@ -95,13 +99,15 @@ package final class LineServer {
             return events
         }
 
-        init(socket: UnixStreamSocket, maxLineBytes: Int) {
+        init(id: ConnectionID, socket: UnixStreamSocket, maxLineBytes: Int) {
+            self.id = id
             self.socket = socket
             self.inbound = InboundFrames(maxLineBytes: maxLineBytes)
         }
 
         /// A connection adopted from a predecessor (``LineServer/init(loop:adopting:maxLineBytes:handlers:)``).
-        init(socket: UnixStreamSocket, inbound: consuming InboundFrames, outbound: consuming OutboundQueue) {
+        init(id: ConnectionID, socket: UnixStreamSocket, inbound: consuming InboundFrames, outbound: consuming OutboundQueue) {
+            self.id = id
             self.socket = socket
             self.inbound = inbound
             self.outbound = outbound
@@ -115,18 +121,33 @@ package final class LineServer {
     var listenerSource: IOSource?
     /// Turns accepting back on after a pause (``Handlers/acceptFailed``).
     var acceptResumption: TimerSource?
+    /// The connections' sockets, and the loop's source that watches them.
+    let epoll: ConnectionEpoll
+    var epollSource: IOSource?
+    /// Flushes what was queued outside a dispatch of ``epollSource`` (by a
+    /// timer, another source, a job), in the next iteration: a deferred
+    /// source, on only while armed (a post source would make every
+    /// iteration two).
     var flushSource: DeferSource?
+    @exclusivity(unchecked) var flushArmed = false
+    /// In ``connectionsReady()``, which flushes when it is done.
+    @exclusivity(unchecked) var servingReadiness = false
     /// Once, after an adoption: cuts the lines a predecessor read whole but
     /// had not handed out (it handed over from inside a line's handler).
     var adoptedLinesSource: DeferSource?
     @exclusivity(unchecked) var connections: [ConnectionID: Connection] = [:]
-    /// Connections with output queued since the last flush.
     /// Connections with output queued since the last flush (each once:
-    /// ``Connection/isDirty``), and a spare array to swap with, so that a
-    /// flush allocates nothing.
-    @exclusivity(unchecked) var dirty: [ConnectionID] = []
-    @exclusivity(unchecked) var flushing: [ConnectionID] = []
+    /// ``Connection/isDirty``; the connections themselves, so that a flush
+    /// looks nothing up), and a spare array to swap with, so that a flush
+    /// allocates nothing.
+    @exclusivity(unchecked) var dirty: [Connection] = []
+    @exclusivity(unchecked) var flushing: [Connection] = []
     @exclusivity(unchecked) var nextID: ConnectionID = 1
+    /// Storage of a written chunk, for the next connection's queue to
+    /// write lines into (one for all connections: an idle one keeps none).
+    @exclusivity(unchecked) var spareChunk: [UInt8] = []
+    /// Where every read's control message lands (descriptors).
+    let controlSpace = ControlSpace()
 
     /// Starts accepting on `listener` (already listening, e.g. adopted from
     /// socket activation) on `loop`'s thread.
@@ -135,17 +156,24 @@ package final class LineServer {
         self.listener = listener
         self.maxLineBytes = maxLineBytes
         self.handlers = handlers
+        epoll = try ConnectionEpoll()
         guard let fd = listener.descriptor.rawValue else { throw SDEventError("listener", errno: EBADF) }
         listenerSource = try loop.addIO(fd: fd, events: .readable) { [unowned self] _, _ in acceptWaiting() }
-        let flush = try loop.addPost { [unowned self] _ in flushDirty() }
+        epollSource = try loop.addIO(fd: epoll.descriptor, events: .readable) { [unowned self] _, _ in connectionsReady() }
+        let flush = try loop.addDefer { [unowned self] _ in
+            flushArmed = false
+            flushDirty()
+        }
         // After every read pending in the iteration, so that many lines to
         // one peer leave in one write.
         try flush.setPriority(Self.flushPriority)
+        try flush.setEnablement(.off)
         flushSource = flush
     }
 
     /// sd-event priorities (lower runs first among pending sources): reads
-    /// and accepts at the default, 0; the flush after them.
+    /// and accepts at the default, 0; the flush of what other sources
+    /// queued after them.
     package static let flushPriority: Int64 = 1
 
     package var connectionCount: Int { connections.count }
@@ -173,7 +201,7 @@ package final class LineServer {
             return false
         }
         do {
-            try open.outbound.enqueue(lineWithLF: bytes, descriptors: descriptors)
+            try open.outbound.enqueue(lineWithLF: bytes, descriptors: descriptors, spare: &spareChunk)
         } catch {
             for descriptor in descriptors { try? descriptor.close() }
             return false
@@ -216,7 +244,7 @@ package final class LineServer {
     package func setReading(_ connection: ConnectionID, _ enabled: Bool) {
         guard let open = connections[connection], open.readingPaused == enabled else { return }
         open.readingPaused = !enabled
-        try? open.source?.setEvents(open.events)
+        rewatch(open)
     }
 
     /// Stops accepting and closes every connection now (what is queued is dropped).
@@ -225,6 +253,8 @@ package final class LineServer {
         listenerSource = nil
         acceptResumption?.cancel()
         acceptResumption = nil
+        epollSource?.cancel()
+        epollSource = nil
         flushSource?.cancel()
         flushSource = nil
         adoptedLinesSource?.cancel()

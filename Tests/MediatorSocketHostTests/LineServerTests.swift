@@ -58,7 +58,8 @@ struct LineServerTests {
                 return true
             },
             declaredDescriptors: Self.declared,
-            line: { id, line, descriptors in
+            line: { id, bytes, descriptors in
+                let line = Array(bytes)
                 seen.lines.append((id, String(decoding: line, as: UTF8.self), descriptors))
                 guard let server = server.value else { return }
                 if let reply {

@@ -42,11 +42,16 @@ package final class Broker {
     /// Whether each routed call is logged (debug): checked without copying the logger on every call.
     private(set) var logsCalls = false
     let writer = FrameWriter()
-    var peers: [ConnectionID: Peer] = [:]
+    var peers = PeerTable()
     package internal(set) var registry = Registry()
     package internal(set) var inFlight = CallsInFlight()
     var armedWakeUp: NIODeadline?
     var effects: [BrokerEffect] = []
+    /// Storage of a line the host queued already, and of a finished call's
+    /// id, for the next forwarded line and the next call's id
+    /// (Broker+SpareBuffers.swift).
+    var spareLine: ByteBuffer?
+    var spareID: ByteBuffer?
     /// Whether the host passes descriptors (it reads with recvmsg): only
     /// then does `hello` grant `max_fds`.
     package var passesDescriptors = false

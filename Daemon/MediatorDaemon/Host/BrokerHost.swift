@@ -13,8 +13,8 @@ import Glibc
 
 /// Runs the ``Broker`` on one sd-event loop and carries out its effects. The
 /// sockets are ``LineServer``'s (recvmsg/sendmsg, so descriptors pass both
-/// ways, flushed once per loop iteration); the rest is in parts that own
-/// their state: ``DescriptorTable`` (the descriptors in the daemon's
+/// ways, flushed after the reads that queued the lines); the rest is in
+/// parts that own their state: ``DescriptorTable`` (the descriptors in the daemon's
 /// hands), ``InboundDispatch`` (fair dispatch of queued lines),
 /// ``HostTimers`` (the broker's wake-up, memory trimming),
 /// ``AcceptGuard`` (running out of descriptors), ``BootWaiters``.
@@ -26,8 +26,9 @@ final class BrokerHost: @unchecked Sendable {
     let broker: Broker
     let logger: Logger
     var server: LineServer?
-    /// The uid of each connection the broker admitted.
-    private var admitted: [ConnectionID: UInt32] = [:]
+    /// The uid of each connection the broker admitted (looked up for every
+    /// line read: a key the daemon assigned, hashed cheaply).
+    private var admitted: [AssignedIDKey: UInt32] = [:]
     var descriptors = DescriptorTable()
     private(set) var dispatch: InboundDispatch?
     private var timers: HostTimers?
@@ -35,6 +36,12 @@ final class BrokerHost: @unchecked Sendable {
     /// The storage each line's effects come back in, reused.
     private var spareEffects: [BrokerEffect] = []
     private let allocator = ByteBufferAllocator()
+    /// The buffer each line read is copied into for the broker, reused
+    /// while nothing else holds it (a queued line or a slice kept past its
+    /// line does: then the next line gets storage of its own).
+    private var frameBuffer = ByteBuffer()
+    /// A buffer grown past this by a long line is not kept.
+    private static let keptFrameCapacity = 16 * 1024
     /// Starts and watches component processes.
     var supervisor: ProcessSupervisor?
     /// Their output pipes, and the watchers of those a predecessor image started.
@@ -102,7 +109,7 @@ final class BrokerHost: @unchecked Sendable {
             line: { [unowned self] connection, bytes, passed in received(bytes, passed, from: connection) },
             descriptorMismatch: { [unowned self] connection, bytes, claim in mismatched(bytes, claim, from: connection) },
             tooLarge: { [unowned self] connection in
-                guard let uid = admitted[connection] else { return }
+                guard let uid = admitted[AssignedIDKey(connection)] else { return }
                 dispatch?.received(.tooLarge, descriptors: nil, from: connection, uid: uid)
             },
             closed: { [unowned self] connection in closed(connection) },
@@ -112,7 +119,7 @@ final class BrokerHost: @unchecked Sendable {
     /// Takes the connections the broker knows from a restored snapshot as
     /// admitted (their uids from their credentials).
     func admitRestoredPeers() {
-        for (connection, peer) in broker.peers { admitted[connection] = peer.credentials.uid }
+        for (connection, peer) in broker.peers { admitted[AssignedIDKey(connection)] = peer.credentials.uid }
         timers?.connectionOpened(load: admitted.count)
     }
 
@@ -146,7 +153,7 @@ final class BrokerHost: @unchecked Sendable {
             server?.close(connection)
             return true
         }
-        admitted[connection] = credentials.uid
+        admitted[AssignedIDKey(connection)] = credentials.uid
         timers?.connectionOpened(load: admitted.count)
         connectionStore?.store(raw, ConnectionStore.name(connection))
         return true
@@ -160,7 +167,7 @@ final class BrokerHost: @unchecked Sendable {
     func adoptStoredConnections(_ stored: [(name: String, fd: Int32)]) {
         var sockets: [(id: ConnectionID, socket: OwnedDescriptor)] = []
         for (name, fd) in stored {
-            guard let connection = ConnectionStore.connection(named: name), admitted[connection] == nil else {
+            guard let connection = ConnectionStore.connection(named: name), admitted[AssignedIDKey(connection)] == nil else {
                 logger.warning("dropping a descriptor of the fd store that is no connection", metadata: ["name": "\(name)"])
                 connectionStore?.remove(name)
                 close(fd)
@@ -172,7 +179,7 @@ final class BrokerHost: @unchecked Sendable {
                 close(fd)
                 continue
             }
-            admitted[connection] = credentials.uid
+            admitted[AssignedIDKey(connection)] = credentials.uid
             sockets.append((connection, OwnedDescriptor(taking: fd)))
         }
         timers?.connectionOpened(load: admitted.count)
@@ -181,18 +188,23 @@ final class BrokerHost: @unchecked Sendable {
         logger.notice("connections kept in the fd store adopted; every peer is told to register again", metadata: ["connections": "\(sockets.count)"])
     }
 
-    private func received(_ bytes: [UInt8], _ passed: [OwnedDescriptor], from connection: ConnectionID) {
-        guard let uid = admitted[connection] else {
+    private func received(_ bytes: UnsafeRawBufferPointer, _ passed: [OwnedDescriptor], from connection: ConnectionID) {
+        guard let uid = admitted[AssignedIDKey(connection)] else {
             for descriptor in passed { try? descriptor.close() }
             return
         }
-        var frame = allocator.buffer(capacity: bytes.count)
-        frame.writeBytes(bytes)
-        dispatch?.received(.frame(frame), descriptors: descriptors.admit(passed, uid: uid), from: connection, uid: uid)
+        frameBuffer.clear()
+        // One copy; writeBytes goes through NIO's generic, checked path.
+        frameBuffer.writeWithUnsafeMutableBytes(minimumWritableBytes: bytes.count) { space in
+            space.copyMemory(from: bytes)
+            return bytes.count
+        }
+        dispatch?.received(.frame(frameBuffer), descriptors: descriptors.admit(passed, uid: uid), from: connection, uid: uid)
+        if frameBuffer.capacity > Self.keptFrameCapacity { frameBuffer = ByteBuffer() }
     }
 
     private func mismatched(_ bytes: [UInt8], _ claim: DescriptorClaim, from connection: ConnectionID) {
-        guard admitted[connection] != nil else { return }
+        guard admitted[AssignedIDKey(connection)] != nil else { return }
         var frame = allocator.buffer(capacity: bytes.count)
         frame.writeBytes(bytes)
         apply(broker.refuseMismatchedDescriptors(frame, from: connection, problem: "\(claim)", now: .now()))
@@ -209,7 +221,7 @@ final class BrokerHost: @unchecked Sendable {
 
     private func closed(_ connection: ConnectionID) {
         descriptors.connectionClosed(connection)
-        guard admitted.removeValue(forKey: connection) != nil else { return }
+        guard admitted.removeValue(forKey: AssignedIDKey(connection)) != nil else { return }
         connectionStore?.remove(ConnectionStore.name(connection))
         // Lines that arrived before the close still count (a oneway call, a publish).
         for line in dispatch?.forget(connection) ?? [] {
@@ -223,7 +235,7 @@ final class BrokerHost: @unchecked Sendable {
         if descriptors.isQueuingAny, let server {
             descriptors.written(toward: connection, stillQueued: server.queuedDescriptors(connection))
         }
-        guard let uid = admitted[connection] else { return }
+        guard let uid = admitted[AssignedIDKey(connection)] else { return }
         if bytes > broker.configuration.maxOutboundBytes {
             outboundLimitReached(connection, uid: uid)
             return
@@ -279,6 +291,8 @@ final class BrokerHost: @unchecked Sendable {
         case .send(let connection, let buffer):
             guard let server else { return }
             buffer.withUnsafeReadableBytes { _ = server.send(connection, lineWithLF: $0) }
+            // Copied into the connection's queue: its storage can carry the next line.
+            broker.recycleLine(buffer)
         case .sendWithDescriptors(let connection, let buffer, let passed):
             guard let taken = descriptors.take(passed) else { return }
             let sent = server.map { server in
@@ -373,7 +387,8 @@ final class BrokerHost: @unchecked Sendable {
         apply(broker.terminateStartedComponents())
         // Last before the close: libraries then reconnect at once rather than back off.
         apply(broker.announceRestart())
-        for connection in Array(admitted.keys) {
+        for key in Array(admitted.keys) {
+            let connection = ConnectionID(key.value)
             // A stop: the store must not keep the connection for a next start.
             connectionStore?.remove(ConnectionStore.name(connection))
             server?.close(connection)

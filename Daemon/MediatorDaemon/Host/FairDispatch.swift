@@ -47,7 +47,11 @@ struct FairDispatch {
     /// than queued; `nothingQueued` says its queue is empty. A line handled
     /// at once is then charged with ``handled(uid:from:to:)``.
     mutating func handlesAtOnce(_ connection: ConnectionID, uid: UInt32, nothingQueued: Bool, now: NIODeadline) -> Bool {
-        guard nothingQueued, backloggedUntil[connection].map({ $0 <= now }) ?? true else { return false }
+        // `anyBackloggedUntil` is the latest of them all: past it, no
+        // connection is backlogged, and none is looked up.
+        guard nothingQueued, now >= anyBackloggedUntil || backloggedUntil[connection].map({ $0 <= now }) ?? true else {
+            return false
+        }
         // uid 0 is the system itself, exempt here as from the quotas; its
         // lines (mostly system components' answers) do not make the daemon
         // contended either, or a flood's own answers would slow the flood

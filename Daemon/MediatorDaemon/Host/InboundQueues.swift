@@ -46,7 +46,7 @@ final class InboundQueues {
     var uidsWaiting: Int { readyUIDs.count }
 
     /// Lines waiting from `connection`.
-    func waiting(_ connection: ConnectionID) -> Int { connections[connection]?.lines.count ?? 0 }
+    func waiting(_ connection: ConnectionID) -> Int { count == 0 ? 0 : connections[connection]?.lines.count ?? 0 }
 
     /// Queues a line; returns how many lines `connection` now has waiting.
     @discardableResult

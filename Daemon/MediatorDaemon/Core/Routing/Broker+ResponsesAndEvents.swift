@@ -66,30 +66,37 @@ extension Broker {
                 return
             }
         }
-        let answered: (caller: ConnectionID, answer: ByteBuffer, target: String, startedAt: NIODeadline)?
+        let answered: (caller: ConnectionID, answer: ByteBuffer)?
+        // What a monitor's record needs; copied only when someone monitors.
+        var monitored: (target: String, startedAt: NIODeadline)?
         if continues {
             var deadline: NIODeadline?
             answered = inFlight.withCall(daemonID) { call in
                 call.deadline = now + .milliseconds(call.timeoutMs)
                 deadline = call.deadline
                 statistics.partial(call.statisticsSlot)
-                let answer = writer.forwardedResponse(callerID: call.callerIDBytes, isError: false, body: body, continues: true, fds: fds)
-                return (call.caller, answer, call.target, call.startedAt)
+                if !monitors.isEmpty { monitored = (call.target, call.startedAt) }
+                let answer = writer.forwardedResponse(
+                    callerID: call.callerIDBytes, isError: false, body: body, continues: true, fds: fds, storage: &spareLine)
+                return (call.caller, answer)
             }
             if let deadline { wakeUp(at: deadline) }
+        } else if let call = finish(daemonID, now: now) {
+            recordAnswer(call, code: isError ? errorCode(of: body) : nil, now: now)
+            if !monitors.isEmpty { monitored = (call.target, call.startedAt) }
+            let answer = writer.forwardedResponse(
+                callerID: call.callerIDBytes, isError: isError, body: body, continues: false, fds: fds, storage: &spareLine)
+            recycleID(call.callerIDBytes)
+            answered = (call.caller, answer)
         } else {
-            answered = finish(daemonID, now: now).map { call in
-                recordAnswer(call, code: isError ? errorCode(of: body) : nil, now: now)
-                return (call.caller, writer.forwardedResponse(callerID: call.callerIDBytes, isError: isError, body: body, continues: false, fds: fds),
-                    call.target, call.startedAt)
-            }
+            answered = nil
         }
         guard let answered else { return }
         send(answered.caller, answered.answer, descriptors: fds > 0 ? takeArrivingDescriptors() : nil)
-        if !monitors.isEmpty {
+        if let monitored {
             monitorRecord(
-                "response", from: connection, to: answered.caller, target: answered.target, event: nil,
-                elapsed: now - answered.startedAt, message: answered.answer, now: now)
+                "response", from: connection, to: answered.caller, target: monitored.target, event: nil,
+                elapsed: now - monitored.startedAt, message: answered.answer, now: now)
         }
     }
 

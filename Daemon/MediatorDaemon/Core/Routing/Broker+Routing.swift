@@ -146,8 +146,10 @@ extension Broker {
     /// Contract section 4: picks the instance and forwards the call, holds it
     /// for a component being started, or answers why not.
     func route(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) {
+        // Local functions, not a closure value: a closure would copy the
+        // whole request into a context of its own.
         func fail(_ error: MediatorError) { refuse(request, from: connection, error, now: now) }
-        let notFound = { self.targetNotFound(request.target) }
+        func notFound() -> MediatorError { targetNotFound(request.target) }
         guard let (uid, connectionCaller) = caller(connection) else { return fail(notFound()) }
         var callerMember = connectionCaller
         if let remote = request.remote {
@@ -189,13 +191,19 @@ extension Broker {
             }
             if let refusal = queueQuotaRefusal(toward: callee, target: request.target) { return .refused(refusal) }
             if request.id != nil, request.idBytes != nil { target.instances[index].inFlight += 1 }
-            // The one lookup statistics cost a call; the pending call keeps the slot.
+            // At most one lookup for statistics per call (none when the
+            // action is the last one routed here); the pending call keeps the slot.
             let statisticsSlot: Int
-            if let known = target.statisticsSlots[resolved.action] {
-                statisticsSlot = known
+            if let last = target.lastStatisticsSlot, last.action == resolved.action {
+                statisticsSlot = last.slot
             } else {
-                statisticsSlot = statistics.slot(target: request.target, action: resolved.action)
-                target.statisticsSlots[resolved.action] = statisticsSlot
+                if let known = target.statisticsSlots[resolved.action] {
+                    statisticsSlot = known
+                } else {
+                    statisticsSlot = statistics.slot(target: request.target, action: resolved.action)
+                    target.statisticsSlots[resolved.action] = statisticsSlot
+                }
+                target.lastStatisticsSlot = (resolved.action, statisticsSlot)
             }
             return .forward(
                 action: resolved.action, params: resolved.params, result: resolved.result, callee: callee,
@@ -219,7 +227,7 @@ extension Broker {
             let newID = inFlight.makeDaemonID()
             let deadline = now + .milliseconds(timeoutMs)
             inFlight.insert(CallsInFlight.Call(
-                daemonID: newID, caller: connection, callerID: id, callerIDBytes: ownCopy(idBytes), callee: instance.connection,
+                daemonID: newID, caller: connection, callerID: id, callerIDBytes: ownIDCopy(idBytes), callee: instance.connection,
                 target: request.target, action: action, instance: instance.instance, more: request.more,
                 timeoutMs: timeoutMs, deadline: deadline, startedAt: now, resultSchema: resultSchema,
                 statisticsSlot: statisticsSlot))
@@ -238,7 +246,8 @@ extension Broker {
         }
         let forwarded = writer.forwardedRequest(
             daemonID: daemonID, target: request.target, action: action, params: params, timeoutMs: timeoutMs,
-            more: request.more, caller: callerMember, trace: request.trace, fds: request.descriptors?.count ?? 0)
+            more: request.more, caller: callerMember, trace: request.trace, fds: request.descriptors?.count ?? 0,
+            storage: &spareLine)
         send(instance.connection, forwarded, descriptors: request.descriptors)
         if !monitors.isEmpty {
             monitorRecord(

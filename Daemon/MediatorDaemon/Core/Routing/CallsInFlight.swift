@@ -43,9 +43,11 @@ package struct CallsInFlight: Sendable {
         var bytes = 0
     }
 
-    private var calls: [Int64: Call] = [:]
+    /// Keyed by numbers the daemon assigned (``AssignedIDKey``); `byCaller`
+    /// holds the callers' own ids, which keep the standard hash.
+    private var calls: [AssignedIDKey: Call] = [:]
     private var byCaller: [CallerKey: Int64] = [:]
-    private var callerTallies: [ConnectionID: CallerTally] = [:]
+    private var callerTallies: [AssignedIDKey: CallerTally] = [:]
     private var nextID: Int64 = 1
 
     package init() {}
@@ -70,46 +72,47 @@ package struct CallsInFlight: Sendable {
         byCaller[CallerKey(connection: caller, id: id)] != nil
     }
 
-    package func callsInFlight(of caller: ConnectionID) -> Int { callerTallies[caller]?.calls ?? 0 }
+    package func callsInFlight(of caller: ConnectionID) -> Int { callerTallies[AssignedIDKey(caller)]?.calls ?? 0 }
 
     /// Bytes the calls of `caller` keep while in flight.
-    func bytesHeld(of caller: ConnectionID) -> Int { callerTallies[caller]?.bytes ?? 0 }
+    func bytesHeld(of caller: ConnectionID) -> Int { callerTallies[AssignedIDKey(caller)]?.bytes ?? 0 }
 
-    package func call(_ daemonID: Int64) -> Call? { calls[daemonID] }
+    package func call(_ daemonID: Int64) -> Call? { calls[AssignedIDKey(daemonID)] }
 
     package func daemonID(caller: ConnectionID, id: MessageID) -> Int64? {
         byCaller[CallerKey(connection: caller, id: id)]
     }
 
     package mutating func insert(_ call: Call) {
-        calls[call.daemonID] = call
+        calls[AssignedIDKey(call.daemonID)] = call
         byCaller[CallerKey(connection: call.caller, id: call.callerID)] = call.daemonID
         let bytes = call.callerIDBytes.readableBytes
+        let caller = AssignedIDKey(call.caller)
         // Changed where it is stored: a dictionary's getter would copy it.
-        if let slot = callerTallies.index(forKey: call.caller) {
+        if let slot = callerTallies.index(forKey: caller) {
             callerTallies.values[slot].calls += 1
             callerTallies.values[slot].bytes += bytes
         } else {
-            callerTallies[call.caller] = CallerTally(calls: 1, bytes: bytes)
+            callerTallies[caller] = CallerTally(calls: 1, bytes: bytes)
         }
     }
 
     /// Runs `body` on a call where it is stored (a dictionary's getter
     /// copies the whole call); nil when there is no such call.
     mutating func withCall<Result>(_ daemonID: Int64, _ body: (inout Call) -> Result) -> Result? {
-        guard let slot = calls.index(forKey: daemonID) else { return nil }
+        guard let slot = calls.index(forKey: AssignedIDKey(daemonID)) else { return nil }
         return body(&calls.values[slot])
     }
 
     mutating func setDeadline(_ daemonID: Int64, _ deadline: NIODeadline) {
-        calls[daemonID]?.deadline = deadline
+        calls[AssignedIDKey(daemonID)]?.deadline = deadline
     }
 
     @discardableResult
     package mutating func remove(_ daemonID: Int64) -> Call? {
-        guard let call = calls.removeValue(forKey: daemonID) else { return nil }
+        guard let call = calls.removeValue(forKey: AssignedIDKey(daemonID)) else { return nil }
         byCaller[CallerKey(connection: call.caller, id: call.callerID)] = nil
-        if let slot = callerTallies.index(forKey: call.caller) {
+        if let slot = callerTallies.index(forKey: AssignedIDKey(call.caller)) {
             if callerTallies.values[slot].calls > 1 {
                 callerTallies.values[slot].calls -= 1
                 callerTallies.values[slot].bytes -= call.callerIDBytes.readableBytes

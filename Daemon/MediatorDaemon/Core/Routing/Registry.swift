@@ -33,6 +33,10 @@ package struct Registry: Sendable {
         /// Each routed action's entry in the broker's statistics, found once:
         /// a lookup by action name here is cheaper than by target and action there.
         var statisticsSlots: [String: Int] = [:]
+        /// The last action routed here and its slot: a caller that calls
+        /// one action over and over compares its name instead of hashing it.
+        /// Reset with `statisticsSlots`.
+        var lastStatisticsSlot: (action: String, slot: Int)?
 
         /// The specs as a set, which every instance of a pool must declare.
         var specSet: Set<ActionSpec> { Set(actions) }
@@ -99,6 +103,7 @@ package struct Registry: Sendable {
                 targets.values[slot].actions = actions
                 targets.values[slot].actionsByName = Self.byName(actions)
                 targets.values[slot].statisticsSlots = [:]
+                targets.values[slot].lastStatisticsSlot = nil
             } else {
                 let existingMode = targets.values[slot].mode
                 guard mode == .pool, existingMode == .pool else {
