@@ -6,6 +6,16 @@
 # as an administrator would, and checks:
 #
 #   1 no Swift         the root has no Swift toolchain or runtime
+#  1a previous        (with MEDIATOR_PREVIOUS_DEB, as run-tests passes it:
+#                      scripts/build-previous-deb) the package of the last
+#                      release installs, and its daemon serves a component
+#  1b upgrade from it `apt-get install` of this package over it while a
+#                      component is registered, a subscriber listens and a
+#                      client calls in a loop: postinst's reload re-executes
+#                      the new binary in place from the old one's hand-over
+#                      (same MainPID, no restart, the new binary running, the
+#                      component and subscriber kept, no event lost, every
+#                      call of the loop answered, none failed)
 #   2 apt install      `apt-get install ./mediator_*.deb` succeeds offline
 #   3 libraries        mediatord and mediatorctl need only what the base
 #                      system has (no libswift*, no libstdc++, nothing
@@ -39,12 +49,12 @@
 # Needs debootstrap, systemd-nspawn (systemd-container), nsenter and unshare
 # (util-linux). Prints `ok - NAME` / `not ok - NAME` lines, `#` diagnostics,
 # and `deb-tests: N passed, M failed`; exits 1 if any failed. Bounded by
-# MEDIATOR_DEB_BUDGET seconds (default 240, the root's first build included).
+# MEDIATOR_DEB_BUDGET seconds (default 300, the root's first build included).
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$REPO" || exit 1
 
-BUDGET=${MEDIATOR_DEB_BUDGET:-240}
+BUDGET=${MEDIATOR_DEB_BUDGET:-300}
 SUITE=bookworm
 MIRROR=${MEDIATOR_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # No libnats: the package only recommends it (mediatord loads it when NATS is configured).
@@ -52,6 +62,7 @@ PACKAGES=systemd,systemd-sysv,dbus,libsystemd0,libstdc++6,init-system-helpers,pr
 CACHE=${MEDIATOR_ROOTFS_CACHE:-$REPO/.build-rootfs}
 ARCH=$(dpkg --print-architecture)
 DEB=${MEDIATOR_DEB:-$(ls -t "$REPO"/dist/mediator_*_"$ARCH".deb 2>/dev/null | head -n 1)}
+PREVIOUS=${MEDIATOR_PREVIOUS_DEB:-}
 
 PASSED=0
 FAILED=0
@@ -86,6 +97,14 @@ done
 [ "$(id -u)" = 0 ] || { not_ok "prerequisites" "needs root"; exit 1; }
 [ -n "$DEB" ] && [ -f "$DEB" ] || { not_ok "prerequisites" "no dist/mediator_*_$ARCH.deb: run 'make deb' first"; exit 1; }
 say "package: $DEB"
+if [ -n "$PREVIOUS" ]; then
+    [ -f "$PREVIOUS" ] || { not_ok "prerequisites" "MEDIATOR_PREVIOUS_DEB=$PREVIOUS is not a file"; exit 1; }
+    say "previous package: $PREVIOUS ($(dpkg-deb -f "$PREVIOUS" Version))"
+    PREVIOUS_DIR=$(dirname "$PREVIOUS")
+else
+    say "no previous package (MEDIATOR_PREVIOUS_DEB): the upgrade from the last release is not checked"
+    PREVIOUS_DIR=$W
+fi
 
 # ------------------------------------------------------------ the cached root
 key=$(printf '%s %s %s minbase v1' "$SUITE" "$MIRROR" "$PACKAGES" | sha256sum | cut -c1-12)
@@ -129,6 +148,7 @@ unshare --mount --propagation private -- sh -c '
     systemd-nspawn -D "$ROOT" --volatile=overlay --register=no --keep-unit \
         --console=read-only --quiet --kill-signal=SIGRTMIN+3 \
         --bind-ro="$(dirname "$DEB"):/mnt/dist" --bind-ro="$UPGRADE:/mnt/upgrade" \
+        --bind-ro="$PREVIOUS_DIR:/mnt/previous" \
         -b systemd.firstboot=off \
     </dev/null >"$W/nspawn.log" 2>&1 &
 NSPAWN_PID=$!
@@ -172,9 +192,24 @@ booted() { case $(cx systemctl is-system-running 2>/dev/null) in running | degra
 wait_for 60 booted || { not_ok "boot" "systemd did not finish booting: $(cx systemctl is-system-running 2>&1)"; exit 1; }
 say "container PID 1 is host pid $LEADER"
 
+# The instance numbers of TARGET's registrations, from `mediatorctl list`.
+instances() {
+    cx mediatorctl --json list 2>/dev/null | python3 -c '
+import json, sys
+print([i["instance"] for t in json.load(sys.stdin)["targets"] if t["target"] == sys.argv[1] for i in t["instances"]])' "$1"
+}
+. "$REPO/Tests/systemd/deb-upgrade-from-previous.sh"
+
 # ------------------------------------------------------------------ the checks
 check "no Swift in the root" cx sh -c '! ls -d /opt/swift /usr/lib/swift /usr/share/swift 2>/dev/null && ! command -v swift'
 
+if [ -n "$PREVIOUS" ]; then
+    check "apt installs the previous package ($(dpkg-deb -f "$PREVIOUS" Version))" previous_installed
+    check "apt upgrades it to this package in place under load (re-exec, nothing closed, every call answered)" \
+        upgraded_from_previous
+    [ -f "$W/previous-summary" ] && say "$(cat "$W/previous-summary")"
+fi
+# After an upgrade from the previous package this finds it installed already.
 check "apt installs the package" cx apt-get install -y --no-install-recommends "/mnt/dist/$(basename "$DEB")"
 
 libraries() {
@@ -224,12 +259,6 @@ check "mediatord logs to the journal" wait_for 10 sh -c "nsenter -t $LEADER -m -
 
 check "man pages" cx test -f /usr/share/man/man8/mediatord.8.gz -a -f /usr/share/man/man1/mediatorctl.1.gz
 
-# The instance numbers of TARGET's registrations, from `mediatorctl list`.
-instances() {
-    cx mediatorctl --json list 2>/dev/null | python3 -c '
-import json, sys
-print([i["instance"] for t in json.load(sys.stdin)["targets"] if t["target"] == sys.argv[1] for i in t["instances"]])' "$1"
-}
 upgraded() {
     [ -n "$UPGRADE_VERSION" ] || { cat "$W/upgrade-build.log"; echo "the newer package could not be made"; return 1; }
     local pid0 nr0 before after listen_pid exe
