@@ -675,6 +675,16 @@ s3e_restart() {
     cx mkdir -p "$RL_DIR" && cx sh -c "rm -f $RL_DIR/*" &&
         cx_write /opt/mediator-restart-load.py <"$REPO/Tests/systemd/restart-load.py" ||
         { why "cannot install restart-load.py in the container"; return 1; }
+    # A managed component (the daemon starts it): with KillMode=control-group
+    # a restart ends it, and the new daemon must start it again (docs/systemd.md).
+    printf '{"target":"Managed","actions":["echo","whoami"],"exec":["/usr/bin/python3","%s/python/notes_component.py","--target","Managed","--socket","%s"]}\n' \
+        "$IN_EXAMPLES" "$SOCK" | cx_write /etc/mediator/components.d/Managed.json &&
+        cx chmod -R a+rX /etc/mediator || { why "cannot write the Managed manifest"; return 1; }
+    out=$(cx systemctl reload $UNIT 2>&1) || { why "systemctl reload (manifests): $out"; return 1; }
+    managed_pid() { cx mediatorctl --json call Managed whoami --timeout 10 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null; }
+    local managed_before
+    managed_before=$(wait_for 10 managed_pid >/dev/null && managed_pid)
+    [ -n "$managed_before" ] || { why "the managed component did not answer before the restarts"; journal_tail; return 1; }
     local i bgs=()
     for i in 1 2 3 4; do
         restart_load call$i call "$SOCK" "$RL_DIR/call$i.json" "$RL_DIR/stop" Notes echo; bgs+=("$BG")
@@ -737,22 +747,29 @@ if sorted(got) != want:
     bad.append("events: %d emitted, %d received, missing %s, %d twice" % (len(want), len(got), missing[:10], twice))
 if emit.get("failed") or emit["delivered_zero"]: bad.append("emitter: %s failed, %d delivered to nobody" % (emit.get("failed"), emit["delivered_zero"]))
 # The figures: the longest call, and per restart the first answer after the new daemon said it carries on.
-resumed = []
+resumed, stopping, handed = [], [], []
 for line in open(w + "/restart-journal"):
-    if "carrying on after a restart" in line:
-        resumed.append(float(line.split()[0]) * 1000.0)
+    t = float(line.split()[0]) * 1000.0
+    if "carrying on after a restart" in line: resumed.append(t)
+    elif "Stopping mediatord.service" in line: stopping.append(t)
+    elif "everything handed to the next daemon" in line: handed.append(t)
 starts = [int(x) / 1e6 for x in open(w + "/restart-times").read().split()]
 answers = sorted(a[0] for r in calls.values() for a in r["answers"])
 if len(resumed) != len(starts): bad.append("%d restarts, %d 'carrying on after a restart' in the journal" % (len(starts), len(resumed)))
-first = []
-for t0, t_resume in zip(starts, resumed):
+first, from_term, gap = [], [], []
+for t0, t_resume, t_term, t_handed in zip(starts, resumed, stopping, handed):
     after = [a for a in answers if a >= t_resume]
-    if after: first.append(after[0] - t0)
+    if after:
+        first.append(after[0] - t0)
+        from_term.append(after[0] - t_term)
+        gap.append(after[0] - t_handed)
 total = sum(r["calls"] for r in calls.values())
 longest = max(r["max_ms"] for r in calls.values())
-first.sort()
-print("%s|calls %d, every one answered once; the longest call %.1f ms; restart command to the first call served by the new daemon: median %.1f ms, max %.1f ms (n=%d); %d events, none lost" % (
-    "; ".join(bad), total, longest, first[len(first) // 2] if first else -1, first[-1] if first else -1, len(first), len(got)))
+def span(v):
+    v = sorted(v)
+    return "median %.0f, max %.0f ms" % (v[len(v) // 2], v[-1]) if v else "none"
+print("%s|calls %d, every one answered once; the longest call %.1f ms; the first call served by the new daemon after: the restart command %s, SIGTERM %s, the old daemon's hand-over %s (n=%d); %d events, none lost" % (
+    "; ".join(bad), total, longest, span(first), span(from_term), span(gap), len(first), len(got)))
 PY
 )
     local problems=${check%%|*} figures=${check#*|}
@@ -765,6 +782,10 @@ PY
     fi
     out=$(cx mediatorctl --json call Notes list 2>&1) || { why "call Notes list after the restarts: $out"; return 1; }
     grep -q '"hi"' <<<"$out" || { why "the note added before the restarts is gone: $out"; return 1; }
+    local managed_after
+    managed_after=$(managed_pid)
+    [ -n "$managed_after" ] || { why "the managed component does not answer after the restarts"; journal_tail; return 1; }
+    say "the managed component: pid $managed_before before, $managed_after after (ended by each restart's control-group kill, started again)"
     return 0
 }
 
@@ -774,6 +795,9 @@ s3f_stop_ends_connections() {
     is_active || { why "mediatord.service is not active at the start"; return 1; }
     local dir=$RL_DIR/stop-test
     cx mkdir -p "$dir" && cx sh -c "rm -f $dir/*"
+    # The managed component of scenario 3e runs (started again if need be): the stop must end it.
+    cx mediatorctl call Managed echo --timeout 10 >/dev/null 2>&1 && cx pgrep -f -- '--target Managed' >/dev/null ||
+        { why "the managed component (scenario 3e) does not run before the stop"; return 1; }
     restart_load stop-listen listen "$SOCK" "$dir/listen.json" "$dir/stop" st
     restart_load stop-call call "$SOCK" "$dir/call.json" "$dir/stop" mediator ping
     subscribed() { cx mediatorctl --json emit st.probe 2>/dev/null | has '"delivered":[1-9]'; }
@@ -791,8 +815,8 @@ s3f_stop_ends_connections() {
     has '"closed": true' <<<"$call" || { why "the caller was not disconnected"; return 1; }
     has 'mediator.restarting' <<<"$listen" || { why "the subscriber got no mediator.restarting before the close: $listen"; return 1; }
     journal_since "$cursor" | has 'is a stop, not a restart' || { why "the daemon did not log the stop as a stop"; journal_tail; return 1; }
-    [ "$(cx find /sys/fs/cgroup/system.slice/$UNIT -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l)" = 0 ] ||
-        { why "processes left in the unit's cgroup after the stop"; return 1; }
+    managed_gone() { ! cx pgrep -f -- '--target Managed' >/dev/null; }
+    wait_for 5 managed_gone || { why "the managed component still runs after the stop: $(cx pgrep -af -- '--target Managed')"; return 1; }
     out=$(cx systemctl start $UNIT 2>&1) || { why "systemctl start after the stop: $out"; return 1; }
     ping_ok || { why "no ping after the start"; return 1; }
     journal_since "$cursor" | has 'carrying on after a restart' && { why "the start after a stop resumed a hand-over"; return 1; }

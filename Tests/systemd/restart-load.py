@@ -82,7 +82,7 @@ def call_loop(conn, out, stop, target, action):
                 break
             if "id" in message:
                 result["duplicates"] += 1
-    except EOFError:
+    except (EOFError, ConnectionError):
         result["closed"] = True
     result["daemon_events"] = sorted(set(e for e in events if e.startswith("mediator.")))
     return result
@@ -101,7 +101,7 @@ def listen_loop(conn, out, stop, prefix):
                 result["daemon_events"].append(name)
             else:
                 result["events"].append(name)
-    except EOFError:
+    except (EOFError, ConnectionError):
         result["closed"] = True
     return result
 
@@ -122,7 +122,7 @@ def emit_loop(conn, out, stop, prefix):
                 result["delivered_zero"] += 1
             result["emitted"] = n
             time.sleep(0.02)
-    except EOFError:
+    except (EOFError, ConnectionError):
         result["closed"] = True
     return result
 
