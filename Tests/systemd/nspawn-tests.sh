@@ -667,7 +667,12 @@ restart_load() {
 }
 
 s3e_restart() {
-    kill -0 "${NOTES_BG:-0}" 2>/dev/null || { why "the Notes component from scenario 2 is not running"; return 1; }
+    # The Notes component of scenario 2, under a target of its own (scenario
+    # 3d's last restart, before the bus runs, was a stop: that one is gone).
+    cx_bg "$W/rnotes.out" "$W/rnotes.err" python3 "$IN_EXAMPLES/python/notes_component.py" --socket "$SOCK" --target RNotes
+    local rnotes_bg=$BG
+    wait_for 10 file_has "$W/rnotes.out" ready || { why "the RNotes component did not register"; return 1; }
+    cx mediatorctl call RNotes add text=hi >/dev/null 2>&1 || { why "call RNotes add failed"; return 1; }
     # The daemon asks PID 1 over the system bus which job it runs at SIGTERM.
     local out
     out=$(cx systemctl start dbus.socket 2>&1) || { why "cannot start dbus.socket: $out"; return 1; }
@@ -687,7 +692,7 @@ s3e_restart() {
     [ -n "$managed_before" ] || { why "the managed component did not answer before the restarts"; journal_tail; return 1; }
     local i bgs=()
     for i in 1 2 3 4; do
-        restart_load call$i call "$SOCK" "$RL_DIR/call$i.json" "$RL_DIR/stop" Notes echo; bgs+=("$BG")
+        restart_load call$i call "$SOCK" "$RL_DIR/call$i.json" "$RL_DIR/stop" RNotes echo; bgs+=("$BG")
     done
     restart_load ping call "$SOCK" "$RL_DIR/ping.json" "$RL_DIR/stop" mediator ping; bgs+=("$BG")
     restart_load listen listen "$SOCK" "$RL_DIR/listen.json" "$RL_DIR/stop" rs; bgs+=("$BG")
@@ -696,7 +701,8 @@ s3e_restart() {
     restart_load emit emit "$SOCK" "$RL_DIR/emit.json" "$RL_DIR/stop" rs; bgs+=("$BG")
     sleep 0.5
     local before cursor nr0 pids pid prev t0 took longest=0
-    before=$(notes_instance)
+    rnotes_instance() { cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; print([(i["instance"], i["pid"]) for t in json.load(sys.stdin)["targets"] if t["target"]=="RNotes" for i in t["instances"]])'; }
+    before=$(rnotes_instance)
     cursor=$(journal_cursor)
     nr0=$(prop NRestarts)
     prev=$(prop MainPID)
@@ -775,12 +781,12 @@ PY
     local problems=${check%%|*} figures=${check#*|}
     say "$figures"
     [ -z "$problems" ] || { why "$problems"; journal_tail; return 1; }
-    [ "$(notes_instance)" = "$before" ] || { why "Notes instances changed: '$before' -> '$(notes_instance)'"; return 1; }
-    kill -0 "$NOTES_BG" 2>/dev/null || { why "the Notes component exited (its connection closed)"; return 1; }
+    [ "$(rnotes_instance)" = "$before" ] || { why "RNotes instances changed: '$before' -> '$(rnotes_instance)'"; return 1; }
+    kill -0 "$rnotes_bg" 2>/dev/null || { why "the RNotes component exited (its connection closed)"; return 1; }
     if has -e 'clean restart' -e 'without a hand-over' -e 'is a stop' <"$W/restart-journal"; then
         why "the journal shows a fallback:"; why "$(grep -m3 -e 'clean restart' -e 'without a hand-over' -e 'is a stop' "$W/restart-journal")"; return 1
     fi
-    out=$(cx mediatorctl --json call Notes list 2>&1) || { why "call Notes list after the restarts: $out"; return 1; }
+    out=$(cx mediatorctl --json call RNotes list 2>&1) || { why "call RNotes list after the restarts: $out"; return 1; }
     grep -q '"hi"' <<<"$out" || { why "the note added before the restarts is gone: $out"; return 1; }
     local managed_after
     managed_after=$(managed_pid)
