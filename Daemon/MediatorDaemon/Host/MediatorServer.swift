@@ -296,7 +296,9 @@ package final class MediatorServer: Service, Sendable {
     /// failed (then the stop goes on as a stop).
     private func handedOverForRestart() async -> Bool {
         guard let restartProbe else { return false }
+        let asked = ContinuousClock.now
         let verdict = await restartProbe.check()
+        let answered = ContinuousClock.now
         guard case .restart(let why) = verdict else {
             if case .stop(let why) = verdict { logger.info("SIGTERM is a stop, not a restart", metadata: ["reason": "\(why)"]) }
             return false
@@ -313,12 +315,21 @@ package final class MediatorServer: Service, Sendable {
         case .handedOver(let connections, let calls):
             logger.notice("restarting: the next daemon carries on", metadata: [
                 "job": "\(why)", "connections": "\(connections)", "calls_in_flight": "\(calls)",
+                // Where a restart's time goes (docs/benchmark.md).
+                "probe_ms": "\(Self.milliseconds(answered - asked))",
+                "handover_ms": "\(Self.milliseconds(ContinuousClock.now - answered))",
             ])
             return true
         case .notHandedOver(let reason):
             logger.warning("restart without a hand-over: stopping as for a stop", metadata: ["reason": "\(reason)"])
             return false
         }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let tenths = seconds * 10_000 + attoseconds / 100_000_000_000_000
+        return "\(tenths / 10).\(tenths % 10)"
     }
 
     /// Connections waiting to be accepted, at most.
