@@ -52,19 +52,21 @@ struct StoreHandOverTests {
         #expect(Self.isOpen(stray))
     }
 
-    @Test func aDescriptorMissingFromTheStoreRefusesTheHandOver() throws {
-        let (listener, connection) = (Self.descriptor(), Self.descriptor())
-        defer { for fd in [listener, connection] { close(fd) } }
+    @Test func aDescriptorSystemdDroppedStandsInAsHungUp() throws {
+        // systemd drops a stored descriptor that reports a hang-up: a peer that went during the restart.
+        let (listener, carried) = (Self.descriptor(), Self.descriptor())
+        defer { for fd in [listener, carried] { close(fd) } }
         let found = ReexecInheritance.fromStore(
-            memfd: try Self.memfd(), listener: listener, stored: [("connection-3", connection)], remove: { _ in },
+            memfd: try Self.memfd(), listener: listener, stored: [("handover-fd-9", carried)], remove: { _ in },
             logger: Logger(label: "test"))
-        guard case .failure(let error) = found.inheritance.handOver else {
-            Issue.record("a hand-over without its carried descriptor was accepted")
-            return
-        }
-        #expect("\(error)".contains("carried fd 9"))
-        // What was found is listed, so that the fallback reaches the connection.
-        #expect(found.inheritance.descriptors == [.init(fd: listener, role: .listener), .init(fd: connection, role: .connection, connection: 3)])
+        let handOver = try found.inheritance.handOver.get().value
+        #expect(handOver.descriptors.map(\.role) == [.listener, .connection, .carried])
+        let standIn = handOver.descriptors[1].fd
+        defer { close(standIn) }
+        #expect(![listener, carried].contains(standIn))
+        // Its peer is gone: a read ends at once.
+        var byte: UInt8 = 0
+        #expect(read(standIn, &byte, 1) == 0)
         #expect(found.unclaimed.isEmpty)
     }
 

@@ -36,8 +36,16 @@ extension ReexecInheritance {
 
         var byName: [String: Int32] = [:]
         for (name, fd) in stored { byName[name] = fd }
+        var misses: Set<Int32> = []
+        /// Whether `take` found nothing for this one (a stand-in took its place).
+        func byNameMissed(_ descriptor: ReexecHandOver.Descriptor) -> Bool { misses.contains(descriptor.fd) }
         /// The descriptor stored for one the header lists, taken out of `byName`.
         func take(_ descriptor: ReexecHandOver.Descriptor) -> Int32? {
+            let found = lookUp(descriptor)
+            if found == nil { misses.insert(descriptor.fd) }
+            return found
+        }
+        func lookUp(_ descriptor: ReexecHandOver.Descriptor) -> Int32? {
             switch descriptor.role {
             case .listener: return listener
             case .connection:
@@ -71,16 +79,27 @@ extension ReexecInheritance {
         var mapped: [ReexecHandOver.Descriptor] = []
         var oldToNew: [Int32: Int32] = [:]
         var missing: [String] = []
+        var hungUp: [String] = []
         for descriptor in listed {
-            guard let fd = take(descriptor) else {
-                missing.append(descriptor.connection.map { "connection \($0)" } ?? "\(descriptor.role.rawValue) fd \(descriptor.fd)")
+            let what = descriptor.connection.map { "connection \($0)" } ?? "\(descriptor.role.rawValue) fd \(descriptor.fd)"
+            // systemd drops a stored descriptor that reports a hang-up (its
+            // peer ended during the restart): a socket whose other end is
+            // closed stands in, so the broker sees that peer go as it went.
+            guard let fd = take(descriptor) ?? (descriptor.role == .listener ? nil : hungUpStandIn()) else {
+                missing.append(what)
                 continue
             }
+            if byNameMissed(descriptor) { hungUp.append(what) }
             oldToNew[descriptor.fd] = fd
             mapped.append(ReexecHandOver.Descriptor(fd: fd, role: descriptor.role, connection: descriptor.connection))
         }
         let unclaimed = leftOver()
         CloseOnExec.set(true, on: mapped.map(\.fd))
+        if !hungUp.isEmpty {
+            logger.notice(
+                "restart: descriptors that ended meanwhile are not in the fd store; they are handed on as hung up",
+                metadata: ["descriptors": "\(hungUp.prefix(10).joined(separator: ", "))", "count": "\(hungUp.count)"])
+        }
         guard missing.isEmpty else {
             // The sockets' hand-over refers to every descriptor: without one
             // it cannot be adopted, so the resumption falls back (closing each).
@@ -102,5 +121,15 @@ extension ReexecInheritance {
         } catch {
             return FromStore(inheritance: ReexecInheritance(handOver: .failure(error), descriptors: mapped, origin: .fdStore), unclaimed: unclaimed)
         }
+    }
+
+    /// One end of a new socket pair whose other end is closed: reads end at
+    /// once and writes fail, as on a connection whose peer went. Nil when
+    /// no socket can be made.
+    static func hungUpStandIn() -> Int32? {
+        var ends: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else { return nil }
+        close(ends[1])
+        return ends[0]
     }
 }
