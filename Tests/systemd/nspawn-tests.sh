@@ -33,6 +33,9 @@
 #                         call answered once, no re-register, no event lost
 #   3f stop               `systemctl stop` still ends the peers' connections
 #                         (after mediator.restarting); a start serves afresh
+#   3g restart fallback   a hand-over whose snapshot the new daemon cannot
+#                         read (version 999, a test hook): every peer gets
+#                         mediator.restarting and is closed; it serves afresh
 #   4 journal fields      MEDIATOR_TARGET, MEDIATOR_PEER_PID, PRIORITY,
 #                         CODE_FILE, CODE_LINE on the registration record
 #   5 restart on SIGKILL  systemd restarts the daemon; clients pinging all
@@ -844,6 +847,40 @@ s3f_stop_ends_connections() {
     return 0
 }
 
+# A new daemon that cannot read the hand-over's snapshot (another version,
+# by the test hook) falls back as a re-exec's new image does: every peer
+# gets mediator.restarting and its connection ends; the daemon serves afresh.
+s3g_restart_fallback() {
+    is_active || { why "mediatord.service is not active at the start"; return 1; }
+    local exec_line dropin=/run/systemd/system/$UNIT.d/fallback.conf out
+    exec_line=$(grep -m1 '^ExecStart=' "$W/units/mediatord.service")
+    printf '[Service]\nEnvironment=MEDIATORD_TEST_SNAPSHOT_VERSION=999\nExecStart=\n%s --test-hooks\n' "$exec_line" |
+        cx_write "$dropin" && cx systemctl daemon-reload || { why "cannot install the drop-in"; return 1; }
+    # This restart is handed over by a daemon without the hook; the next one by one with it.
+    out=$(cx systemctl restart $UNIT 2>&1) || { why "systemctl restart onto the hook: $out"; return 1; }
+    local dir=$RL_DIR/fallback
+    cx mkdir -p "$dir" && cx sh -c "rm -f $dir/*"
+    restart_load fb-listen listen "$SOCK" "$dir/listen.json" "$dir/stop" fb
+    subscribed() { cx mediatorctl --json emit fb.probe 2>/dev/null | has '"delivered":[1-9]'; }
+    wait_for 10 subscribed || { why "the subscriber did not subscribe"; return 1; }
+    local cursor
+    cursor=$(journal_cursor)
+    sleep 2.1   # the start limit
+    out=$(cx systemctl restart $UNIT 2>&1) || { why "systemctl restart with the hook: $out"; journal_tail; return 1; }
+    ended() { cx test -s "$dir/listen.json"; }
+    wait_for 5 ended || { why "the subscriber kept its connection across a hand-over the new daemon cannot read"; journal_tail; return 1; }
+    local listen
+    listen=$(cx cat "$dir/listen.json")
+    has '"closed": true' <<<"$listen" && has 'mediator.restarting' <<<"$listen" ||
+        { why "the subscriber did not get mediator.restarting and the close: $listen"; return 1; }
+    journal_since "$cursor" | has "state cannot be read; clean restart" ||
+        { why "the new daemon did not log the fallback"; journal_tail; return 1; }
+    ping_ok || { why "no ping after the fallback"; return 1; }
+    cx rm -f "$dropin"
+    cx systemctl daemon-reload
+    return 0
+}
+
 s4_journal_fields() {
     check_journal() {
         cx journalctl -u $UNIT -o json --no-pager 2>/dev/null | python3 -c '
@@ -1249,6 +1286,7 @@ main() {
     run upgrade-by-reload s3d_upgrade_by_reload
     run restart-keeps-everything s3e_restart
     run stop-ends-connections s3f_stop_ends_connections
+    run restart-fallback s3g_restart_fallback
     run journal-fields s4_journal_fields
     run restart-on-sigkill s5_restart_on_kill
     run watchdog s6_watchdog
