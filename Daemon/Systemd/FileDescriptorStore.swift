@@ -23,3 +23,15 @@ package struct FileDescriptorStore: Sendable {
         _ = sd_notify(0, "FDSTOREREMOVE=1\nFDNAME=\(name)")
     }
 }
+
+extension FileDescriptorStore {
+    /// Waits, up to `timeout`, until systemd has handled every message sent
+    /// before (`sd_notify_barrier`): a hand-over must be in the store before
+    /// the process exits. False when it could not be confirmed.
+    package func barrier(timeout: Duration = .seconds(5)) -> Bool {
+        let components = timeout.components
+        let microseconds = UInt64(max(components.seconds, 0)) * 1_000_000
+            + UInt64(max(components.attoseconds, 0) / 1_000_000_000_000)
+        return sd_notify_barrier(0, microseconds) >= 0
+    }
+}

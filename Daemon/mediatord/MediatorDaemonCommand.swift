@@ -214,6 +214,17 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             let passed = inheritance == nil ? try SocketActivation.passed() : SocketActivation.Passed()
             if let inheritance {
                 listener = .inherited(inheritance)
+            } else if let fd = passed.listener,
+                let memfd = passed.stored.first(where: { $0.name == ConnectionStore.handOverName })?.fd
+            {
+                // A predecessor stopped for a restart handed everything over through the fd store.
+                let store = FileDescriptorStore()
+                for extra in passed.stored where extra.name == ConnectionStore.handOverName && extra.fd != memfd { close(extra.fd) }
+                let found = ReexecInheritance.fromStore(
+                    memfd: memfd, listener: fd, stored: passed.stored.filter { $0.name != ConnectionStore.handOverName },
+                    remove: { store.remove(name: $0) }, logger: logger)
+                listener = .inherited(found.inheritance)
+                storedConnections = found.unclaimed
             } else if let fd = passed.listener {
                 listener = .adopted(NIOBSDSocket.Handle(fd), description: "socket-activated fd \(fd)")
                 storedConnections = passed.stored
@@ -300,6 +311,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             // Stored connections passed in are removed from the store as they close, flag or not.
             connectionStore: (fdStore || !storedConnections.isEmpty) && notifier.isActive ? Self.connectionStore() : nil,
             storedConnections: storedConnections,
+            restartProbe: fdStore && notifier.isActive ? Self.restartProbe(bus: user ? .user : .system) : nil,
             onReady: { server in
                 // Cancelled when the group stops (an endpoint that cannot bind stops it).
                 await cancelWhenGracefulShutdown {
@@ -376,6 +388,20 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
     /// The fd store's calls for the host (systemd calls stay in Daemon/Systemd).
     static func connectionStore() -> ConnectionStore {
         let store = FileDescriptorStore()
-        return ConnectionStore(store: { store.store($0, name: $1) }, remove: { store.remove(name: $0) })
+        return ConnectionStore(
+            store: { store.store($0, name: $1) }, remove: { store.remove(name: $0) },
+            storeReporting: { store.store($0, name: $1) }, barrier: { store.barrier() })
+    }
+
+    /// At SIGTERM: a restart when the unit's job says so (asked over D-Bus,
+    /// off the broker's loop); anything else, no answer included, is a stop.
+    static func restartProbe(bus: UnitStarter.Bus) -> RestartProbe {
+        RestartProbe {
+            let job = UnitJob(bus: bus)
+            switch await Task.detached(operation: { job.verdict() }).value {
+            case .restart(let type): return .restart("systemd job \(type)")
+            case .stop(let reason): return .stop(reason)
+            }
+        }
     }
 }

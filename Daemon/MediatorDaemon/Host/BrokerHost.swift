@@ -63,6 +63,10 @@ final class BrokerHost: @unchecked Sendable {
     var connectionStore: ConnectionStore?
     /// The timer of a re-exec asked for (a source lives as long as its object).
     var reexecTimer: TimerSource?
+    /// A restart's hand-over through the fd store is under way (a re-exec is refused then).
+    var restartHandOverUnderway = false
+    /// Its timer while it waits for held calls (as a re-exec waits).
+    var restartHandOverTimer: TimerSource?
 
     init(loop: SDEventLoop, broker: Broker, logger: Logger) {
         self.loop = loop

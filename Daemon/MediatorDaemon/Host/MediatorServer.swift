@@ -83,6 +83,8 @@ package final class MediatorServer: Service, Sendable {
     /// Connections a crashed predecessor kept in systemd's fd store.
     let storedConnections: [(name: String, fd: Int32)]
     let waitForBootComponents: Bool
+    /// Tells a restart from a stop at SIGTERM; nil: every SIGTERM is a stop.
+    let restartProbe: RestartProbe?
 
     /// Throws when sd-event cannot make a loop (out of memory or descriptors).
     package init(
@@ -90,7 +92,8 @@ package final class MediatorServer: Service, Sendable {
         manifests: [Manifest] = [], skippedManifests: [SkippedManifest] = [], units: UnitControl? = nil,
         waitForBootComponents: Bool = false,
         heartbeat: Heartbeat? = nil, latencyMetrics: (any MetricsFactory)? = nil, reexec: ReexecSettings? = nil,
-        connectionStore: ConnectionStore? = nil, storedConnections: [(name: String, fd: Int32)] = [], onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
+        connectionStore: ConnectionStore? = nil, storedConnections: [(name: String, fd: Int32)] = [],
+        restartProbe: RestartProbe? = nil, onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
         onStopping: @escaping @Sendable () -> Void = {}
     ) throws {
         self.manifests = manifests
@@ -110,6 +113,7 @@ package final class MediatorServer: Service, Sendable {
         host.reexecSettings = reexec
         host.connectionStore = connectionStore
         self.storedConnections = storedConnections
+        self.restartProbe = restartProbe
         self.onStopping = onStopping
     }
 
@@ -198,8 +202,16 @@ package final class MediatorServer: Service, Sendable {
             // A re-exec: the predecessor's components run already.
             boundPath = inheritance.boundPath
             do {
-                let resumption = try await loop.submit { () throws(ReexecError) in try host.resume(from: inheritance) }
-                logger.notice("carrying on after a re-exec", metadata: ["outcome": "\(resumption)", "pid": "\(getpid())"])
+                let stored = storedConnections
+                let resumption = try await loop.submit { () throws(ReexecError) in
+                    let resumption = try host.resume(from: inheritance)
+                    // Stored connections a restart's hand-over did not name (in the same turn: no id taken meanwhile).
+                    if !stored.isEmpty { host.settleUnclaimedStoredConnections(stored, after: resumption) }
+                    return resumption
+                }
+                logger.notice(
+                    inheritance.origin == .reexec ? "carrying on after a re-exec" : "carrying on after a restart (fd store)",
+                    metadata: ["outcome": "\(resumption)", "pid": "\(getpid())"])
             } catch {
                 _ = try? thread.stop()
                 throw error
@@ -259,6 +271,10 @@ package final class MediatorServer: Service, Sendable {
         // Until SIGTERM (or the group's end): then no new connections, and
         // the calls in flight get the grace period.
         try? await gracefulShutdown()
+        if await handedOverForRestart() {
+            _ = try? thread.stop()
+            return
+        }
         logger.info("stopping: no new connections; calls in flight may finish")
         onStopping()
         let grace = Duration.milliseconds(host.broker.configuration.shutdownGraceMs)
@@ -272,6 +288,48 @@ package final class MediatorServer: Service, Sendable {
         _ = try? thread.stop()
         if let boundPath { SocketFile.remove(boundPath) }
         logger.info("stopped", metadata: ["calls_routed": "\(host.broker.callsRouted)"])
+    }
+
+    /// At SIGTERM under systemd with `--fd-store`: when the unit's job is a
+    /// restart, everything goes to the next daemon through the fd store and
+    /// nothing is closed (issue 28). False for a stop, or when the hand-over
+    /// failed (then the stop goes on as a stop).
+    private func handedOverForRestart() async -> Bool {
+        guard let restartProbe else { return false }
+        let asked = ContinuousClock.now
+        let verdict = await restartProbe.check()
+        let answered = ContinuousClock.now
+        guard case .restart(let why) = verdict else {
+            if case .stop(let why) = verdict { logger.info("SIGTERM is a stop, not a restart", metadata: ["reason": "\(why)"]) }
+            return false
+        }
+        let host = self.host
+        let outcome = await withCheckedContinuation { (handed: CheckedContinuation<BrokerHost.StoreHandOverOutcome, Never>) in
+            do {
+                try host.loop.execute { host.handOverThroughStore { handed.resume(returning: $0) } }
+            } catch {
+                handed.resume(returning: .notHandedOver("the loop is gone: \(error)"))
+            }
+        }
+        switch outcome {
+        case .handedOver(let connections, let calls):
+            logger.notice("restarting: the next daemon carries on", metadata: [
+                "job": "\(why)", "connections": "\(connections)", "calls_in_flight": "\(calls)",
+                // Where a restart's time goes (docs/benchmark.md).
+                "probe_ms": "\(Self.milliseconds(answered - asked))",
+                "handover_ms": "\(Self.milliseconds(ContinuousClock.now - answered))",
+            ])
+            return true
+        case .notHandedOver(let reason):
+            logger.warning("restart without a hand-over: stopping as for a stop", metadata: ["reason": "\(reason)"])
+            return false
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let tenths = seconds * 10_000 + attoseconds / 100_000_000_000_000
+        return "\(tenths / 10).\(tenths % 10)"
     }
 
     /// Connections waiting to be accepted, at most.

@@ -90,8 +90,9 @@ final class ComponentProcesses {
     }
 
     /// Carries on from a predecessor's ``handOver()``: reads the pipes and
-    /// watches each process; `ended` gets each process's end, on the loop.
-    func adopt(_ processes: [HandOver], ended: @escaping (Int, ProcessEnd) -> Void) {
+    /// watches each process; `ended` gets each process's end, on the loop
+    /// (`goneAs` for one that is gone already).
+    func adopt(_ processes: [HandOver], goneAs: ProcessEnd = .signaled(0), ended: @escaping (Int, ProcessEnd) -> Void) {
         for process in processes {
             func reader(_ fd: Int32?, _ stream: String) -> ComponentOutputReader? {
                 guard let fd else { return nil }
@@ -111,7 +112,7 @@ final class ComponentProcesses {
                 logger.warning("a component process handed over is gone", metadata: ["target": "\(process.target)", "pid": "\(process.pid)"])
                 if let fd = process.stdout { close(fd) }
                 if let fd = process.stderr { close(fd) }
-                ended(spawnID, .signaled(0))
+                ended(spawnID, goneAs)
                 continue
             }
             entries[spawnID] = Entry(

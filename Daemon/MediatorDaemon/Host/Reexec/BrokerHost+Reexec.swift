@@ -24,7 +24,7 @@ extension BrokerHost {
     /// carried out; asks before it join it. On the loop's thread.
     func requestReexec(_ requester: HostHandOverState.Requester?) {
         let refusal: String? =
-            stopping ? "mediatord is stopping"
+            stopping || restartHandOverUnderway ? "mediatord is stopping"
             : reexecSettings == nil ? "mediatord cannot re-execute itself: the path of its binary is not known" : nil
         if let refusal {
             if let requester { answerReexec([requester], .failure(MediatorError(.internal, refusal))) }

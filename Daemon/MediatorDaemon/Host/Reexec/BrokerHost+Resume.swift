@@ -67,7 +67,10 @@ extension BrokerHost {
             throw .sockets(error)
         }
         apply(restored)
-        adoptProcesses(handOver.host.processes)
+        // After a restart systemd's control-group kill ended them, not a
+        // failure of theirs: a clean exit, so they do not use up their
+        // restart limit and start again on demand.
+        adoptProcesses(handOver.host.processes, goneAs: inheritance.origin == .fdStore ? .exited(0) : .signaled(0))
         answerReexec(handOver.host.requesters, .success([
             "pid": .int(Int64(getpid())), "version": .string(MediatorVersion.current), "reexecs": .int(Int64(reexecs)),
         ]))
@@ -139,8 +142,8 @@ extension BrokerHost {
 
     /// The component processes the predecessor started: their output is
     /// read on, and their ends reach the broker as the spawner's would have.
-    private func adoptProcesses(_ handed: [ComponentProcesses.HandOver]) {
-        processes.adopt(handed) { [unowned self] spawnID, end in
+    private func adoptProcesses(_ handed: [ComponentProcesses.HandOver], goneAs: ProcessEnd = .signaled(0)) {
+        processes.adopt(handed, goneAs: goneAs) { [unowned self] spawnID, end in
             apply(broker.processExited(spawnID: spawnID, end: end, now: .now()))
         }
     }

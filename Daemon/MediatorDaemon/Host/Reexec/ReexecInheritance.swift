@@ -12,6 +12,15 @@ package struct ReexecInheritance: Sendable {
     /// Listed in the header, readable even when the rest is not.
     let descriptors: [ReexecHandOver.Descriptor]
 
+    package enum Origin: Sendable, Equatable {
+        /// The same process, re-executed (`MEDIATORD_HANDOVER_FD`).
+        case reexec
+        /// A new process after `systemctl restart`, from the fd store.
+        case fdStore
+    }
+
+    package var origin: Origin = .reexec
+
     /// The path components are told to connect to, when it could be read.
     package var advertisedPath: String? { try? handOver.get().value.host.advertisedPath }
     /// The socket file the first image bound, to remove at the final stop.
