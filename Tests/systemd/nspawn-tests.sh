@@ -26,8 +26,9 @@
 #                         new inode running, a component and a subscriber
 #                         kept on their connections
 #   3e restart            `systemctl restart` ten times in a row under load
-#                         (callers in a loop, the Notes component, a
-#                         subscriber of numbered events): a new MainPID
+#                         (twenty callers in a loop on an exclusive Notes
+#                         component and a pool of two, two managed
+#                         components, a subscriber of numbered events): a new MainPID
 #                         each time, the old one hands everything over
 #                         through the fd store; no connection closed, every
 #                         call answered once, no re-register, no event lost
@@ -681,6 +682,13 @@ s3e_restart() {
     local rnotes_bg=$BG
     wait_for 10 file_has "$W/rnotes.out" ready || { why "the RNotes component did not register"; return 1; }
     cx mediatorctl call RNotes add text=hi >/dev/null 2>&1 || { why "call RNotes add failed"; return 1; }
+    # A pool of two, beside the exclusive RNotes.
+    local pool_bgs=() p
+    for p in 1 2; do
+        cx_bg "$W/rpool$p.out" "$W/rpool$p.err" python3 "$IN_EXAMPLES/python/notes_component.py" --socket "$SOCK" --target RPool --mode pool
+        pool_bgs+=("$BG")
+        wait_for 10 file_has "$W/rpool$p.out" ready || { why "RPool member $p did not register"; return 1; }
+    done
     # The daemon asks PID 1 over the system bus which job it runs at SIGTERM.
     local out
     # dbus.service itself, not only its socket: the first restart's question
@@ -692,17 +700,25 @@ s3e_restart() {
         { why "cannot install restart-load.py in the container"; return 1; }
     # A managed component (the daemon starts it): with KillMode=control-group
     # a restart ends it, and the new daemon must start it again (docs/systemd.md).
-    printf '{"target":"Managed","actions":["echo","whoami"],"exec":["/usr/bin/python3","%s/python/notes_component.py","--target","Managed","--socket","%s"]}\n' \
-        "$IN_EXAMPLES" "$SOCK" | cx_write /etc/mediator/components.d/Managed.json &&
-        cx chmod -R a+rX /etc/mediator || { why "cannot write the Managed manifest"; return 1; }
+    local m
+    for m in Managed Managed2; do
+        printf '{"target":"%s","actions":["echo","whoami"],"exec":["/usr/bin/python3","%s/python/notes_component.py","--target","%s","--socket","%s"]}\n' \
+            "$m" "$IN_EXAMPLES" "$m" "$SOCK" | cx_write /etc/mediator/components.d/$m.json || { why "cannot write the $m manifest"; return 1; }
+    done
+    cx chmod -R a+rX /etc/mediator || { why "cannot make the manifests readable"; return 1; }
     out=$(cx systemctl reload $UNIT 2>&1) || { why "systemctl reload (manifests): $out"; return 1; }
-    managed_pid() { cx mediatorctl --json call Managed whoami --timeout 10 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null; }
-    local managed_before
+    managed_pid() { cx mediatorctl --json call "${1:-Managed}" whoami --timeout 10 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null; }
+    local managed_before managed2_before
     managed_before=$(wait_for 10 managed_pid >/dev/null && managed_pid)
-    [ -n "$managed_before" ] || { why "the managed component did not answer before the restarts"; journal_tail; return 1; }
-    local i bgs=()
-    for i in 1 2 3 4; do
-        restart_load call$i call "$SOCK" "$RL_DIR/call$i.json" "$RL_DIR/stop" RNotes echo; bgs+=("$BG")
+    managed2_before=$(wait_for 10 managed_pid Managed2 >/dev/null && managed_pid Managed2)
+    [ -n "$managed_before" ] && [ -n "$managed2_before" ] ||
+        { why "the managed components did not answer before the restarts"; journal_tail; return 1; }
+    # Twenty callers: ten on the exclusive RNotes, ten on the RPool pool.
+    local i t bgs=() callers=""
+    for i in $(seq 1 20); do
+        if [ "$i" -le 10 ]; then t=RNotes; else t=RPool; fi
+        restart_load call$i call "$SOCK" "$RL_DIR/call$i.json" "$RL_DIR/stop" "$t" echo; bgs+=("$BG")
+        callers="$callers call$i"
     done
     restart_load ping call "$SOCK" "$RL_DIR/ping.json" "$RL_DIR/stop" mediator ping; bgs+=("$BG")
     restart_load listen listen "$SOCK" "$RL_DIR/listen.json" "$RL_DIR/stop" rs; bgs+=("$BG")
@@ -713,6 +729,9 @@ s3e_restart() {
     local before cursor nr0 pids pid prev t0 took longest=0
     rnotes_instance() { cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; print([(i["instance"], i["pid"]) for t in json.load(sys.stdin)["targets"] if t["target"]=="RNotes" for i in t["instances"]])'; }
     before=$(rnotes_instance)
+    rpool_instances() { cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; print(sorted((i["instance"], i["pid"]) for t in json.load(sys.stdin)["targets"] if t["target"]=="RPool" for i in t["instances"]))'; }
+    local pool_before
+    pool_before=$(rpool_instances)
     cursor=$(journal_cursor)
     nr0=$(prop NRestarts)
     prev=$(prop MainPID)
@@ -736,17 +755,17 @@ s3e_restart() {
     say "10 restarts, MainPIDs $pids; the longest systemctl restart $longest ms"
     cx touch "$RL_DIR/stop"
     local name
-    results_in() { for name in call1 call2 call3 call4 ping listen emit; do cx test -s "$RL_DIR/$name.json" || return 1; done; }
+    results_in() { for name in $callers ping listen emit; do cx test -s "$RL_DIR/$name.json" || return 1; done; }
     wait_for 15 results_in || { why "the load did not report: $(cat "$W"/load-*.err | tail -5 | tr '\n' ' ')"; return 1; }
-    for name in call1 call2 call3 call4 ping listen emit; do cx cat "$RL_DIR/$name.json" >"$W/rl-$name.json"; done
+    for name in $callers ping listen emit; do cx cat "$RL_DIR/$name.json" >"$W/rl-$name.json"; done
     cx journalctl -u $UNIT --after-cursor="$cursor" --no-pager -o short-unix >"$W/restart-journal" 2>/dev/null
     cx journalctl -u $UNIT --after-cursor="$cursor" --no-pager -o json >"$W/restart-journal.json" 2>/dev/null
     local check
-    check=$(python3 - "$W" <<'PY'
+    check=$(python3 - "$W" $callers <<'PY'
 import json, sys, re
 w = sys.argv[1]
 bad = []
-calls = {n: json.load(open("%s/rl-%s.json" % (w, n))) for n in ["call1", "call2", "call3", "call4", "ping"]}
+calls = {n: json.load(open("%s/rl-%s.json" % (w, n))) for n in sys.argv[2:] + ["ping"]}
 listen = json.load(open(w + "/rl-listen.json"))
 emit = json.load(open(w + "/rl-emit.json"))
 for n, r in calls.items():
@@ -810,10 +829,15 @@ for line in open(sys.argv[1]):
     fi
     out=$(cx mediatorctl --json call RNotes list 2>&1) || { why "call RNotes list after the restarts: $out"; return 1; }
     grep -q '"hi"' <<<"$out" || { why "the note added before the restarts is gone: $out"; return 1; }
-    local managed_after
+    local managed_after managed2_after
     managed_after=$(managed_pid)
-    [ -n "$managed_after" ] || { why "the managed component does not answer after the restarts"; journal_tail; return 1; }
-    say "the managed component: pid $managed_before before, $managed_after after (ended by each restart's control-group kill, started again)"
+    managed2_after=$(managed_pid Managed2)
+    [ -n "$managed_after" ] && [ -n "$managed2_after" ] ||
+        { why "the managed components do not answer after the restarts"; journal_tail; return 1; }
+    say "the managed components: pids $managed_before and $managed2_before before, $managed_after and $managed2_after after (ended by each restart's control-group kill, started again)"
+    for p in "${pool_bgs[@]}"; do kill -0 "$p" 2>/dev/null || { why "an RPool member exited (its connection closed)"; return 1; }; done
+    [ "$(rpool_instances)" = "$pool_before" ] || { why "RPool instances changed: '$pool_before' -> '$(rpool_instances)'"; return 1; }
+    kill -TERM "${pool_bgs[@]}" 2>/dev/null
     return 0
 }
 
