@@ -16,20 +16,30 @@ extension Broker {
     /// The action a call reaches among a target's specs (or `notFound`), with
     /// the params to forward; checks the URL guard and the params schema.
     func resolveAction(_ request: RouteRequest, specs: [String: ActionSpec]) -> Result<ResolvedAction, MediatorError> {
+        resolveAction(request, slot: specs.index(forKey: request.action), specs: specs)
+    }
+
+    /// The same, with the position in `specs` of the action the call names
+    /// already found (nil when the target declares no such action). The
+    /// spec is read there, field by field: a copy of it costs a retain
+    /// and a release of each of its strings and schemas.
+    func resolveAction(
+        _ request: RouteRequest, slot: [String: ActionSpec].Index?, specs: [String: ActionSpec]
+    ) -> Result<ResolvedAction, MediatorError> {
         // Built only when it is the answer: its message is an interpolation.
         var forbiddenByURL: MediatorError {
             MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL")
         }
-        if let spec = specs[request.action] {
-            if request.viaURL, !spec.reachableByURL { return .failure(forbiddenByURL) }
+        if let slot {
+            if request.viaURL, !specs.values[slot].reachableByURL { return .failure(forbiddenByURL) }
             if request.action == "notFound", let refusal = directNotFoundRefusal(request, specs: specs) {
                 return .failure(refusal)
             }
-            if let schema = spec.params {
+            if let schema = specs.values[slot].params {
                 let value = request.params.map(decode) ?? .object([:])
                 if let mismatch = schema.validate(value ?? .null, fds: request.fds) { return .failure(mismatch) }
             }
-            return .success(ResolvedAction(action: request.action, params: request.params, result: spec.result))
+            return .success(ResolvedAction(action: request.action, params: request.params, result: specs.values[slot].result))
         }
         if let fallback = specs["notFound"] {
             if request.viaURL, !fallback.reachableByURL || request.action.hasPrefix("native") { return .failure(forbiddenByURL) }
