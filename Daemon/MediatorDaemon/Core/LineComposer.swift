@@ -42,6 +42,8 @@ struct LineComposer {
         count += length
     }
 
+    // Inlined: a literal's length is then a constant, and its copy a few moves.
+    @inline(__always)
     mutating func append(_ text: StaticString) {
         append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }

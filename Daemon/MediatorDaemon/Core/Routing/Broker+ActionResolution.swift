@@ -16,30 +16,28 @@ extension Broker {
     /// The action a call reaches among a target's specs (or `notFound`), with
     /// the params to forward; checks the URL guard and the params schema.
     func resolveAction(_ request: RouteRequest, specs: [String: ActionSpec]) -> Result<ResolvedAction, MediatorError> {
-        resolveAction(request, slot: specs.index(forKey: request.action), specs: specs)
+        resolveAction(request, found: specs[request.action]?.routingFacts, specs: specs)
     }
 
-    /// The same, with the position in `specs` of the action the call names
-    /// already found (nil when the target declares no such action). The
-    /// spec is read there, field by field: a copy of it costs a retain
-    /// and a release of each of its strings and schemas.
+    /// The same, with what routing reads of the spec of the action the
+    /// call names already found (nil when the target declares no such action).
     func resolveAction(
-        _ request: RouteRequest, slot: [String: ActionSpec].Index?, specs: [String: ActionSpec]
+        _ request: RouteRequest, found: ActionSpec.RoutingFacts?, specs: [String: ActionSpec]
     ) -> Result<ResolvedAction, MediatorError> {
         // Built only when it is the answer: its message is an interpolation.
         var forbiddenByURL: MediatorError {
             MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL")
         }
-        if let slot {
-            if request.viaURL, !specs.values[slot].reachableByURL { return .failure(forbiddenByURL) }
+        if let spec = found {
+            if request.viaURL, !spec.reachableByURL { return .failure(forbiddenByURL) }
             if request.action == "notFound", let refusal = directNotFoundRefusal(request, specs: specs) {
                 return .failure(refusal)
             }
-            if let schema = specs.values[slot].params {
+            if let schema = spec.params {
                 let value = request.params.map(decode) ?? .object([:])
                 if let mismatch = schema.validate(value ?? .null, fds: request.fds) { return .failure(mismatch) }
             }
-            return .success(ResolvedAction(action: request.action, params: request.params, result: specs.values[slot].result))
+            return .success(ResolvedAction(action: request.action, params: request.params, result: spec.result))
         }
         if let fallback = specs["notFound"] {
             if request.viaURL, !fallback.reachableByURL || request.action.hasPrefix("native") { return .failure(forbiddenByURL) }
@@ -75,4 +73,16 @@ extension Broker {
         }
         return nil
     }
+}
+
+extension ActionSpec {
+    /// What routing reads of a spec: whether a URL may reach the action,
+    /// and its schemas (nil for most actions).
+    struct RoutingFacts {
+        var reachableByURL: Bool
+        var params: Schema?
+        var result: Schema?
+    }
+
+    var routingFacts: RoutingFacts { RoutingFacts(reachableByURL: reachableByURL, params: params, result: result) }
 }

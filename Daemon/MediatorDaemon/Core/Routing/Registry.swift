@@ -53,6 +53,15 @@ package struct Registry: Sendable {
             return found
         }
 
+        /// What routing reads of the spec of the action named `name`, read
+        /// where the spec is stored: a copy of the spec (the dictionary's
+        /// getter) retains and releases each of its strings and schemas.
+        mutating func routingFacts(_ name: String) -> ActionSpec.RoutingFacts? {
+            guard let slot = specSlot(name) else { return nil }
+            func read(_ spec: inout ActionSpec) -> ActionSpec.RoutingFacts { spec.routingFacts }
+            return read(&actionsByName.values[slot])
+        }
+
         /// The specs as a set, which every instance of a pool must declare.
         var specSet: Set<ActionSpec> { Set(actions) }
 
