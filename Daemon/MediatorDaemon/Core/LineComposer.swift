@@ -48,6 +48,7 @@ struct LineComposer {
         append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
+    @inline(__always)
     mutating func append(_ buffer: ByteBuffer) {
         buffer.withUnsafeReadableBytes { append($0) }
     }
