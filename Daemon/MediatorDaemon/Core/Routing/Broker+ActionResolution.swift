@@ -29,7 +29,9 @@ extension Broker {
             MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL")
         }
         if let spec = found {
-            if request.viaURL, !spec.reachableByURL { return .failure(forbiddenByURL) }
+            // The spec itself only for a call through a URL (rare): whether it
+            // may be reached reads its name, some 140 instructions.
+            if request.viaURL, specs[request.action]?.reachableByURL != true { return .failure(forbiddenByURL) }
             if request.action == "notFound", let refusal = directNotFoundRefusal(request, specs: specs) {
                 return .failure(refusal)
             }
@@ -76,13 +78,11 @@ extension Broker {
 }
 
 extension ActionSpec {
-    /// What routing reads of a spec: whether a URL may reach the action,
-    /// and its schemas (nil for most actions).
+    /// What routing reads of a spec on every call: its schemas (nil for most actions).
     struct RoutingFacts {
-        var reachableByURL: Bool
         var params: Schema?
         var result: Schema?
     }
 
-    var routingFacts: RoutingFacts { RoutingFacts(reachableByURL: reachableByURL, params: params, result: result) }
+    var routingFacts: RoutingFacts { RoutingFacts(params: params, result: result) }
 }
