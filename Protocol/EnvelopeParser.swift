@@ -132,7 +132,9 @@ public enum EnvelopeParser {
             if let loneSurrogate = parser.loneSurrogate { return strictFailure(loneSurrogate) }
             return malformed(error, id: recoveredID)
         }
-        let failure = classify(frame, ranges, into: &envelope, loneSurrogate: parser.loneSurrogate)
+        // In place: `ranges` (some 380 bytes) is captured by `recoveredID`,
+        // so passing it by value copied it.
+        let failure = classify(frame, &ranges, into: &envelope, loneSurrogate: parser.loneSurrogate)
         guard let loneSurrogate = parser.loneSurrogate else { return failure }
         // Only in the result or error of a response that is otherwise well formed.
         if failure == nil, envelope.kind == .response,
@@ -270,7 +272,7 @@ public enum EnvelopeParser {
     /// let pass stands; an error object holding it cannot be decoded, and
     /// is taken as it is (the broker refuses it: ``Envelope/answerHasLoneSurrogate``).
     static func classify(
-        _ frame: UnsafeRawBufferPointer, _ ranges: Ranges, into envelope: inout Envelope, loneSurrogate: Int? = nil
+        _ frame: UnsafeRawBufferPointer, _ ranges: inout Ranges, into envelope: inout Envelope, loneSurrogate: Int? = nil
     ) -> EnvelopeError? {
         // The id first, so that every later error can carry it.
         var id: MessageID?

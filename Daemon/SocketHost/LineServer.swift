@@ -135,7 +135,7 @@ package final class LineServer {
     /// Once, after an adoption: cuts the lines a predecessor read whole but
     /// had not handed out (it handed over from inside a line's handler).
     var adoptedLinesSource: DeferSource?
-    @exclusivity(unchecked) var connections: [ConnectionID: Connection] = [:]
+    @exclusivity(unchecked) var connections: ConnectionTable = [:]
     /// Connections with output queued since the last flush (each once:
     /// ``Connection/isDirty``; the connections themselves, so that a flush
     /// looks nothing up), and a spare array to swap with, so that a flush

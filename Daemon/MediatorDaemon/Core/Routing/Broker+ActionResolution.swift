@@ -16,12 +16,22 @@ extension Broker {
     /// The action a call reaches among a target's specs (or `notFound`), with
     /// the params to forward; checks the URL guard and the params schema.
     func resolveAction(_ request: RouteRequest, specs: [String: ActionSpec]) -> Result<ResolvedAction, MediatorError> {
+        resolveAction(request, found: specs[request.action]?.routingFacts, specs: specs)
+    }
+
+    /// The same, with what routing reads of the spec of the action the
+    /// call names already found (nil when the target declares no such action).
+    func resolveAction(
+        _ request: RouteRequest, found: ActionSpec.RoutingFacts?, specs: [String: ActionSpec]
+    ) -> Result<ResolvedAction, MediatorError> {
         // Built only when it is the answer: its message is an interpolation.
         var forbiddenByURL: MediatorError {
             MediatorError(.forbidden, "action \"\(request.target)/\(request.action)\" cannot be reached through a URL")
         }
-        if let spec = specs[request.action] {
-            if request.viaURL, !spec.reachableByURL { return .failure(forbiddenByURL) }
+        if let spec = found {
+            // The spec itself only for a call through a URL (rare): whether it
+            // may be reached reads its name, some 140 instructions.
+            if request.viaURL, specs[request.action]?.reachableByURL != true { return .failure(forbiddenByURL) }
             if request.action == "notFound", let refusal = directNotFoundRefusal(request, specs: specs) {
                 return .failure(refusal)
             }
@@ -65,4 +75,14 @@ extension Broker {
         }
         return nil
     }
+}
+
+extension ActionSpec {
+    /// What routing reads of a spec on every call: its schemas (nil for most actions).
+    struct RoutingFacts {
+        var params: Schema?
+        var result: Schema?
+    }
+
+    var routingFacts: RoutingFacts { RoutingFacts(params: params, result: result) }
 }

@@ -174,7 +174,7 @@ extension Broker {
         // instance is picked and its call counted in the same visit.
         let decision = registry.withTarget(request.target) { target -> RouteDecision in
             let resolved: ResolvedAction
-            switch resolveAction(request, specs: target.actionsByName) {
+            switch resolveAction(request, found: target.routingFacts(request.action), specs: target.actionsByName) {
             case .failure(let error): return .refused(error)
             case .success(let action): resolved = action
             }

@@ -37,6 +37,30 @@ package struct Registry: Sendable {
         /// one action over and over compares its name instead of hashing it.
         /// Reset with `statisticsSlots`.
         var lastStatisticsSlot: (action: String, slot: Int)?
+        /// Where the spec of the last action called by its own name (not
+        /// through `notFound`) is in `actionsByName`, for the same reason:
+        /// a position, not the spec, which would be copied in and out.
+        /// Valid while `actionsByName` is not replaced (it is reset then)
+        /// and in copies of the target (a copy keeps the positions).
+        var lastSpecSlot: (action: String, slot: [String: ActionSpec].Index)?
+
+        /// Where the spec of the action named `name` is, comparing the name
+        /// with the last one found before hashing it; nil when none is declared.
+        mutating func specSlot(_ name: String) -> [String: ActionSpec].Index? {
+            if let last = lastSpecSlot, last.action == name { return last.slot }
+            guard let found = actionsByName.index(forKey: name) else { return nil }
+            lastSpecSlot = (name, found)
+            return found
+        }
+
+        /// What routing reads of the spec of the action named `name`, read
+        /// where the spec is stored: a copy of the spec (the dictionary's
+        /// getter) retains and releases each of its strings and schemas.
+        mutating func routingFacts(_ name: String) -> ActionSpec.RoutingFacts? {
+            guard let slot = specSlot(name) else { return nil }
+            func read(_ spec: inout ActionSpec) -> ActionSpec.RoutingFacts { spec.routingFacts }
+            return read(&actionsByName.values[slot])
+        }
 
         /// The specs as a set, which every instance of a pool must declare.
         var specSet: Set<ActionSpec> { Set(actions) }
@@ -68,6 +92,14 @@ package struct Registry: Sendable {
 
     package private(set) var targets: [String: Target] = [:]
     private var nextInstance = 1
+    /// Where the last target `withTarget` found is stored, and its name: a
+    /// call's route and its answer each find the same target, and comparing
+    /// a name is cheaper than hashing it. Valid while `targets` gains or
+    /// loses no entry, and in a copy of the registry (a copy keeps the
+    /// dictionary's positions); every insertion or removal below clears it
+    /// (`targets` is set only in this file). Not a `didSet`: that would run
+    /// on every change made in place, a call's count included.
+    private var lastFound: (name: String, slot: [String: Target].Index)?
 
     package init() {}
 
@@ -104,6 +136,7 @@ package struct Registry: Sendable {
                 targets.values[slot].actionsByName = Self.byName(actions)
                 targets.values[slot].statisticsSlots = [:]
                 targets.values[slot].lastStatisticsSlot = nil
+                targets.values[slot].lastSpecSlot = nil
             } else {
                 let existingMode = targets.values[slot].mode
                 guard mode == .pool, existingMode == .pool else {
@@ -116,6 +149,7 @@ package struct Registry: Sendable {
             }
             targets.values[slot].instances.append(instance)
         } else {
+            lastFound = nil
             targets[name] = Target(
                 name: name, description: description, mode: mode, actions: actions, actionsByName: Self.byName(actions),
                 instances: [instance], remoteCount: remoteHost == nil ? 0 : 1)
@@ -142,7 +176,10 @@ package struct Registry: Sendable {
         }
         targets.values[slot].instances.removeAll { $0.connection == connection }
         targets.values[slot].remoteCount -= removed.filter { $0.remoteHost != nil }.count
-        if targets.values[slot].instances.isEmpty { targets.remove(at: slot) }
+        if targets.values[slot].instances.isEmpty {
+            lastFound = nil
+            targets.remove(at: slot)
+        }
         return removed
     }
 
@@ -164,6 +201,7 @@ package struct Registry: Sendable {
             for index in entry.instances.indices where entry.instances[index].connection == connection {
                 entry.instances[index].name = name
             }
+            lastFound = nil
             targets[target] = entry
         }
     }
@@ -187,8 +225,16 @@ package struct Registry: Sendable {
     /// of the name, and no copy of the target (a dictionary's getter copies
     /// the whole value, arrays and dictionaries retained and released).
     /// nil when no such target is registered.
+    @inline(__always)
     mutating func withTarget<Result>(_ name: String, _ body: (inout Target) -> Result) -> Result? {
-        guard let slot = targets.index(forKey: name) else { return nil }
+        let slot: [String: Target].Index
+        if let last = lastFound, last.name == name {
+            slot = last.slot
+        } else {
+            guard let found = targets.index(forKey: name) else { return nil }
+            slot = found
+            lastFound = (name, found)
+        }
         return body(&targets.values[slot])
     }
 
