@@ -110,7 +110,7 @@ enum LibraryBenchClient {
 
     private static func sequential(_ settings: ClientSettings, _ client: MediatorClient) async throws -> ShapeResult {
         let params = echoParams(settings)
-        var histogram = newLatencyHistogram()
+        var samples = LatencySamples(expected: settings.calls)
         let hardDeadline = monotonicNanos() + UInt64(settings.timeLimit * 1e9)
         var made = 0
         var stoppedByTimeLimit = false
@@ -123,7 +123,7 @@ enum LibraryBenchClient {
         let start = monotonicNanos()
         var measured = 0
         while !stoppedByTimeLimit && measured < settings.calls {
-            histogram.record(try await call(client, settings.target, params))
+            samples.record(try await call(client, settings.target, params))
             measured += 1
             if measured & 255 == 0 && monotonicNanos() >= hardDeadline { stoppedByTimeLimit = true }
         }
@@ -132,7 +132,7 @@ enum LibraryBenchClient {
         return ShapeResult(
             shape: .latency, connections: 1, inFlightPerConnection: 1, measuredCalls: measured,
             totalCalls: made + measured, seconds: seconds, callsPerSecond: seconds > 0 ? Double(measured) / seconds : 0,
-            latencyMicros: measured > 0 ? LatencySummary(histogram) : nil, stoppedByTimeLimit: stoppedByTimeLimit)
+            latencyMicros: samples.summary(), stoppedByTimeLimit: stoppedByTimeLimit)
     }
 
     /// Shape 2: `inFlight` tasks share one client, each with one call
