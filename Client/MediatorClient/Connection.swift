@@ -64,6 +64,9 @@ final class Connection: Sendable {
         var closed = false
         /// The thread is reading and flushes when it is done.
         var flushAfterRead = false
+        /// A written frame's storage, emptied, for the next frame to be
+        /// built in (``frameStorage()``): no allocation per frame.
+        var spare: [UInt8] = []
     }
 
     /// What only the connection's thread touches.
@@ -353,7 +356,7 @@ final class Connection: Sendable {
         let scheduleFlush: Bool? = outbox.withLock { box in
             if box.closed { return nil }
             do {
-                try box.queue.enqueue(terminatedLine: frame, descriptors: descriptors)
+                try box.queue.enqueue(terminatedLine: frame, descriptors: descriptors, spare: &box.spare)
             } catch {
                 return nil  // more than one message carries: the callers check first
             }
@@ -390,7 +393,9 @@ final class Connection: Sendable {
         let (outcome, queued): (Result<WriteOutcome, SocketError>?, Int) = outbox.withLock { box in
             box.flushScheduled = false
             guard !box.queue.isEmpty, !box.closed else { return (nil, 0) }
-            let outcome = Result { () throws(SocketError) -> WriteOutcome in try box.queue.write(to: socket) }
+            let outcome = Result { () throws(SocketError) -> WriteOutcome in
+                try box.queue.write(to: socket, spare: &box.spare)
+            }
             box.waitingForWritable = (try? outcome.get()) == .wouldBlock
             return (outcome, box.queue.queuedByteCount)
         }
@@ -403,6 +408,15 @@ final class Connection: Sendable {
             return
         }
         if queued < Self.lowWatermark { writabilityChanged() }
+    }
+
+    /// Storage for the next frame: a written frame's, or none yet.
+    func frameStorage() -> [UInt8] {
+        outbox.withLock { box in
+            var storage: [UInt8] = []
+            swap(&storage, &box.spare)
+            return storage
+        }
     }
 
     /// Refuses a frame over the daemon's limit before it is sent (the
