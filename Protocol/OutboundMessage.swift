@@ -150,11 +150,20 @@ public enum OutboundMessage {
     private static func response(
         _ id: MessageID?, _ continues: Bool, storage: consuming [UInt8] = [], _ writeResult: (inout [UInt8]) -> Void
     ) -> [UInt8] {
-        var writer = MemberWriter(reusing: storage)
-        if continues { writer.member("continues") { $0.append(contentsOf: "true".utf8) } }
-        writer.member("id") { (id?.json ?? .null).encode(into: &$0) }
-        writer.member("result", writeResult)
-        return writer.line()
+        var output = storage
+        if !output.isEmpty { output.removeAll(keepingCapacity: true) }
+        output.reserveCapacity(256)
+        append(continues ? #"{"continues":true,"id":"# : #"{"id":"#, to: &output)
+        switch id {
+        case .int(let number)?: JSONValue.encodeInteger(number, into: &output)
+        case .string(let text)?: JSONValue.encodeString(text, into: &output)
+        case nil: append("null", to: &output)
+        }
+        append(#","result":"#, to: &output)
+        writeResult(&output)
+        output.append(UInt8(ascii: "}"))
+        output.append(0x0A)
+        return output
     }
 
     /// An error response line for `id` (nil: `"id": null`).
@@ -187,9 +196,8 @@ public enum OutboundMessage {
     private struct MemberWriter {
         private var output: [UInt8]
 
-        init(reusing storage: consuming [UInt8] = []) {
-            output = storage
-            if !output.isEmpty { output.removeAll(keepingCapacity: true) }
+        init() {
+            output = []
             output.reserveCapacity(256)
             output.append(UInt8(ascii: "{"))
         }

@@ -99,6 +99,11 @@ final class Connection: Sendable {
     /// Tasks waiting for the socket to take what is queued (``waitUntilWritable()``);
     /// nil once the connection closed.
     private let writableWaiters = NIOLockedValueBox<[CheckedContinuation<Void, Never>]?>([])
+    /// Whether a task may wait in ``waitUntilWritable()``: set under the
+    /// waiters' lock before it looks at the queue, so that a flush (which
+    /// looks at this after the queue shrank) takes that lock only then, not
+    /// at every write.
+    private let mayHaveWritableWaiters = Atomic<Bool>(false)
     private let lifecycle = NIOLockedValueBox(Lifecycle())
     /// The daemon's frame limit from `hello`, checked before sending.
     /// An atomic, not a lock: it is read for every frame sent.
@@ -188,6 +193,7 @@ final class Connection: Sendable {
         if isWritable { return }
         await withCheckedContinuation { continuation in
             let now = writableWaiters.withLockedValue { waiters -> Bool in
+                mayHaveWritableWaiters.store(true, ordering: .sequentiallyConsistent)
                 guard waiters != nil, !isWritable else { return true }
                 waiters?.append(continuation)
                 return false
@@ -199,6 +205,7 @@ final class Connection: Sendable {
     /// The queue went below the low watermark, or the connection closed.
     private func writabilityChanged(closed: Bool = false) {
         let waiters = writableWaiters.withLockedValue { waiters in
+            mayHaveWritableWaiters.store(false, ordering: .sequentiallyConsistent)
             defer { waiters = closed ? nil : [] }
             return waiters ?? []
         }
@@ -407,7 +414,7 @@ final class Connection: Sendable {
             io.running = false
             return
         }
-        if queued < Self.lowWatermark { writabilityChanged() }
+        if queued < Self.lowWatermark, mayHaveWritableWaiters.load(ordering: .sequentiallyConsistent) { writabilityChanged() }
     }
 
     /// Storage for the next frame: a written frame's, or none yet.
