@@ -64,29 +64,6 @@ package struct OutboundQueue: ~Copyable, Sendable {
         try enqueue(line, terminated: true, descriptors: descriptors)
     }
 
-    /// ``enqueue(terminatedLine:descriptors:)`` that hands the line's
-    /// storage back in `spare` (when `spare` has none) if the line was
-    /// copied into a buffer already queued: a client that builds its frames
-    /// in the spare then allocates no storage per frame, pipelined or not.
-    package mutating func enqueue(
-        terminatedLine line: consuming [UInt8], descriptors: [OwnedDescriptor] = [], spare: inout [UInt8]
-    ) throws(SocketError) {
-        guard descriptors.count <= UnixStreamSocket.maxDescriptorsPerMessage else {
-            throw .tooManyDescriptors(count: descriptors.count, maximum: UnixStreamSocket.maxDescriptorsPerMessage)
-        }
-        queuedByteCount += line.count
-        queuedDescriptorCount += descriptors.count
-        if descriptors.isEmpty, head < chunks.count, chunks[chunks.count - 1].bytes.count < coalescingLimit {
-            line.withUnsafeBufferPointer { chunks[chunks.count - 1].bytes.append(contentsOf: $0) }
-            if spare.capacity == 0, line.capacity <= Self.spareCapacityLimit {
-                line.removeAll(keepingCapacity: true)
-                swap(&spare, &line)
-            }
-            return
-        }
-        chunks.append(Chunk(bytes: line, descriptors: descriptors))
-    }
-
     private mutating func enqueue(_ line: [UInt8], terminated: Bool, descriptors: [OwnedDescriptor]) throws(SocketError) {
         guard descriptors.count <= UnixStreamSocket.maxDescriptorsPerMessage else {
             throw .tooManyDescriptors(count: descriptors.count, maximum: UnixStreamSocket.maxDescriptorsPerMessage)

@@ -363,7 +363,7 @@ final class Connection: Sendable {
         let scheduleFlush: Bool? = outbox.withLock { box in
             if box.closed { return nil }
             do {
-                try box.queue.enqueue(terminatedLine: frame, descriptors: descriptors, spare: &box.spare)
+                try box.queue.enqueue(terminatedLine: frame, descriptors: descriptors)
             } catch {
                 return nil  // more than one message carries: the callers check first
             }
