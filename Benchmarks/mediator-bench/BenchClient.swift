@@ -123,7 +123,7 @@ enum BenchClient {
         let socket = try open(settings)
         let request = EchoRequest(payloadBytes: settings.payloadBytes, target: settings.target)
         let out = ByteBuffer()
-        var histogram = newLatencyHistogram()
+        var samples = LatencySamples(expected: settings.calls)
         let begin = monotonicNanos()
         let hardDeadline = begin + UInt64(settings.timeLimit * 1e9)
         var id = 0
@@ -151,7 +151,7 @@ enum BenchClient {
         let start = monotonicNanos()
         var measured = 0
         while !stoppedByTimeLimit && measured < settings.calls {
-            histogram.record(try call())
+            samples.record(try call())
             measured += 1
             if measured & 255 == 0 && monotonicNanos() >= hardDeadline { stoppedByTimeLimit = true }
         }
@@ -159,7 +159,7 @@ enum BenchClient {
         return ShapeResult(
             shape: .latency, connections: 1, inFlightPerConnection: 1, measuredCalls: measured, totalCalls: id,
             seconds: seconds, callsPerSecond: seconds > 0 ? Double(measured) / seconds : 0,
-            latencyMicros: measured > 0 ? LatencySummary(histogram) : nil, stoppedByTimeLimit: stoppedByTimeLimit)
+            latencyMicros: samples.summary(), stoppedByTimeLimit: stoppedByTimeLimit)
     }
 
     /// Shape 2: keeps `inFlight` calls outstanding on one connection; each

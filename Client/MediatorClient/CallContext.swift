@@ -147,8 +147,9 @@ final class Responder: Sendable {
         var frame: [UInt8]
         var descriptors: [OwnedDescriptor] = []
         switch consume outcome {
-        case .success(.value(let value)): frame = OutboundMessage.result(id: id, value)
-        case .success(.convertible(let value)): frame = OutboundMessage.result(id: id) { value.encodeJSON(into: &$0) }
+        case .success(.value(let value)): frame = OutboundMessage.result(reusing: connection.frameStorage(), id: id, value)
+        case .success(.convertible(let value)):
+            frame = OutboundMessage.result(reusing: connection.frameStorage(), id: id) { value.encodeJSON(into: &$0) }
         case .success(.reply(let reply)):
             do {
                 descriptors = try connection.outgoing(reply.descriptors, json: reply.result, root: "result")

@@ -12,8 +12,9 @@ extension Connection {
     ) async throws(MediatorError) -> JSONValue {
         try await call(timeoutMs: timeoutMs, waiter: Waiter.call) { id in
             OutboundMessage.request(
-                id: .int(id), target: target, action: action, params: params, timeoutMs: timeoutMs,
-                traceparent: trace?.traceparent, tracestate: trace?.tracestate, remoteCaller: remoteCaller)
+                reusing: frameStorage(), id: .int(id), target: target, action: action, params: params,
+                timeoutMs: timeoutMs, traceparent: trace?.traceparent, tracestate: trace?.tracestate,
+                remoteCaller: remoteCaller)
         }
     }
 
@@ -25,8 +26,8 @@ extension Connection {
     ) async throws(MediatorError) -> [UInt8] {
         try await call(timeoutMs: timeoutMs, waiter: Waiter.encodedCall) { id in
             OutboundMessage.request(
-                id: .int(id), target: target, action: action, encodedParams: encodedParams, timeoutMs: timeoutMs,
-                traceparent: trace?.traceparent, tracestate: trace?.tracestate)
+                reusing: frameStorage(), id: .int(id), target: target, action: action, encodedParams: encodedParams,
+                timeoutMs: timeoutMs, traceparent: trace?.traceparent, tracestate: trace?.tracestate)
         }
     }
 
@@ -41,7 +42,7 @@ extension Connection {
         try await call(timeoutMs: timeoutMs, waiter: Waiter.call) { (id) throws(MediatorError) in
             var written = 0..<0
             let frame = OutboundMessage.request(
-                id: .int(id), target: target, action: action, timeoutMs: timeoutMs,
+                reusing: frameStorage(), id: .int(id), target: target, action: action, timeoutMs: timeoutMs,
                 traceparent: trace?.traceparent, tracestate: trace?.tracestate
             ) { output in
                 let start = output.count

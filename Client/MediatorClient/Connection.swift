@@ -64,6 +64,9 @@ final class Connection: Sendable {
         var closed = false
         /// The thread is reading and flushes when it is done.
         var flushAfterRead = false
+        /// A written frame's storage, emptied, for the next frame to be
+        /// built in (``frameStorage()``): no allocation per frame.
+        var spare: [UInt8] = []
     }
 
     /// What only the connection's thread touches.
@@ -96,6 +99,11 @@ final class Connection: Sendable {
     /// Tasks waiting for the socket to take what is queued (``waitUntilWritable()``);
     /// nil once the connection closed.
     private let writableWaiters = NIOLockedValueBox<[CheckedContinuation<Void, Never>]?>([])
+    /// Whether a task may wait in ``waitUntilWritable()``: set under the
+    /// waiters' lock before it looks at the queue, so that a flush (which
+    /// looks at this after the queue shrank) takes that lock only then, not
+    /// at every write.
+    private let mayHaveWritableWaiters = Atomic<Bool>(false)
     private let lifecycle = NIOLockedValueBox(Lifecycle())
     /// The daemon's frame limit from `hello`, checked before sending.
     /// An atomic, not a lock: it is read for every frame sent.
@@ -185,6 +193,7 @@ final class Connection: Sendable {
         if isWritable { return }
         await withCheckedContinuation { continuation in
             let now = writableWaiters.withLockedValue { waiters -> Bool in
+                mayHaveWritableWaiters.store(true, ordering: .sequentiallyConsistent)
                 guard waiters != nil, !isWritable else { return true }
                 waiters?.append(continuation)
                 return false
@@ -196,6 +205,7 @@ final class Connection: Sendable {
     /// The queue went below the low watermark, or the connection closed.
     private func writabilityChanged(closed: Bool = false) {
         let waiters = writableWaiters.withLockedValue { waiters in
+            mayHaveWritableWaiters.store(false, ordering: .sequentiallyConsistent)
             defer { waiters = closed ? nil : [] }
             return waiters ?? []
         }
@@ -390,7 +400,9 @@ final class Connection: Sendable {
         let (outcome, queued): (Result<WriteOutcome, SocketError>?, Int) = outbox.withLock { box in
             box.flushScheduled = false
             guard !box.queue.isEmpty, !box.closed else { return (nil, 0) }
-            let outcome = Result { () throws(SocketError) -> WriteOutcome in try box.queue.write(to: socket) }
+            let outcome = Result { () throws(SocketError) -> WriteOutcome in
+                try box.queue.write(to: socket, spare: &box.spare)
+            }
             box.waitingForWritable = (try? outcome.get()) == .wouldBlock
             return (outcome, box.queue.queuedByteCount)
         }
@@ -402,7 +414,16 @@ final class Connection: Sendable {
             io.running = false
             return
         }
-        if queued < Self.lowWatermark { writabilityChanged() }
+        if queued < Self.lowWatermark, mayHaveWritableWaiters.load(ordering: .sequentiallyConsistent) { writabilityChanged() }
+    }
+
+    /// Storage for the next frame: a written frame's, or none yet.
+    func frameStorage() -> [UInt8] {
+        outbox.withLock { box in
+            var storage: [UInt8] = []
+            swap(&storage, &box.spare)
+            return storage
+        }
     }
 
     /// Refuses a frame over the daemon's limit before it is sent (the

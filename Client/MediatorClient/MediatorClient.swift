@@ -147,7 +147,12 @@ public final class MediatorClient: Sendable {
     /// - Throws: the error response; `cancelled` when the calling task is
     ///   cancelled (the daemon is told with `mediator/cancel`);
     ///   `disconnected` when the connection closes first.
-    public func call(
+    ///
+    /// On the caller's executor (`nonisolated(nonsending)`), as the
+    /// connection's call it makes: it only builds and queues the frame, and
+    /// a hop to the generic executor and back read the task's executor
+    /// preference under the task's lock twice per call.
+    public nonisolated(nonsending) func call(
         target: String, action: String, params: JSONValue = .object([:]), timeout: Duration? = nil
     ) async throws(MediatorError) -> JSONValue {
         let mode = tracing.mode

@@ -107,7 +107,9 @@ final class PendingCalls: Sendable {
         var closedWith: MediatorError?
     }
 
-    private let state = NIOLockedValueBox(State())
+    // Synchronization's Mutex (a futex), not NIO's pthread lock: two
+    // lock/unlock pairs per call, some 80 instructions fewer each.
+    private let state = Mutex(State())
     /// Ids are taken outside the lock, so that a call's frame can be built
     /// before its waiter exists and the waiter then enters the table in one
     /// step.
@@ -123,7 +125,7 @@ final class PendingCalls: Sendable {
         case partial(Waiter)
     }
 
-    var count: Int { state.withLockedValue { $0.entries.count } }
+    var count: Int { state.withLock { $0.entries.count } }
 
     /// A new id, never given before on this connection.
     func newID() -> Int64 {
@@ -133,7 +135,7 @@ final class PendingCalls: Sendable {
     /// Puts the waiter of `id` in the table; the error when the connection
     /// has closed (the waiter is then not in it).
     func insert(_ id: Int64, _ waiter: Waiter, bound: TimeAmount) -> MediatorError? {
-        state.withLockedValue { state in
+        state.withLock { state in
             if let error = state.closedWith { return error }
             state.entries[id] = Entry(waiter: waiter, bound: bound, deadline: .now() + bound)
             return nil
@@ -143,19 +145,19 @@ final class PendingCalls: Sendable {
     /// The caller gave up on `id`: removes and returns its waiter (the
     /// caller fails it), nil when it is not in the table.
     func cancel(_ id: Int64) -> Waiter? {
-        state.withLockedValue { $0.entries.removeValue(forKey: id)?.waiter }
+        state.withLock { $0.entries.removeValue(forKey: id)?.waiter }
     }
 
     /// Whether the waiter of `id` takes the descriptors of its answers;
     /// false when `id` is not in flight.
     func acceptsDescriptors(_ id: Int64) -> Bool {
-        state.withLockedValue { $0.entries[id]?.waiter.acceptsDescriptors ?? false }
+        state.withLock { $0.entries[id]?.waiter.acceptsDescriptors ?? false }
     }
 
     /// Routes one response. A `continues` response to a stream keeps the
     /// entry and restarts its deadline (as the daemon restarts the timeout).
     func deliver(_ id: Int64, continues: Bool) -> Delivery {
-        state.withLockedValue { state in
+        state.withLock { state in
             guard let index = state.entries.index(forKey: id) else { return .unknown }
             let waiter = state.entries.values[index].waiter
             if continues, waiter.isStream {
@@ -169,7 +171,7 @@ final class PendingCalls: Sendable {
 
     /// Removes and returns the in-flight entries whose local deadline passed.
     func expired(now: NIODeadline) -> [(id: Int64, waiter: Waiter, bound: TimeAmount)] {
-        state.withLockedValue { state in
+        state.withLock { state in
             var expired: [(id: Int64, waiter: Waiter, bound: TimeAmount)] = []
             for (id, entry) in state.entries where entry.deadline <= now {
                 expired.append((id, entry.waiter, entry.bound))
@@ -183,7 +185,7 @@ final class PendingCalls: Sendable {
     /// `mediator.reregister` (a daemon that crashed kept the connection but
     /// lost the calls), the caller fails them; later calls go on as usual.
     func takeAll() -> [Waiter] {
-        state.withLockedValue { state in
+        state.withLock { state in
             let waiters = state.entries.values.map(\.waiter)
             state.entries = [:]
             return waiters
@@ -193,7 +195,7 @@ final class PendingCalls: Sendable {
     /// Closes the table: returns every waiter (the caller fails them with
     /// `error`) and makes every later call fail with `error`. Idempotent.
     func close(_ error: MediatorError) -> [Waiter] {
-        state.withLockedValue { state in
+        state.withLock { state in
             if state.closedWith != nil { return [] }
             state.closedWith = error
             let waiters = state.entries.values.map(\.waiter)

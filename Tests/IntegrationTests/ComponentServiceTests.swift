@@ -112,8 +112,9 @@ extension Integration {
             try await waitUntilAsync("the handler to start") { seen.count("hang started") == 1 }
             await group.triggerGracefulShutdown()
             try await within("the group to return") { try await running.value }
-            // The handler's task is cancelled, not awaited (one that ignored
-            // cancellation would hold the shutdown): it sees it on its own thread.
+            // Cancelled, not awaited (shutdownGracePeriod promises no more): the
+            // handler sees it on the connection's thread, which may come a few
+            // milliseconds after run() returned.
             try await waitUntilAsync("the handler to see its cancellation") { seen.count("hang cancelled") == 1 }
             #expect(try await within("the caller's answer") { await call.value } == "component_unavailable")
             await client.close()
