@@ -67,8 +67,9 @@ stage_count() {
         [[ $line =~ ^Ran\ ([0-9]+) ]] && printf '%s tests' "${BASH_REMATCH[1]}"
         ;;
     passed-failed)
-        line=$(grep -E '^([^ ]+: )?[0-9]+ passed, [0-9]+ failed$' "$2" | tail -n 1)
-        [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] && printf '%s checks' "$((BASH_REMATCH[1] + BASH_REMATCH[2]))"
+        # "NAME: N passed, M failed", maybe followed by "(T s)" (deb-tests.sh).
+        line=$(grep -E '^([^ ]+: )?[0-9]+ passed, [0-9]+ failed( \([^)]*\))?$' "$2" | tail -n 1)
+        [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]] && printf '%s checks' "$((BASH_REMATCH[1] + BASH_REMATCH[2]))"
         ;;
     esac
     return 0

@@ -27,7 +27,7 @@ noisy_swift_test() {
     echo "✔ Test run with 1234 tests in 56 suites passed after 300.2 seconds."
 }
 python_tests() { printf 'test_a (t.T) ... ok\n\nRan 41 tests in 2.5s\n\nOK\n' >&2; }
-shell_tests() { echo "verify-units: PASS x"; echo "fuzz: 9 passed, 0 failed"; }
+shell_tests() { echo "verify-units: PASS x"; echo "fuzz: 9 passed, 0 failed (12 s)"; }
 failing_tests() {
     echo "error: compile error in Foo.swift"
     printf '\t Executed 3 tests, with 1 failure (0 unexpected) in 0.1 (0.1) seconds\n'
