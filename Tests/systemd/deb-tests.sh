@@ -198,6 +198,17 @@ instances() {
 import json, sys
 print([i["instance"] for t in json.load(sys.stdin)["targets"] if t["target"] == sys.argv[1] for i in t["instances"]])' "$1"
 }
+# Starts `mediatorctl listen 'PREFIX.*'` in the container (its output in
+# $W/PREFIX-listen.out and .err, its pid in LISTEN_PID) and waits until an
+# event of PREFIX reaches it.
+listening() {
+    local prefix=$1
+    nsenter -t "$LEADER" -m -p -- env -i PATH=/usr/bin:/bin setsid mediatorctl listen "$prefix.*" \
+        </dev/null >"$W/$prefix-listen.out" 2>"$W/$prefix-listen.err" &
+    LISTEN_PID=$!
+    subscribed() { cx mediatorctl --json emit "$prefix.probe" | grep -q '"delivered":[1-9]'; }
+    wait_for 10 subscribed || { echo "mediatorctl listen did not subscribe: $(cat "$W/$prefix-listen.err")"; return 1; }
+}
 . "$REPO/Tests/systemd/deb-upgrade-from-previous.sh"
 
 # ------------------------------------------------------------------ the checks
@@ -267,11 +278,8 @@ upgraded() {
     [ -n "$pid0" ] && [ "$pid0" != 0 ] || { echo "no daemon running before the upgrade"; return 1; }
     before=$(instances Echo)
     [ "$before" != "[]" ] && [ -n "$before" ] || { echo "Echo is not registered before the upgrade"; return 1; }
-    nsenter -t "$LEADER" -m -p -- env -i PATH=/usr/bin:/bin setsid mediatorctl listen 'upgrade.*' \
-        </dev/null >"$W/listen.out" 2>"$W/listen.err" &
-    listen_pid=$!
-    subscribed() { cx mediatorctl --json emit upgrade.probe | grep -q '"delivered":[1-9]'; }
-    wait_for 10 subscribed || { echo "mediatorctl listen did not subscribe: $(cat "$W/listen.err")"; return 1; }
+    listening upgrade || return 1
+    listen_pid=$LISTEN_PID
     cx apt-get install -y --no-install-recommends /mnt/upgrade/mediator-upgrade.deb || return 1
     [ "$(cx dpkg-query -W -f '${Version}' mediator)" = "$UPGRADE_VERSION" ] || { echo "not upgraded to $UPGRADE_VERSION"; return 1; }
     runs_new() { [ "$(cx readlink "/proc/$pid0/exe")" = /usr/bin/mediatord ]; }
@@ -281,9 +289,9 @@ upgraded() {
     [ "$(cx systemctl show -p NRestarts --value mediatord.service)" = "$nr0" ] || { echo "the daemon was restarted"; return 1; }
     after=$(instances Echo)
     [ "$after" = "$before" ] || { echo "Echo registered again: instances $before -> $after"; return 1; }
-    kill -0 "$listen_pid" 2>/dev/null || { echo "the subscriber's connection closed: $(cat "$W/listen.err")"; return 1; }
+    kill -0 "$listen_pid" 2>/dev/null || { echo "the subscriber's connection closed: $(cat "$W/upgrade-listen.err")"; return 1; }
     cx mediatorctl emit upgrade.after >/dev/null || return 1
-    wait_for 5 grep -q upgrade.after "$W/listen.out" || { echo "the subscriber missed an event sent after the upgrade"; return 1; }
+    wait_for 5 grep -q upgrade.after "$W/upgrade-listen.out" || { echo "the subscriber missed an event sent after the upgrade"; return 1; }
     exe=$(cx mediatorctl call Echo echo text=upgraded --json) || { echo "$exe"; return 1; }
     [ "$exe" = '{"text":"upgraded"}' ] || { echo "unexpected answer after the upgrade: $exe"; return 1; }
     if cx journalctl -u mediatord.service --no-pager | grep -E 'clean restart|re-exec failed'; then return 1; fi

@@ -1,5 +1,5 @@
 # The upgrade from the last release's package (deb-tests.sh sources this;
-# it uses that script's cx, wait_for, instances, $LEADER, $W, $DEB and
+# it uses that script's cx, wait_for, instances, listening, $LEADER, $W, $DEB and
 # $PREVIOUS). The previous package is the one scripts/build-previous-deb
 # built from the commit Tests/systemd/previous-package names: its own
 # binary, units and maintainer scripts, so the hand-over is read by a
@@ -27,11 +27,8 @@ upgraded_from_previous() {
     [ -n "$pid0" ] && [ "$pid0" != 0 ] || { echo "the previous package's daemon is not running"; return 1; }
     before=$(instances Echo)
     [ "$before" != "[]" ] && [ -n "$before" ] || { echo "Echo is not registered on the previous daemon"; return 1; }
-    nsenter -t "$LEADER" -m -p -- env -i PATH=/usr/bin:/bin setsid mediatorctl listen 'previous.*' \
-        </dev/null >"$W/previous-listen.out" 2>"$W/previous-listen.err" &
-    listen_pid=$!
-    subscribed() { cx mediatorctl --json emit previous.probe | grep -q '"delivered":[1-9]'; }
-    wait_for 10 subscribed || { echo "mediatorctl listen did not subscribe: $(cat "$W/previous-listen.err")"; return 1; }
+    listening previous || return 1
+    listen_pid=$LISTEN_PID
     # A client calling in a loop through the whole upgrade, one connection
     # per call (mediatorctl); every call must come back with its own text.
     cx sh -c 'cat >/tmp/call-loop.sh <<"EOF"
