@@ -49,6 +49,10 @@ package struct DaemonConfiguration: Sendable, Equatable {
     package var componentStopGraceMs: Int64 = 3000
     /// Calls answered at least this late go to the slow-call log of `mediator/stats`.
     package var slowCallThresholdMs: Int64 = 1000
+    /// After a crash whose connections survived, how long a call to a
+    /// target nobody has registered again waits for it before it is
+    /// answered `target_not_found` (components take a few hundred ms).
+    package var reregisterHoldMs: Int64 = 1000
 
     package var slowCallThresholdNanoseconds: Int64 {
         slowCallThresholdMs > Int64.max / 1_000_000 ? Int64.max : slowCallThresholdMs * 1_000_000
@@ -65,7 +69,7 @@ package struct DaemonConfiguration: Sendable, Equatable {
         "max_outbound_bytes", "max_consecutive_bad_frames", "shutdown_grace_ms", "component_stop_grace_ms",
         "max_connections_per_uid", "max_calls_in_flight_per_uid", "max_subscriptions_per_uid", "max_registrations_per_uid",
         "max_queued_bytes_per_uid", "max_pending_bytes_per_uid", "max_registration_bytes", "max_registered_bytes_per_uid",
-        "slow_call_threshold_ms", "max_fds_per_message", "max_fds_in_flight_per_uid",
+        "slow_call_threshold_ms", "max_fds_per_message", "max_fds_in_flight_per_uid", "reregister_hold_ms",
     ]
 
     /// Applies the members of a JSON config object; unknown members are an error
@@ -117,6 +121,7 @@ package struct DaemonConfiguration: Sendable, Equatable {
         case "max_registration_bytes": maxRegistrationBytes = Int(number)
         case "max_registered_bytes_per_uid": maxRegisteredBytesPerUID = Int(number)
         case "slow_call_threshold_ms": slowCallThresholdMs = number
+        case "reregister_hold_ms": reregisterHoldMs = number
         case "max_fds_per_message":
             let range = Int64(ProtocolConstants.minimumMaxFds)...Int64(ProtocolConstants.maxFdsPerMessageLimit)
             guard range.contains(number) else {

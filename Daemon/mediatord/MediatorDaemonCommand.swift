@@ -105,6 +105,9 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
     @Option(help: "Calls answered this many milliseconds or more after forwarding go to the slow-call log of mediator/stats (default 1000).")
     var slowCallThresholdMs: Int?
 
+    @Option(help: "After a crash whose connections survived, milliseconds a call to a target not registered again waits for it before target_not_found (default 1000).")
+    var reregisterHoldMs: Int?
+
     @Option(help: ArgumentHelp(
         "Serve Prometheus metrics at GET /metrics on this Unix socket path (unix:PATH or a path with a /) or loopback HOST:PORT (127.0.0.1:9464, [::1]:9464, localhost:9464); off by default. Not reloaded on SIGHUP.",
         valueName: "address"))
@@ -166,6 +169,7 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             ("max_registration_bytes", maxRegistrationBytes), ("max_registered_bytes_per_uid", maxRegisteredBytesPerUid),
             ("slow_call_threshold_ms", slowCallThresholdMs),
             ("max_fds_per_message", maxFdsPerMessage), ("max_fds_in_flight_per_uid", maxFdsInFlightPerUid),
+            ("reregister_hold_ms", reregisterHoldMs),
         ]
         var settings = DaemonSettings(configFile: config, testHooks: testHooks)
         settings.componentDirectories = componentDirectories.isEmpty

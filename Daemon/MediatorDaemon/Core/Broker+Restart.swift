@@ -11,10 +11,12 @@ extension Broker {
     static let crashReason = "crash"
 
     /// Tells every peer that the daemon kept its connection but lost what
-    /// it knew of it (`mediator.reregister`): it registers and subscribes again.
-    func announceReregister(reason: String) -> [BrokerEffect] {
+    /// it knew of it (`mediator.reregister`): it registers and subscribes
+    /// again. Calls to targets not back yet are held meanwhile, for a while.
+    func announceReregister(reason: String, now: NIODeadline) -> [BrokerEffect] {
         let line = writer.event(DaemonEventName.reregister, data: ["reason": .string(reason)])
         for connection in peers.keys { send(connection, line) }
+        openReregistrationHold(now: now)
         return takeEffects()
     }
 
@@ -54,11 +56,12 @@ extension Broker {
 
     /// Whether calls (or `start`s) wait for a component to register: a
     /// re-exec's snapshot does not carry them.
-    var hasHeldCalls: Bool { !activation.heldCalls.isEmpty }
+    var hasHeldCalls: Bool { !activation.heldCalls.isEmpty || !reregistrationHold.isEmpty }
 
     /// Answers every held call and `start` with `error`.
     func answerHeldCalls(_ error: MediatorError, now: NIODeadline) -> [BrokerEffect] {
         carryOut(activation.failAllHeld(error), now: now)
+        failReregistrationHold(error, now: now)
         return takeEffects()
     }
 }

@@ -87,6 +87,9 @@ package final class Broker {
     /// Components started on demand, their processes and the calls held
     /// for them (ComponentActivation.swift; Broker+Activation.swift carries out its actions).
     var activation = ComponentActivation()
+    /// Calls to targets not registered again yet, held for a short while
+    /// after a crash's connections were adopted (Broker+ReregistrationHold.swift).
+    var reregistrationHold = ReregistrationHold()
     /// Who may do what; the default until policy files are loaded.
     var policy = Policy.defaultPolicy(daemonUID: UInt32(getuid()))
     /// Connections that monitor traffic, with what they want to see.
@@ -227,6 +230,7 @@ package final class Broker {
         }
         if let next = inFlight.earliestDeadline { wakeUp(at: next) }
         expireComponents(now: now)
+        expireReregistrationHold(now: now)
         return takeEffects()
     }
 

@@ -188,7 +188,7 @@ final class BrokerHost: @unchecked Sendable {
         }
         timers?.connectionOpened(load: admitted.count)
         server?.adopt(sockets: sockets)
-        apply(broker.announceReregister(reason: Broker.crashReason))
+        apply(broker.announceReregister(reason: Broker.crashReason, now: .now()))
         logger.notice("connections kept in the fd store adopted; every peer is told to register again", metadata: ["connections": "\(sockets.count)"])
     }
 

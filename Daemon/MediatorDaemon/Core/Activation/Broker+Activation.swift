@@ -72,6 +72,7 @@ extension Broker {
     func componentRegistered(_ target: String, pid: Int32, now: NIODeadline) {
         carryOut(activation.registered(target, pid: pid, now: now), now: now)
         carryOut(activation.settleRegistration(target, now: now, registry: registry), now: now)
+        if !reregistrationHold.isEmpty { releaseReregistrationHold(target, now: now) }
     }
 
     /// The last instance of a target went away (unregistered or disconnected).

@@ -48,6 +48,7 @@ extension Broker {
 
     func callsInFlight(of connection: ConnectionID) -> Int {
         inFlight.callsInFlight(of: connection) + activation.heldCalls.calls(of: connection)
+            + reregistrationHold.index.calls(of: connection)
     }
 
     /// A held call that ended before it could be forwarded, in the statistics (nil: its caller left).
@@ -59,6 +60,7 @@ extension Broker {
 
     func dropHeld(from connection: ConnectionID) {
         for call in activation.dropHeld(from: connection) { countHeldEnd(call, code: nil) }
+        dropReregistrationHeld(from: connection)
     }
 
     /// `cancel` of a call still held for its component: it leaves the queue

@@ -371,8 +371,8 @@ extension Broker {
             send(connection, writer.error(
                 callerID: call.callerIDBytes, MediatorError(.cancelled, "the caller cancelled the call"), delivered: forwardedDelivery(call)))
             sendCancelEvent(call)
-        } else if !activation.heldCalls.isEmpty {
-            _ = cancelHeld(caller: connection, id: id)
+        } else if activation.heldCalls.isEmpty || !cancelHeld(caller: connection, id: id) {
+            _ = cancelReregistrationHeld(caller: connection, id: id, now: now)
         }
         return .success(.object([:]))
     }

@@ -33,7 +33,7 @@ extension Broker {
         case .registrations: return connections.reduce(0) { $0 + (peers[$1]?.targets.count ?? 0) }
         case .queuedBytes: return quotas.queuedBytes(uid: uid)
         case .pendingBytes:
-            return connections.reduce(0) { $0 + inFlight.bytesHeld(of: $1) + activation.heldCalls.bytes(of: $1) }
+            return connections.reduce(0) { $0 + inFlight.bytesHeld(of: $1) + activation.heldCalls.bytes(of: $1) + reregistrationHold.index.bytes(of: $1) }
         case .registeredBytes:
             return connections.reduce(0) { total, connection in
                 total + (peers[connection]?.registeredBytes.values.reduce(0, +) ?? 0)

@@ -9,7 +9,9 @@ extension Broker {
     func handleRequest(_ envelope: Envelope, _ frame: ByteBuffer, from connection: ConnectionID, now: NIODeadline) {
         let idBytes = envelope.idRange.map { slice(frame, $0) }
         if let id = envelope.id,
-            inFlight.isInFlight(caller: connection, id: id) || (!activation.heldCalls.isEmpty && activation.heldCalls.target(caller: connection, id: id) != nil)
+            inFlight.isInFlight(caller: connection, id: id)
+                || (!activation.heldCalls.isEmpty && activation.heldCalls.target(caller: connection, id: id) != nil)
+                || (!reregistrationHold.isEmpty && reregistrationHold.index.target(caller: connection, id: id) != nil)
         {
             send(connection, writer.error(callerID: nil, MediatorError(.badRequest, "id \(id) is already in flight on this connection"), delivered: .no))
             return
@@ -215,7 +217,10 @@ extension Broker {
         let instance: (connection: ConnectionID, instance: Int)
         let statisticsSlot: Int
         switch decision {
-        case nil: return fail(notFound())
+        case nil:
+            // After a crash its component may be about to register again.
+            if holdUntilReregistered(request, from: connection, now: now) { return }
+            return fail(notFound())
         case .refused(let error)?: return fail(error)
         case .forward(let resolvedAction, let resolvedParams, let resolvedResult, let callee, let number, let slot)?:
             (action, params, resultSchema, instance) = (resolvedAction, resolvedParams, resolvedResult, (callee, number))

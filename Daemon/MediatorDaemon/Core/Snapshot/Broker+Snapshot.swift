@@ -44,7 +44,8 @@ extension Broker {
             statistics: StatisticsSummary(
                 daemon: statistics.daemon, actions: actionCounts, uids: statistics.uids, components: statistics.components),
             activation: activation.snapshot(now: now),
-            leftOut: BrokerSnapshot.LeftOut(heldCalls: activation.heldCalls.tallies.values.reduce(0) { $0 + $1.calls }))
+            leftOut: BrokerSnapshot.LeftOut(heldCalls: activation.heldCalls.tallies.values.reduce(0) { $0 + $1.calls }
+                    + reregistrationHold.index.tallies.values.reduce(0) { $0 + $1.calls }))
     }
 
     /// Rebuilds the state of `snapshot` in this broker, which has no
