@@ -725,6 +725,12 @@ s3e_restart() {
     subscribed() { cx mediatorctl --json emit rs.probe 2>/dev/null | has '"delivered":[1-9]'; }
     wait_for 10 subscribed || { why "the subscriber did not subscribe within 10 s"; return 1; }
     restart_load emit emit "$SOCK" "$RL_DIR/emit.json" "$RL_DIR/stop" rs; bgs+=("$BG")
+    # Streams in progress: a component answering each call with 20 partials
+    # 10 ms apart, and a client asking for one stream after another.
+    restart_load stream-serve stream-serve "$SOCK" "$RL_DIR/stream-serve.json" "$RL_DIR/stop" RStream; bgs+=("$BG")
+    rstream_registered() { cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if any(t["target"]=="RStream" and t["instances"] for t in json.load(sys.stdin)["targets"]) else 1)'; }
+    wait_for 10 rstream_registered || { why "the RStream component did not register"; return 1; }
+    restart_load stream stream "$SOCK" "$RL_DIR/stream.json" "$RL_DIR/stop" RStream; bgs+=("$BG")
     sleep 0.5
     local before cursor nr0 pids pid prev t0 took longest=0
     rnotes_instance() { cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; print([(i["instance"], i["pid"]) for t in json.load(sys.stdin)["targets"] if t["target"]=="RNotes" for i in t["instances"]])'; }
@@ -755,9 +761,9 @@ s3e_restart() {
     say "10 restarts, MainPIDs $pids; the longest systemctl restart $longest ms"
     cx touch "$RL_DIR/stop"
     local name
-    results_in() { for name in $callers ping listen emit; do cx test -s "$RL_DIR/$name.json" || return 1; done; }
+    results_in() { for name in $callers ping listen emit stream stream-serve; do cx test -s "$RL_DIR/$name.json" || return 1; done; }
     wait_for 15 results_in || { why "the load did not report: $(cat "$W"/load-*.err | tail -5 | tr '\n' ' ')"; return 1; }
-    for name in $callers ping listen emit; do cx cat "$RL_DIR/$name.json" >"$W/rl-$name.json"; done
+    for name in $callers ping listen emit stream stream-serve; do cx cat "$RL_DIR/$name.json" >"$W/rl-$name.json"; done
     cx journalctl -u $UNIT --after-cursor="$cursor" --no-pager -o short-unix >"$W/restart-journal" 2>/dev/null
     cx journalctl -u $UNIT --after-cursor="$cursor" --no-pager -o json >"$W/restart-journal.json" 2>/dev/null
     local check
@@ -782,6 +788,13 @@ if sorted(got) != want:
     missing = sorted(set(want) - set(got)); twice = len(got) - len(set(got))
     bad.append("events: %d emitted, %d received, missing %s, %d twice" % (len(want), len(got), missing[:10], twice))
 if emit.get("failed") or emit["delivered_zero"]: bad.append("emitter: %s failed, %d delivered to nobody" % (emit.get("failed"), emit["delivered_zero"]))
+stream = json.load(open(w + "/rl-stream.json"))
+serve = json.load(open(w + "/rl-stream-serve.json"))
+if stream["closed"] or serve["closed"]: bad.append("the stream client or its component lost its connection")
+if stream["bad"]: bad.append("streams: %s" % stream["bad"][:3])
+if stream["errors"] or stream["unanswered"]: bad.append("streams: errors %s, %d unanswered" % (sorted(set(stream["errors"])), stream["unanswered"]))
+if stream["complete"] != stream["streams"]: bad.append("streams: %d asked, %d complete" % (stream["streams"], stream["complete"]))
+if stream["daemon_events"] or serve["daemon_events"]: bad.append("the stream peers got %s" % (stream["daemon_events"] + serve["daemon_events"]))
 # The figures: the longest call, and per restart the first answer after the new daemon said it carries on.
 resumed, stopping, handed = [], [], []
 for line in open(w + "/restart-journal"):
@@ -804,8 +817,8 @@ longest = max(r["max_ms"] for r in calls.values())
 def span(v):
     v = sorted(v)
     return "median %.0f, max %.0f ms" % (v[len(v) // 2], v[-1]) if v else "none"
-print("%s|calls %d, every one answered once; the longest call %.1f ms; the first call served by the new daemon after: the restart command %s, SIGTERM %s, the old daemon's hand-over %s (n=%d); %d events, none lost" % (
-    "; ".join(bad), total, longest, span(first), span(from_term), span(gap), len(first), len(got)))
+print("%s|calls %d, every one answered once; the longest call %.1f ms; the first call served by the new daemon after: the restart command %s, SIGTERM %s, the old daemon's hand-over %s (n=%d); %d events, none lost; %d streams of 20 partials, each whole and in order (the longest wait between two answers of a stream %.1f ms)" % (
+    "; ".join(bad), total, longest, span(first), span(from_term), span(gap), len(first), len(got), stream["complete"], stream["max_gap_ms"]))
 PY
 )
     local problems=${check%%|*} figures=${check#*|}

@@ -5,6 +5,12 @@ each, kept for the whole run; written to OUT as JSON when STOPFILE appears.
   restart-load.py call SOCK OUT STOPFILE TARGET ACTION   calls in a loop, one in flight
   restart-load.py listen SOCK OUT STOPFILE PREFIX        subscribes to PREFIX.*
   restart-load.py emit SOCK OUT STOPFILE PREFIX          publishes PREFIX.N, N = 1, 2, ...
+  restart-load.py stream-serve SOCK OUT STOPFILE TARGET  serves TARGET.count: a stream of
+                                                        params.n partials 10 ms apart, then a final
+  restart-load.py stream SOCK OUT STOPFILE TARGET        calls TARGET.count (more: true) in a loop
+
+A stream is checked whole: its partials 1..n in order, each once, then its
+final answer; a stream in progress across a hand-over must arrive so.
 
 A closed connection ends the loop and is reported (closed: true): the
 scenario requires none. Every answer is matched to its id: a call answered
@@ -164,6 +170,91 @@ def emit_loop(conn, out, stop, prefix):
     return result
 
 
+def stream_serve(conn, out, stop, target):
+    conn.send({"id": "reg", "target": "mediator", "action": "register",
+               "params": {"target": target, "actions": [{"name": "count", "more": True}]}})
+    result = {"served": 0, "partials": 0, "closed": False, "registered": False, "daemon_events": []}
+    stopped_at = None
+    try:
+        # Serves 2 s past STOPFILE: a stream asked just before it still gets its answers.
+        while stopped_at is None or now_ms() - stopped_at < 2000:
+            if stopped_at is None and os.path.exists(stop):
+                stopped_at = now_ms()
+            message = conn.read(0.2)
+            if message is None:
+                continue
+            if message.get("id") == "reg":
+                result["registered"] = "result" in message
+                continue
+            if "event" in message:
+                result["daemon_events"].append(message["event"])
+                continue
+            if message.get("action") != "count" or "id" not in message:
+                continue
+            n = int((message.get("params") or {}).get("n", 10))
+            for i in range(1, n + 1):
+                conn.send({"id": message["id"], "result": {"i": i}, "continues": True})
+                result["partials"] += 1
+                time.sleep(0.01)
+            conn.send({"id": message["id"], "result": {"done": n}})
+            result["served"] += 1
+    except (EOFError, ConnectionError):
+        result["closed"] = True
+    return result
+
+
+def stream_loop(conn, out, stop, target):
+    result = {"streams": 0, "complete": 0, "errors": [], "closed": False, "bad": [], "unanswered": 0,
+              "partials": 0, "max_gap_ms": 0.0, "daemon_events": []}
+    next_id = 1
+    n = 20
+    try:
+        while not os.path.exists(stop):
+            conn.send({"id": next_id, "target": target, "action": "count", "params": {"n": n}, "more": True,
+                       "timeout_ms": 20000})
+            result["streams"] += 1
+            expected = 1
+            last = now_ms()
+            while True:
+                message = conn.read(25)
+                if message is None:
+                    result["unanswered"] += 1
+                    break
+                if "event" in message:
+                    result["daemon_events"].append(message["event"])
+                    continue
+                if message.get("id") != next_id:
+                    result["bad"].append("an answer for id %s during stream %d" % (message.get("id"), next_id))
+                    continue
+                result["max_gap_ms"] = max(result["max_gap_ms"], now_ms() - last)
+                last = now_ms()
+                if "error" in message:
+                    result["errors"].append(message["error"].get("code"))
+                    break
+                if message.get("continues"):
+                    got = (message.get("result") or {}).get("i")
+                    if got != expected:
+                        result["bad"].append("stream %d: partial %s where %d was due" % (next_id, got, expected))
+                    expected = (got or expected) + 1
+                    result["partials"] += 1
+                    continue
+                if expected != n + 1 or (message.get("result") or {}).get("done") != n:
+                    result["bad"].append("stream %d: final %s after partial %d" % (next_id, message.get("result"), expected - 1))
+                else:
+                    result["complete"] += 1
+                break
+            next_id += 1
+        while True:
+            message = conn.read(0.2)
+            if message is None:
+                break
+            if "id" in message:
+                result["bad"].append("an answer after the last stream: %s" % message)
+    except (EOFError, ConnectionError):
+        result["closed"] = True
+    return result
+
+
 def main():
     mode, path, out, stop = sys.argv[1:5]
     conn = Conn(path)
@@ -171,6 +262,10 @@ def main():
         result = call_loop(conn, out, stop, sys.argv[5], sys.argv[6])
     elif mode == "listen":
         result = listen_loop(conn, out, stop, sys.argv[5])
+    elif mode == "stream-serve":
+        result = stream_serve(conn, out, stop, sys.argv[5])
+    elif mode == "stream":
+        result = stream_loop(conn, out, stop, sys.argv[5])
     else:
         result = emit_loop(conn, out, stop, sys.argv[5])
     with open(out + ".tmp", "w") as f:
