@@ -13,10 +13,15 @@ package final class NATSBridge: Service, Sendable {
     private let current: Mutex<(settings: NATSBridgeSettings?, generation: Int)>
     /// The session running now, for its figures.
     private let session = Mutex<BridgeSession?>(nil)
+    /// One element per change of the settings: what `run()` waits on while
+    /// it has none, so that an idle daemon does not wake up to look.
+    private let changes: AsyncStream<Void>
+    private let changed: AsyncStream<Void>.Continuation
 
     package init(settings: NATSBridgeSettings?, logger: Logger) {
         self.logger = logger
         self.current = Mutex((settings, 0))
+        (changes, changed) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// New settings (nil: no bridge). A session with other settings is
@@ -28,7 +33,10 @@ package final class NATSBridge: Service, Sendable {
             current = (settings, current.generation + 1)
             return true
         }
-        if changed { logger.info("NATS settings changed; the bridge restarts with them") }
+        if changed {
+            logger.info("NATS settings changed; the bridge restarts with them")
+            self.changed.yield()
+        }
     }
 
     /// The `"nats"` member of `mediator/stats` (docs/scale-out.md,
@@ -39,6 +47,7 @@ package final class NATSBridge: Service, Sendable {
 
     package func run() async throws {
         try? await cancelWhenGracefulShutdown {
+            var wakeUps = self.changes.makeAsyncIterator()
             while !Task.isCancelled {
                 let (settings, generation) = self.current.withLock { $0 }
                 let active: @Sendable () -> Bool = { self.current.withLock { $0.generation } == generation }
@@ -54,9 +63,10 @@ package final class NATSBridge: Service, Sendable {
                         self.logger.error("the NATS bridge stopped: \(error)")
                     }
                 }
-                // Until the settings change (or after a failure, until they do).
+                // Until the settings change (or after a failure, until they
+                // do); the iteration ends when the task is cancelled.
                 while !Task.isCancelled && active() {
-                    try await Task.sleep(for: .milliseconds(100))
+                    guard await wakeUps.next() != nil else { return }
                 }
             }
         }
