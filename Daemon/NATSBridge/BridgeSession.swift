@@ -62,9 +62,10 @@ final class BridgeSession: Sendable {
     static let maxNameClashesLogged = 16
 
     private let state = Mutex(State())
-    /// Set when another host announces targets not seen before: the next
-    /// round then runs within 50 ms instead of at the end of the interval.
-    private let news = Atomic<Bool>(false)
+    /// Rung when another host announces targets not seen before (the next
+    /// round then runs at once instead of at the end of the interval), and
+    /// when the settings change (``nudge()``).
+    private let doorbell = Doorbell()
 
     init(settings: NATSBridgeSettings, logger: Logger) {
         self.settings = settings
@@ -80,6 +81,9 @@ final class BridgeSession: Sendable {
         members["exported"] = .int(Int64(state.withLock { $0.exported.count }))
         return .object(members)
     }
+
+    /// `active` may have turned false: the round looks now.
+    func nudge() { doorbell.ring() }
 
     /// Runs until `active` turns false or the task is cancelled, then leaves
     /// cleanly: announces it, cancels what runs, closes the connections.
@@ -133,7 +137,7 @@ final class BridgeSession: Sendable {
             eventSubscription = try nats.subscribe(subjects.events) { events.received($0, client: client) }
         }
         // The stand-ins' one daemon connection; after a reconnect, the next round registers them again.
-        let standIns = Task { [self] in await imports.connection.run { self.news.store(true, ordering: .relaxed) } }
+        let standIns = Task { [self] in await imports.connection.run { self.doorbell.ring() } }
         logger.info("NATS bridge up", metadata: [
             "host": "\(settings.host)", "instance": "\(Self.instance)", "prefix": "\(settings.prefix)",
             "exports": "\(settings.exports)", "imports": "\(settings.imports)", "events": "\(settings.events)",
@@ -144,9 +148,7 @@ final class BridgeSession: Sendable {
             await refresh(client: client, nats: nats, exports: exports, calls: calls)
             // The interval, or less when news arrives or a registration is to be tried again.
             let end = min(ContinuousClock.now + settings.announceInterval, imports.nextRetry ?? .now + settings.announceInterval)
-            while ContinuousClock.now < end && active() && !news.exchange(false, ordering: .relaxed) {
-                guard (try? await Task.sleep(for: .milliseconds(50))) != nil else { break }
-            }
+            if active() { await doorbell.wait(until: end) }
         }
 
         // Leaving: the others drop this host's targets now, not after three intervals.
@@ -207,7 +209,7 @@ final class BridgeSession: Sendable {
             if announcement.instance != Self.instance { nameClash(announcement) }
             return
         }
-        if imports.heard(announcement) { news.store(true, ordering: .relaxed) }
+        if imports.heard(announcement) { doorbell.ring() }
     }
 
     /// Another daemon announces the host name this one uses: each drops the

@@ -36,6 +36,7 @@ package final class NATSBridge: Service, Sendable {
         if changed {
             logger.info("NATS settings changed; the bridge restarts with them")
             self.changed.yield()
+            session.withLock { $0 }?.nudge()
         }
     }
 
