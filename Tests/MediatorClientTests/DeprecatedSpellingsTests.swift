@@ -20,7 +20,8 @@ struct DeprecatedSpellingsTests {
         let fake = try await FakeDaemon.start()
         defer { Task { await fake.shutdown() } }
         let client = try await withTimeout { try await MediatorClient.connect(socketPath: fake.path) }
-        try await withTimeout {
+        // A dozen calls and oneways in a row: a bound for a machine under load, not a timing.
+        try await withTimeout(30, "the old spellings' calls") {
             try await Self.oldSpellings.exercise(client, onewaySeen: { n in
                 _ = try await fake.received.first("oneway \(n)") { $0.action == "echo" && $0.message["params"] == ["n": .int(Int64(n))] }
             })
