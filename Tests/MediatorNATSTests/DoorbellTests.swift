@@ -3,24 +3,23 @@ import Testing
 @testable import MediatorNATSBridge
 
 /// The bridge's round waits on a doorbell instead of looking every few ms.
-@Suite struct DoorbellTests {
+/// A wait that a ring or a cancel should end has an hour's deadline: if it
+/// did not end, the time limit fails the test (no timing is asserted: the
+/// pool's threads may be busy with other suites).
+@Suite(.timeLimit(.minutes(1))) struct DoorbellTests {
     @Test func aRingWakesTheWaiter() async {
         let bell = Doorbell()
-        let started = ContinuousClock.now
-        async let waited: Void = bell.wait(until: .now + .seconds(30))
-        // Rung from elsewhere until the wait returns (it may not be waiting yet: a ring before counts too).
+        async let waited: Void = bell.wait(until: .now + .seconds(3600))
+        // It may not be waiting yet: a ring before counts too.
         bell.ring()
         await waited
-        #expect(ContinuousClock.now - started < .seconds(10))
     }
 
     @Test func aRingWithNobodyWaitingIsKeptForTheNextWait() async {
         let bell = Doorbell()
         bell.ring()
         bell.ring()
-        let started = ContinuousClock.now
-        await bell.wait(until: .now + .seconds(30))
-        #expect(ContinuousClock.now - started < .seconds(10))
+        await bell.wait(until: .now + .seconds(3600))
     }
 
     @Test func theDeadlineEndsTheWait() async {
@@ -33,7 +32,7 @@ import Testing
     @Test func onlyOneKeptRingAndNoneAfterAWait() async {
         let bell = Doorbell()
         bell.ring()
-        await bell.wait(until: .now + .seconds(30))
+        await bell.wait(until: .now + .seconds(3600))
         // Nothing kept now: this wait runs to its deadline.
         let started = ContinuousClock.now
         await bell.wait(until: .now + .milliseconds(50))
@@ -42,10 +41,8 @@ import Testing
 
     @Test func cancellationEndsTheWait() async {
         let bell = Doorbell()
-        let started = ContinuousClock.now
-        let task = Task { await bell.wait(until: .now + .seconds(30)) }
+        let task = Task { await bell.wait(until: .now + .seconds(3600)) }
         task.cancel()
         await task.value
-        #expect(ContinuousClock.now - started < .seconds(10))
     }
 }
