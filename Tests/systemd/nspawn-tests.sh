@@ -698,8 +698,9 @@ s3e_restart() {
     cx mkdir -p "$RL_DIR" && cx sh -c "rm -f $RL_DIR/*" &&
         cx_write /opt/mediator-restart-load.py <"$REPO/Tests/systemd/restart-load.py" ||
         { why "cannot install restart-load.py in the container"; return 1; }
-    # A managed component (the daemon starts it): with KillMode=control-group
-    # a restart ends it, and the new daemon must start it again (docs/systemd.md).
+    # Managed components (the daemon starts them): with KillMode=process they
+    # run on across every restart, handed over with their pidfds and pipes
+    # (docs/systemd.md), so their pids must not change.
     local m
     for m in Managed Managed2; do
         printf '{"target":"%s","actions":["echo","whoami"],"exec":["/usr/bin/python3","%s/python/notes_component.py","--target","%s","--socket","%s"]}\n' \
@@ -834,7 +835,16 @@ for line in open(sys.argv[1]):
     managed2_after=$(managed_pid Managed2)
     [ -n "$managed_after" ] && [ -n "$managed2_after" ] ||
         { why "the managed components do not answer after the restarts"; journal_tail; return 1; }
-    say "the managed components: pids $managed_before and $managed2_before before, $managed_after and $managed2_after after (ended by each restart's control-group kill, started again)"
+    [ "$managed_after" = "$managed_before" ] && [ "$managed2_after" = "$managed2_before" ] || {
+        why "the managed components did not survive the restarts: pids $managed_before and $managed2_before before, $managed_after and $managed2_after after"
+        journal_tail; return 1
+    }
+    if has -e 'ended during the restart' -e 'component processes a predecessor left' <"$W/restart-journal"; then
+        why "a managed component was lost in a restart: $(grep -m2 -e 'ended during the restart' -e 'predecessor left' "$W/restart-journal")"; return 1
+    fi
+    local leftover
+    leftover=$(grep -c 'Found left-over process' "$W/restart-journal")
+    say "the managed components kept their pids $managed_before and $managed2_before across the restarts, and answer ($leftover of systemd's 'Found left-over process' notices)"
     for p in "${pool_bgs[@]}"; do kill -0 "$p" 2>/dev/null || { why "an RPool member exited (its connection closed)"; return 1; }; done
     [ "$(rpool_instances)" = "$pool_before" ] || { why "RPool instances changed: '$pool_before' -> '$(rpool_instances)'"; return 1; }
     kill -TERM "${pool_bgs[@]}" 2>/dev/null
@@ -964,8 +974,9 @@ s3f_stop_ends_connections() {
     is_active || { why "mediatord.service is not active at the start"; return 1; }
     local dir=$RL_DIR/stop-test
     cx mkdir -p "$dir" && cx sh -c "rm -f $dir/*"
-    # The managed component of scenario 3e runs (started again if need be): the stop must end it.
-    cx mediatorctl call Managed echo --timeout 10 >/dev/null 2>&1 && cx pgrep -f -- '--target Managed' >/dev/null ||
+    # The managed components of scenario 3e run (started again if need be): the stop must end them.
+    cx mediatorctl call Managed echo --timeout 10 >/dev/null 2>&1 && cx mediatorctl call Managed2 echo --timeout 10 >/dev/null 2>&1 &&
+        cx pgrep -f -- '--target Managed2' >/dev/null ||
         { why "the managed component (scenario 3e) does not run before the stop"; return 1; }
     restart_load stop-listen listen "$SOCK" "$dir/listen.json" "$dir/stop" st
     restart_load stop-call call "$SOCK" "$dir/call.json" "$dir/stop" mediator ping
@@ -984,8 +995,12 @@ s3f_stop_ends_connections() {
     has '"closed": true' <<<"$call" || { why "the caller was not disconnected"; return 1; }
     has 'mediator.restarting' <<<"$listen" || { why "the subscriber got no mediator.restarting before the close: $listen"; return 1; }
     journal_since "$cursor" | has 'is a stop, not a restart' || { why "the daemon did not log the stop as a stop"; journal_tail; return 1; }
+    # KillMode=process: systemd ends only the daemon, which must have ended
+    # its components (and waited for them) before it exited.
     managed_gone() { ! cx pgrep -f -- '--target Managed' >/dev/null; }
-    wait_for 5 managed_gone || { why "the managed component still runs after the stop: $(cx pgrep -af -- '--target Managed')"; return 1; }
+    wait_for 1 managed_gone || { why "a managed component still runs after the stop: $(cx pgrep -af -- '--target Managed')"; return 1; }
+    journal_since "$cursor" | has 'every component process ended' ||
+        { why "the daemon did not log that its components ended"; journal_tail; return 1; }
     out=$(cx systemctl start $UNIT 2>&1) || { why "systemctl start after the stop: $out"; return 1; }
     ping_ok || { why "no ping after the start"; return 1; }
     journal_since "$cursor" | has 'carrying on after a restart' && { why "the start after a stop resumed a hand-over"; return 1; }
