@@ -48,16 +48,21 @@ struct StoredProcessTests {
         let thread = try loop.start()
         defer { _ = try? thread.stop() }
         let ended = Mutex<ProcessEnd?>(nil)
-        let child = Mutex<AdoptedChild?>(nil)
-        try await loop.submit {
-            let watched = AdoptedChild(pid: pid, pidfd: pidfd, loop: loop) { end in ended.withLock { $0 = end } }
-            child.withLock { $0 = watched }
+        let box = ChildBox()
+        let watching = try await loop.submit {
+            box.child = AdoptedChild(pid: pid, pidfd: pidfd, loop: loop) { end in ended.withLock { $0 = end } }
+            return box.child != nil
         }
-        #expect(child.withLock { $0 != nil })
+        #expect(watching)
         #expect(kill(pid, SIGTERM) == 0)
         for _ in 0..<200 where ended.withLock({ $0 == nil }) { try await Task.sleep(for: .milliseconds(10)) }
         // waitid says ECHILD: no exit status, only that it ended.
         #expect(ended.withLock { $0 } == .unobserved)
-        try await loop.submit { child.withLock { $0 = nil } }
+        try await loop.submit { box.child = nil }
     }
+}
+
+/// The watcher, touched only on the loop's thread.
+private final class ChildBox: @unchecked Sendable {
+    var child: AdoptedChild?
 }
