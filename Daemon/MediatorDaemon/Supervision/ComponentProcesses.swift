@@ -212,10 +212,10 @@ final class ComponentProcesses {
     /// supervise them as the broker would (it knows none of them), and
     /// `systemctl stop` must find nothing left, so they are ended as the
     /// control-group kill did before KillMode=process: SIGTERM, their
-    /// output read meanwhile, SIGKILL after `grace`. Out of the store at once.
+    /// output read meanwhile, SIGKILL after `grace`. Each stays in the
+    /// store until it ended, so that a crash meanwhile does not lose it.
     func endLeftOvers(_ stored: [StoredProcess], grace: Duration) {
         for process in stored {
-            dropFromStore(spawnID: process.spawnID, pid: process.pid)
             func reader(_ fd: Int32?, _ stream: String) -> ComponentOutputReader? {
                 guard let fd else { return nil }
                 let reader = try? ComponentOutputReader(fd: fd, stream: stream, target: "(left over)", logger: logger, loop: loop)
@@ -227,11 +227,13 @@ final class ComponentProcesses {
             let child = process.pidfd.flatMap { pidfd in
                 AdoptedChild(pid: pid, pidfd: pidfd, loop: loop) { [weak self] _ in
                     self?.logger.info("a left-over component process ended", metadata: ["pid": "\(pid)"])
+                    self?.dropFromStore(spawnID: process.spawnID, pid: pid)
                     self?.leftOvers[pid] = nil
                 }
             }
             guard let child else {
                 // No pidfd: gone already (systemd dropped it when it was reaped).
+                dropFromStore(spawnID: process.spawnID, pid: pid)
                 for fd in [process.stdout, process.stderr].compactMap({ $0 }) { close(fd) }
                 continue
             }
