@@ -31,9 +31,13 @@
 #                         components, a subscriber of numbered events): a new MainPID
 #                         each time, the old one hands everything over
 #                         through the fd store; no connection closed, every
-#                         call answered once, no re-register, no event lost
+#                         call answered once, no re-register, no event lost;
+#                         the managed components keep their pids
+#                         (KillMode=process), and one killed from outside
+#                         afterwards is restarted by the new daemon
 #   3f stop               `systemctl stop` still ends the peers' connections
-#                         (after mediator.restarting); a start serves afresh
+#                         (after mediator.restarting) and leaves no managed
+#                         component running; a start serves afresh
 #   3g restart fallback   a hand-over whose snapshot the new daemon cannot
 #                         read (version 999, a test hook): every peer gets
 #                         mediator.restarting and is closed; it serves afresh
@@ -41,7 +45,8 @@
 #                         and a subscriber run on kept connections: each gets
 #                         mediator.reregister, the Notes component registers
 #                         again within 1 s, each call in flight fails once
-#                         (component_unavailable), no connection closes
+#                         (component_unavailable), no connection closes; a
+#                         managed component left by the crash is ended
 #   4 journal fields      MEDIATOR_TARGET, MEDIATOR_PEER_PID, PRIORITY,
 #                         CODE_FILE, CODE_LINE on the registration record
 #   5 restart on SIGKILL  systemd restarts the daemon; clients pinging all
@@ -845,6 +850,18 @@ for line in open(sys.argv[1]):
     local leftover
     leftover=$(grep -c 'Found left-over process' "$W/restart-journal")
     say "the managed components kept their pids $managed_before and $managed2_before across the restarts, and answer ($leftover of systemd's 'Found left-over process' notices)"
+    # Still supervised by a daemon that is not their parent: an end it did
+    # not ask for (SIGKILL from outside) has no exit status and counts as
+    # a failure, so Managed2 (restart: on-failure) is restarted.
+    status2() { cx mediatorctl --json call mediator status target=Managed2 2>/dev/null | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r.get("restarts"), "|", r.get("last_exit"))' 2>/dev/null; }
+    local restarts2 now2
+    restarts2=$(status2); restarts2=${restarts2%% |*}
+    cx kill -KILL "$managed2_after"
+    restarted2() { now2=$(status2); [ "${now2%% |*}" = "$((restarts2 + 1))" ] && has 'no exit status' <<<"$now2"; }
+    wait_for 10 restarted2 || { why "Managed2 was not restarted after an unexplained end: '$restarts2' -> '$(status2)'"; journal_tail; return 1; }
+    managed2_restarted() { local p; p=$(managed_pid Managed2); [ -n "$p" ] && [ "$p" != "$managed2_after" ]; }
+    wait_for 10 managed2_restarted || { why "Managed2 does not answer after its restart"; return 1; }
+    say "Managed2 killed from outside: restarted by the new daemon (status: $(status2))"
     for p in "${pool_bgs[@]}"; do kill -0 "$p" 2>/dev/null || { why "an RPool member exited (its connection closed)"; return 1; }; done
     [ "$(rpool_instances)" = "$pool_before" ] || { why "RPool instances changed: '$pool_before' -> '$(rpool_instances)'"; return 1; }
     kill -TERM "${pool_bgs[@]}" 2>/dev/null
