@@ -26,6 +26,8 @@ final class ComponentProcesses {
         var stdout: ComponentOutputReader?
         var stderr: ComponentOutputReader?
         var adopted: AdoptedChild?
+        /// Its pidfd and pipes are in the fd store (a restart can hand it over).
+        var inStore = false
     }
 
     /// Left over from a predecessor whose state is lost (a crash, a
@@ -75,18 +77,19 @@ final class ComponentProcesses {
         entry.pid = pid
         entry.stdout?.pid = pid
         entry.stderr?.pid = pid
+        entry.inStore = keepInStore(spawnID: spawnID, entry)
         entries[spawnID] = entry
-        keepInStore(spawnID: spawnID, entry)
     }
 
     /// Copies of its pidfd and of its pipes' read ends go to the fd store
     /// (systemd keeps its own; these close again), so that a successor can
     /// watch it and read on even after a crash.
-    private func keepInStore(spawnID: Int, _ entry: Entry) {
-        guard let store, let pid = entry.pid else { return }
+    @discardableResult
+    private func keepInStore(spawnID: Int, _ entry: Entry) -> Bool {
+        guard let store, let pid = entry.pid else { return false }
         let pidfd = AdoptedChild.open(pid)
         // Gone already (reaped before this ran): its end is on its way.
-        guard pidfd >= 0 else { return }
+        guard pidfd >= 0 else { return false }
         defer { close(pidfd) }
         var kept = store.storeReporting(pidfd, StoredProcess.pidfdName(spawnID: spawnID, pid: pid))
         for (reader, stream) in [(entry.stdout, "stdout"), (entry.stderr, "stderr")] {
@@ -98,6 +101,29 @@ final class ComponentProcesses {
                 "a component process is not in the fd store: a restart cannot hand it over",
                 metadata: ["target": "\(entry.target)", "pid": "\(pid)"])
         }
+        return kept
+    }
+
+    /// Before a restart's hand-over: each process not in the fd store yet
+    /// is stored again; one that still is not gets SIGKILL, since the next
+    /// daemon could neither watch nor end it (and `systemctl stop` would
+    /// then leave it running). Its end reaches the successor as one during
+    /// the restart. The number of processes killed.
+    func storeForHandOver() -> Int {
+        var killed = 0
+        for (spawnID, entry) in entries where !entry.inStore {
+            guard let pid = entry.pid else { continue }
+            if keepInStore(spawnID: spawnID, entry) {
+                entries[spawnID]?.inStore = true
+                continue
+            }
+            logger.error(
+                "restart: a component process cannot be put in the fd store; SIGKILL, as the next daemon could not supervise it",
+                metadata: ["target": "\(entry.target)", "pid": "\(pid)"])
+            Self.signal(pid, SIGKILL, child: entry.adopted)
+            killed += 1
+        }
+        return killed
     }
 
     /// Out of the fd store: systemd's copies would keep the pipes open.
@@ -201,9 +227,10 @@ final class ComponentProcesses {
                 ended(spawnID, goneAs)
                 continue
             }
+            // From the store after a restart; after a re-exec, stored by the predecessor image when it had a store.
             entries[spawnID] = Entry(
                 target: process.target, pid: process.pid, stdout: reader(process.stdout, "stdout"),
-                stderr: reader(process.stderr, "stderr"), adopted: child)
+                stderr: reader(process.stderr, "stderr"), adopted: child, inStore: store != nil)
         }
     }
 

@@ -84,6 +84,7 @@ extension BrokerHost {
         // are in the fd store since they started (ComponentProcesses): the
         // next daemon finds them there by spawn id and pid, not by the
         // numbers they have here.
+        _ = self.processes.storeForHandOver()
         let processes = self.processes.handOver().map { process in
             var process = process
             process.stdout = nil
