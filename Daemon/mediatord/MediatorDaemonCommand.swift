@@ -214,8 +214,12 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
         let inheritance = ReexecInheritance.take(logger: logger)
         let listener: MediatorServer.Listener
         var storedConnections: [(name: String, fd: Int32)] = []
+        var storedProcesses: [(name: String, fd: Int32)] = []
         do {
-            let passed = inheritance == nil ? try SocketActivation.passed() : SocketActivation.Passed()
+            var passed = inheritance == nil ? try SocketActivation.passed() : SocketActivation.Passed()
+            // Component processes' pidfds and pipes (StoredProcess): the host adopts or ends them.
+            storedProcesses = passed.stored.filter { StoredProcess.isProcessName($0.name) }
+            passed.stored.removeAll { StoredProcess.isProcessName($0.name) }
             if let inheritance {
                 listener = .inherited(inheritance)
             } else if let fd = passed.listener,
@@ -313,8 +317,11 @@ struct MediatorDaemonCommand: AsyncParsableCommand {
             latencyMetrics: exposition?.latencyFactory,
             reexec: reexec,
             // Stored connections passed in are removed from the store as they close, flag or not.
-            connectionStore: (fdStore || !storedConnections.isEmpty) && notifier.isActive ? Self.connectionStore() : nil,
-            storedConnections: storedConnections,
+            connectionStore: (fdStore || !storedConnections.isEmpty || !storedProcesses.isEmpty) && notifier.isActive
+                ? Self.connectionStore() : nil,
+            storedConnections: storedConnections, storedProcesses: storedProcesses,
+            // The units have KillMode=process (a restart keeps the components): a stop must end them itself.
+            endsComponentsAtStop: notifier.isActive,
             restartProbe: fdStore && notifier.isActive ? Self.restartProbe(bus: user ? .user : .system) : nil,
             onReady: { server in
                 // Cancelled when the group stops (an endpoint that cannot bind stops it).

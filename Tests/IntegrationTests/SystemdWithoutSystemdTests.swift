@@ -177,5 +177,36 @@ extension Integration {
             #expect(try activator.waitForExit() == .exited(1))
             #expect(activator.logTail(1_000_000).contains("none is named \"mediator\""), "\(activator.logTail())")
         }
+
+        // KillMode=process leaves the components to the daemon (docs/systemd.md,
+        // "Managed components across a restart"): its stop must end them.
+        @Test("Under systemd a stop ends the managed components itself: SIGTERM, SIGKILL after the grace, waited for")
+        func stopEndsManagedComponents() throws {
+            let world = try World()
+            defer { world.close() }
+            let folder = try ComponentsFolder(world)
+            // A wrapper that ignores SIGTERM (and so does the sleep it runs
+            // after Notes ends): only the SIGKILL ends its process group.
+            let notes = [Paths.python, "-u", Paths.notesComponent, "--target", "Stubborn"].map { "'\($0)'" }.joined(separator: " ")
+            _ = try folder.write("stubborn.json", folder.notes("Stubborn", [
+                "exec": ["/bin/sh", "-c", .string("trap '' TERM; \(notes); sleep 60")],
+            ]))
+            let (daemon, notify, socketPath) = try notifiedDaemon(world, arguments: ["--components", folder.path])
+            _ = try notify.await("READY=1") { $0.contains("READY=1") }
+            let peer = try RawPeer(path: socketPath)
+            defer { peer.close() }
+            _ = try peer.result("Stubborn", "whoami", within: .seconds(20))
+            let shell = try #require(try peer.result("mediator", "status", params: ["target": "Stubborn"])["pids"]?.arrayValue?.first?.intValue)
+
+            let asked = ContinuousClock.now
+            daemon.signal(SIGTERM)
+            #expect(try daemon.waitForExit(within: .seconds(15)) == .exited(0))
+            let took = ContinuousClock.now - asked
+            #expect(took >= .seconds(5), "it waited for the grace: \(took)")
+            // Waited for, so reaped: no zombie, nothing left.
+            #expect(kill(pid_t(shell), 0) != 0 && errno == ESRCH, "the wrapper \(shell) still exists")
+            let log = daemon.logTail(1_000_000)
+            #expect(log.contains("outlived the grace; SIGKILL"), "\(daemon.logTail())")
+        }
     }
 }

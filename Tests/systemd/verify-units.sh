@@ -128,6 +128,8 @@ for d in "$sysdir" "$userdir"; do
   # A crash keeps the connections (issue 28): each is stored in the fd store.
   need "$d/mediatord.service" "ExecStart=$bindir/mediatord.* --fd-store.*"
   need "$d/mediatord.service" 'FileDescriptorStoreMax=[1-9][0-9]*'
+  # Managed components survive a restart; the daemon ends them at a stop (docs/systemd.md).
+  need "$d/mediatord.service" 'KillMode=process'
 done
 # The system service owns /run/mediator but must never delete it (the socket
 # lives there), and must not be DynamicUser (a preserved runtime directory

@@ -59,8 +59,19 @@ final class BrokerHost: @unchecked Sendable {
     var advertisedPath = ""
     /// Re-execs since the daemon started.
     var reexecs = 0
-    /// Under systemd with `--fd-store`: each admitted connection is kept there too.
-    var connectionStore: ConnectionStore?
+    /// Under systemd with `--fd-store`: each admitted connection is kept there too, and each component process.
+    var connectionStore: ConnectionStore? {
+        didSet { processes.store = connectionStore }
+    }
+    /// The component processes a predecessor kept in the fd store, by spawn
+    /// id (nil: none passed in): a restart's resumption adopts those its
+    /// hand-over names, ``endUnclaimedStoredProcesses()`` ends the rest.
+    var storedProcesses: [Int: StoredProcess]?
+    /// Under systemd (KillMode=process): a stop ends the component
+    /// processes itself and waits for them, since systemd leaves them be.
+    var endsComponentsAtStop = false
+    /// The timer of a stop waiting for component processes to end.
+    var componentEndTimer: TimerSource?
     /// The timer of a re-exec asked for (a source lives as long as its object).
     var reexecTimer: TimerSource?
     /// A restart's hand-over through the fd store is under way (a re-exec is refused then).
@@ -313,7 +324,8 @@ final class BrokerHost: @unchecked Sendable {
         case .close(let connection):
             server?.close(connection)
         case .spawn(let order):
-            guard let supervisor else { return }
+            // Stopping: a pool member's restart would outlive the daemon.
+            guard let supervisor, !stopping else { return }
             let spawnID = order.spawnID
             supervisor.spawn(
                 order, output: processes.outputPipes(spawnID: spawnID, target: order.target),
@@ -401,14 +413,19 @@ final class BrokerHost: @unchecked Sendable {
         // sockets close after it, then the rest goes.
         stopTimer = try? loop.addTimer(after: .milliseconds(1)) { [self] _, _ in
             stopTimer = nil
-            heartbeat?.cancel()
-            heartbeat = nil
-            server?.shutdown()
-            server = nil
-            dispatch = nil
-            timers = nil
-            descriptors.releaseAll()
-            done()
+            guard endsComponentsAtStop else { return finishClosing(done) }
+            endComponents(then: { [self] in finishClosing(done) })
         }
+    }
+
+    private func finishClosing(_ done: @escaping () -> Void) {
+        heartbeat?.cancel()
+        heartbeat = nil
+        server?.shutdown()
+        server = nil
+        dispatch = nil
+        timers = nil
+        descriptors.releaseAll()
+        done()
     }
 }

@@ -93,7 +93,8 @@ package final class MediatorServer: Service, Sendable {
         waitForBootComponents: Bool = false,
         heartbeat: Heartbeat? = nil, latencyMetrics: (any MetricsFactory)? = nil, reexec: ReexecSettings? = nil,
         connectionStore: ConnectionStore? = nil, storedConnections: [(name: String, fd: Int32)] = [],
-        restartProbe: RestartProbe? = nil, onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
+        storedProcesses: [(name: String, fd: Int32)] = [], endsComponentsAtStop: Bool = false, restartProbe: RestartProbe? = nil,
+        onReady: @escaping @Sendable (MediatorServer) async -> Void = { _ in },
         onStopping: @escaping @Sendable () -> Void = {}
     ) throws {
         self.manifests = manifests
@@ -112,6 +113,16 @@ package final class MediatorServer: Service, Sendable {
         host.units = units
         host.reexecSettings = reexec
         host.connectionStore = connectionStore
+        host.endsComponentsAtStop = endsComponentsAtStop
+        if !storedProcesses.isEmpty {
+            let (processes, strays) = StoredProcess.group(storedProcesses)
+            for (name, fd) in strays {
+                logger.warning("dropping a descriptor of the fd store that is no component process's", metadata: ["name": "\(name)"])
+                connectionStore?.remove(name)
+                close(fd)
+            }
+            host.storedProcesses = processes
+        }
         self.storedConnections = storedConnections
         self.restartProbe = restartProbe
         self.onStopping = onStopping
@@ -207,6 +218,7 @@ package final class MediatorServer: Service, Sendable {
                     let resumption = try host.resume(from: inheritance)
                     // Stored connections a restart's hand-over did not name (in the same turn: no id taken meanwhile).
                     if !stored.isEmpty { host.settleUnclaimedStoredConnections(stored, after: resumption) }
+                    host.endUnclaimedStoredProcesses()
                     return resumption
                 }
                 logger.notice(
@@ -255,6 +267,8 @@ package final class MediatorServer: Service, Sendable {
                 try host.start(listener: adopted, listenerDescriptor: listeningSocket)
                 // In the same turn of the loop: no peer accepted before them may take one of their ids.
                 if !stored.isEmpty { host.adoptStoredConnections(stored) }
+                // After a crash: its component processes are ended (their state is lost).
+                host.endUnclaimedStoredProcesses()
             }
         } catch {
             if let boundPath { SocketFile.remove(boundPath) }

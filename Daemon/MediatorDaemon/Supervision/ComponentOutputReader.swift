@@ -75,6 +75,10 @@ final class ComponentOutputReader {
         logger.info("\(text)", metadata: ["target": "\(target)", "pid": "\(pid)", "stream": "\(stream)"])
     }
 
+    /// The pipe's read end while output may still come (nil once it
+    /// ended), for a copy in the fd store.
+    var descriptor: Int32? { source == nil ? nil : fd }
+
     /// The descriptor while output may still come (nil once it ended),
     /// for a re-exec to keep open; a half line read so far is logged now,
     /// since the new image starts with an empty buffer.

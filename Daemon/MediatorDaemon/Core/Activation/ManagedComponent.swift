@@ -90,12 +90,17 @@ package enum ProcessEnd: Sendable, Equatable, CustomStringConvertible {
     case exited(Int32)
     case signaled(Int32)
     case couldNotStart(String)
+    /// It ended while the daemon was not its parent (a successor after
+    /// `systemctl restart`): no exit status. Not clean: unless the daemon
+    /// had asked it to stop, it counts as a failure.
+    case unobserved
 
     package var description: String {
         switch self {
         case .exited(let status): return "exited with status \(status)"
         case .signaled(let signal): return "killed by signal \(signal)"
         case .couldNotStart(let reason): return "could not be started: \(reason)"
+        case .unobserved: return "ended (no exit status: mediatord was not its parent)"
         }
     }
 

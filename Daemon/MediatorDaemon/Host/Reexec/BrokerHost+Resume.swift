@@ -56,7 +56,8 @@ extension BrokerHost {
             restored = try broker.restore(try BrokerSnapshot.decode(handOver.broker), now: now)
         } catch {
             return try adoptForCleanRestart(
-                sockets, requesters: handOver.host.requesters, processes: handOver.host.processes, reason: .snapshot(error))
+                sockets, requesters: handOver.host.requesters, processes: handOver.host.processes,
+                inheritanceOrigin: inheritance.origin, reason: .snapshot(error))
         }
         descriptors = DescriptorTable(resuming: handOver.host.descriptors)
         admitRestoredPeers()
@@ -67,10 +68,11 @@ extension BrokerHost {
             throw .sockets(error)
         }
         apply(restored)
-        // After a restart systemd's control-group kill ended them, not a
-        // failure of theirs: a clean exit, so they do not use up their
-        // restart limit and start again on demand.
-        adoptProcesses(handOver.host.processes, goneAs: inheritance.origin == .fdStore ? .exited(0) : .signaled(0))
+        // After a restart they run on (KillMode=process): their pidfds and
+        // pipes are in the fd store. One that ended during the restart left
+        // no exit status: unexplained, so it counts as a failure.
+        let fromStore = inheritance.origin == .fdStore
+        adoptProcesses(handOver.host.processes, fromStore: fromStore, goneAs: fromStore ? .unobserved : .signaled(0))
         answerReexec(handOver.host.requesters, .success([
             "pid": .int(Int64(getpid())), "version": .string(MediatorVersion.current), "reexecs": .int(Int64(reexecs)),
         ]))
@@ -82,7 +84,7 @@ extension BrokerHost {
     /// (and a `mediator/reexec` caller its answer first, saying so), then closes.
     private func adoptForCleanRestart(
         _ sockets: LineServerHandOver, requesters: [HostHandOverState.Requester], processes: [ComponentProcesses.HandOver],
-        reason: ReexecError
+        inheritanceOrigin: ReexecInheritance.Origin, reason: ReexecError
     ) throws(ReexecError) -> Resumption {
         let connections = sockets.connections.map(\.id)
         do {
@@ -91,8 +93,10 @@ extension BrokerHost {
         } catch {
             throw .sockets(error)
         }
-        // Still this process's children: watched and read on, their ends unknown to the fresh broker.
-        adoptProcesses(processes)
+        // After a re-exec still this process's children: watched and read
+        // on, their ends unknown to the fresh broker. After a restart they
+        // stay in `storedProcesses`, to be ended (endUnclaimedStoredProcesses).
+        if inheritanceOrigin != .fdStore { adoptProcesses(processes) }
         for requester in requesters {
             guard let idBytes = requester.idBytes else { continue }
             let answer = broker.reexecAnswerLine(idBytes: idBytes, cleanRestart: "\(reason)")
@@ -142,9 +146,12 @@ extension BrokerHost {
 
     /// The component processes the predecessor started: their output is
     /// read on, and their ends reach the broker as the spawner's would have.
-    private func adoptProcesses(_ handed: [ComponentProcesses.HandOver], goneAs: ProcessEnd = .signaled(0)) {
-        processes.adopt(handed, goneAs: goneAs) { [unowned self] spawnID, end in
+    private func adoptProcesses(_ handed: [ComponentProcesses.HandOver], fromStore: Bool = false, goneAs: ProcessEnd = .signaled(0)) {
+        // A re-exec's processes are this process's children; a restart's come with the fd store's pidfds.
+        var stored: [Int: StoredProcess]? = fromStore ? (storedProcesses ?? [:]) : nil
+        processes.adopt(handed, stored: &stored, goneAs: goneAs) { [unowned self] spawnID, end in
             apply(broker.processExited(spawnID: spawnID, end: end, now: .now()))
         }
+        if fromStore { storedProcesses = stored }
     }
 }

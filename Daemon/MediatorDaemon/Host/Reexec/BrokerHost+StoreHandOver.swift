@@ -80,9 +80,11 @@ extension BrokerHost {
         let snapshot = broker.snapshot(now: .now())
         guard let sockets = server.handOver() else { return .notHandedOver("the sockets cannot be handed over") }
         let kept = ReexecHandOver.descriptors(of: sockets)
-        // Under KillMode=control-group systemd ends the components with this
-        // process: handed over without their pipes, so that the next daemon
-        // finds them gone and their ends reach its broker (restarts, idle state).
+        // The components run on (KillMode=process). Their pidfds and pipes
+        // are in the fd store since they started (ComponentProcesses): the
+        // next daemon finds them there by spawn id and pid, not by the
+        // numbers they have here.
+        _ = self.processes.storeForHandOver()
         let processes = self.processes.handOver().map { process in
             var process = process
             process.stdout = nil

@@ -246,6 +246,36 @@ struct ComponentActivationTests {
         #expect(activation.components["Notes"]?.consecutiveRestarts == 0)
     }
 
+    // An adopted process the daemon is not the parent of (after `systemctl
+    // restart`) ends with no exit status: clean only when it was asked to stop.
+    @Test func anUnobservedEndAfterAStopRequestIsAStop() {
+        var activation = activation([Self.manifest(idle: 5)])
+        let registry = Self.registry()
+        _ = activation.hold(call(1), now: start, registry: Registry())
+        activation.processStarted(spawnID: 1, pid: 4107)
+        _ = activation.registered("Notes", pid: 4107, now: start)
+        _ = activation.expire(now: at(ms: 5000), registry: registry, stopGrace: Self.grace)
+        #expect(activation.components["Notes"]?.state == .stopping)
+        let ended = activation.processExited(spawnID: 1, end: .unobserved, now: at(ms: 5100), registry: Registry())
+        #expect(!step(ended).contains { $0.hasPrefix("restart") })
+        #expect(activation.components["Notes"]?.state == .activatable)
+        #expect(activation.components["Notes"]?.consecutiveRestarts == 0)
+    }
+
+    @Test func anUnexplainedUnobservedEndCountsAsACrash() {
+        var activation = activation([Self.manifest(instances: 2)])
+        _ = activation.requestStart("Notes", waiter: waiter(9), now: start, registry: Registry())
+        activation.processStarted(spawnID: 1, pid: 4107)
+        activation.processStarted(spawnID: 2, pid: 4108)
+        _ = activation.registered("Notes", pid: 4107, now: start)
+        _ = activation.registered("Notes", pid: 4108, now: start)
+        let registry = Self.registry(mode: .pool, pid: 4108)
+        let ended = activation.processExited(spawnID: 1, end: .unobserved, now: at(ms: 100), registry: registry)
+        #expect(step(ended).first == "ended Notes 4107: ended (no exit status: mediatord was not its parent)")
+        #expect(step(ended).contains("restart Notes"), "a pool member is restarted")
+        #expect(activation.components["Notes"]?.consecutiveRestarts == 1, "toward the restart limit")
+    }
+
     @Test func aProcessThatRanAWhileResetsTheCountOfQuickRestarts() {
         var activation = activation([Self.manifest()])
         _ = activation.hold(call(1), now: start, registry: Registry())
