@@ -117,11 +117,15 @@ package struct CallsInFlight: Sendable {
         byCaller[CallerKey(connection: caller, id: id)]
     }
 
-    package mutating func insert(_ call: Call) {
-        calls[AssignedIDKey(call.daemonID)] = call
-        byCaller[CallerKey(connection: call.caller, id: call.callerID)] = call.daemonID
+    /// `consuming`: the call moves into the table; borrowed, it was copied
+    /// in (a retain of each of its references) and the caller's destroyed.
+    package mutating func insert(_ call: consuming Call) {
+        let daemonID = call.daemonID
+        let callerKey = CallerKey(connection: call.caller, id: call.callerID)
         let bytes = call.callerIDBytes.readableBytes
         let caller = AssignedIDKey(call.caller)
+        calls[AssignedIDKey(daemonID)] = consume call
+        byCaller[callerKey] = daemonID
         // Changed where it is stored: a dictionary's getter would copy it.
         if let slot = callerTallies.index(forKey: caller) {
             callerTallies.values[slot].calls += 1
