@@ -67,7 +67,14 @@ let package = Package(
             // (about 7,000 instructions of 65,000 per routed call, measured
             // with Benchmarks/profile-mediatord). Debug builds, which the
             // tests run, keep them, so an overlapping access still fails there.
-            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+            // -disable-type-layout: without it the copies and destroys of
+            // other modules' enums held in memory (`MessageID?`,
+            // `JSONValue?`, an `Envelope`'s id) go through their value
+            // witnesses, some 100 instructions each and a dozen per call;
+            // with it they are inlined (docs/benchmark.md).
+            swiftSettings: [
+                .unsafeFlags(["-enforce-exclusivity=unchecked", "-Xfrontend", "-disable-type-layout"], .when(configuration: .release))
+            ]
         ),
         // The same sources (Daemon/MediatorEmbeddedDaemon is a symlink to
         // Daemon/MediatorDaemon) as a module without that unsafe flag, for

@@ -121,6 +121,16 @@ package struct InboundFrames: ~Copyable, Sendable {
     /// The next complete line, a line over the limit, or nil until more
     /// bytes arrive.
     package mutating func nextFrame() -> InboundFrame? {
+        let cut = nextCut()
+        switch cut.kind {
+        case .line: return .line(cut.line)
+        case .tooLarge: return .tooLarge
+        case .needMore: return nil
+        }
+    }
+
+    /// ``nextFrame()`` as a struct (see ``FrameCut``): the read loops' way.
+    package mutating func nextCut() -> FrameCut {
         let (start, end) = (start, end)
         let step = storage.withUnsafeBytes { raw in
             framer.next(UnsafeRawBufferPointer(rebasing: raw[start..<end]))
@@ -139,13 +149,13 @@ package struct InboundFrames: ~Copyable, Sendable {
             // Batches that end before the line, or lie inside it without
             // holding its first byte, belong to no line any more.
             discardBatches { !$0.contains(lineAt: lineOffset) && $0.range.upperBound <= nextOffset }
-            return .line(line)
+            return FrameCut(.line, line)
         case .tooLarge(let consumed):
             noteDiscarding(consumed: consumed, from: start)
             consume(consumed)
             let nextOffset = startOffset
             discardBatches { $0.range.upperBound <= nextOffset }
-            return .tooLarge
+            return FrameCut(.tooLarge)
         case .needMore(let consumed):
             noteDiscarding(consumed: consumed, from: start)
             consume(consumed)
@@ -153,7 +163,7 @@ package struct InboundFrames: ~Copyable, Sendable {
             // line's first byte can still be claimed.
             let pendingLine = startOffset
             discardBatches { !$0.contains(lineAt: pendingLine) }
-            return nil
+            return FrameCut(.needMore)
         }
     }
 

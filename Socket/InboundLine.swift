@@ -6,6 +6,30 @@ package enum InboundFrame: Sendable {
     case tooLarge
 }
 
+/// What ``InboundFrames/nextCut()`` cut from the stream: a struct, not an
+/// optional enum as ``InboundFrames/nextFrame()`` returns, because another
+/// module copies and destroys an enum of this module held in memory through
+/// its value witnesses (some 75 instructions each, twice per line), and a
+/// struct's fields inline.
+package struct FrameCut: Sendable {
+    package enum Kind: Sendable {
+        case line
+        /// As ``InboundFrame/tooLarge``.
+        case tooLarge
+        /// No complete line until more bytes arrive.
+        case needMore
+    }
+
+    package let kind: Kind
+    /// The line when ``kind`` is ``Kind/line``; an empty one otherwise.
+    package let line: InboundLine
+
+    init(_ kind: Kind, _ line: InboundLine = InboundLine(storage: [], range: 0..<0, streamOffset: 0, nextOffset: 0)) {
+        self.kind = kind
+        self.line = line
+    }
+}
+
 /// One complete line, without its LF (or CR LF): where it is in the
 /// connection's read buffer, which it shares rather than copies (the buffer
 /// stays as it was for as long as a line holds it).

@@ -40,6 +40,16 @@ final class ComponentServer: Sendable {
 
     /// The component that serves a call's target; nil: none on this connection.
     private let component: @Sendable (_ target: String) -> Component?
+    /// The one component of `init(component:)`, read in place by each call:
+    /// through `component`'s closure every call copied the whole
+    /// `Component` (a retain and a release of each of its references,
+    /// ~550 instructions a call).
+    /// In a box: binding an optional `Component` copied it as well.
+    private let onlyComponent: OnlyComponent?
+    private final class OnlyComponent: Sendable {
+        let component: Component
+        init(_ component: Component) { self.component = component }
+    }
     /// The components registered on this connection now, registered again
     /// on `mediator.reregister`.
     private let registered: @Sendable () -> [Component]
@@ -49,6 +59,7 @@ final class ComponentServer: Sendable {
     init(component: Component, logger: Logger) {
         // One target per connection: the daemon sends it nothing else.
         self.component = { _ in component }
+        self.onlyComponent = OnlyComponent(component)
         self.registered = { [component] }
         self.logger = logger
     }
@@ -58,6 +69,7 @@ final class ComponentServer: Sendable {
         registered: @escaping @Sendable () -> [Component], logger: Logger
     ) {
         self.component = components
+        self.onlyComponent = nil
         self.registered = registered
         self.logger = logger
     }
@@ -100,12 +112,21 @@ final class ComponentServer: Sendable {
     /// Starts a task for one call, or answers it at once when its handler
     /// cannot suspend. On the connection's thread.
     private func dispatch(_ request: IncomingRequest, _ connection: Connection) {
+        // One target per connection: the daemon sends it nothing else.
+        if let onlyComponent {
+            dispatch(request, onlyComponent.component, connection)
+            return
+        }
         guard let component = component(request.target) else {
             // Unregistered while the call was on its way.
             let error = MediatorError(.componentUnavailable, "\"\(request.target)\" is not served here any more")
             Responder.answer(request.id, .failure(error), on: connection)
             return
         }
+        dispatch(request, component, connection)
+    }
+
+    private func dispatch(_ request: IncomingRequest, _ component: Component, _ connection: Connection) {
         if answerImmediately(request, component, connection) { return }
         let responder = Responder(id: request.id, more: request.more, connection: connection)
         // The call is entered before its task starts, and the task is started

@@ -22,7 +22,7 @@ extension Connection {
             // each level when handed back in a Result.
             var envelope = Envelope(kind: .request)
             var payloads = EnvelopeParser.Payloads()
-            if let failure = EnvelopeParser.parse(raw, into: &envelope, decoding: &payloads) {
+            if let failure = EnvelopeParser.parse(raw, intoFresh: &envelope, decoding: &payloads) {
                 // Contract section 1: answered with bad_request, with the id
                 // when read; but a oneway request never gets an answer, not
                 // even an error (section 2, and the daemon's documented choice).

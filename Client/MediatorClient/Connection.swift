@@ -319,10 +319,13 @@ final class Connection: Sendable {
                 return
             }
             if case .bytes = received {
-                while let frame = io.inbound.nextFrame() {
-                    switch frame {
-                    case .line(let line): receive(line)
+                // A struct, not `nextFrame()`'s optional enum (see FrameCut).
+                cutting: while true {
+                    let cut = io.inbound.nextCut()
+                    switch cut.kind {
+                    case .line: receive(cut.line)
                     case .tooLarge: receiveTooLarge()
+                    case .needMore: break cutting
                     }
                 }
             }

@@ -129,11 +129,16 @@ extension LineServer {
     /// Hands over every complete line buffered; false when a handler
     /// dropped the connection (or handed the server over) meanwhile.
     func deliverLines(_ id: ConnectionID, _ connection: Connection) -> Bool {
-        while let frame = connection.inbound.nextFrame() {
-            switch frame {
+        while true {
+            // A struct, not `nextFrame()`'s optional enum (see FrameCut).
+            let cut = connection.inbound.nextCut()
+            switch cut.kind {
+            case .needMore:
+                return true
             case .tooLarge:
                 handlers.tooLarge(id)
-            case .line(let line):
+            case .line:
+                let line = cut.line
                 // Without descriptors queued there is nothing to
                 // attribute: the line goes as it is (its reader
                 // checks that it declares none).
@@ -152,7 +157,6 @@ extension LineServer {
             // A handler may have closed it.
             guard !connection.isDropped else { return false }
         }
-        return true
     }
 
     // MARK: - Writing

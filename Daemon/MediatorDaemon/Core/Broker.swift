@@ -168,7 +168,7 @@ package final class Broker {
             badFrame(from: connection, idBytes: nil, MediatorError(.frameTooLarge, "frame longer than \(configuration.maxFrameBytes) bytes"))
         case .frame(let frame):
             var envelope = Envelope(kind: .request)
-            if let failure = frame.withUnsafeReadableBytes({ EnvelopeParser.parse($0, into: &envelope) }) {
+            if let failure = frame.withUnsafeReadableBytes({ EnvelopeParser.parse($0, intoFresh: &envelope) }) {
                 // A oneway request (contract section 2) gets no response, not even an error.
                 let oneway = failure.id == nil && isOnewayRequest(frame)
                 badFrame(from: connection, idBytes: failure.id.map(encodedID), failure.error, answer: !oneway)

@@ -124,6 +124,12 @@ extension Broker {
         var fds: Int { descriptors?.count ?? 0 }
     }
 
+    /// `id` as a value, not a copy between two places in memory, which
+    /// goes through `MessageID?`'s value witness (~130 instructions) even
+    /// with `-disable-type-layout`; not inlined, so that it stays a value.
+    @inline(never)
+    static func loaded(_ id: MessageID?) -> MessageID? { id }
+
     /// What routing decided while looking at the target.
     enum RouteDecision {
         case refused(MediatorError)
@@ -228,7 +234,7 @@ extension Broker {
         }
         let timeoutMs = request.timeoutMs ?? configuration.defaultTimeoutMs
         var daemonID: Int64?
-        if let id = request.id, let idBytes = request.idBytes {
+        if let idBytes = request.idBytes, let id = Self.loaded(request.id) {
             let newID = inFlight.makeDaemonID()
             let deadline = now + .milliseconds(timeoutMs)
             inFlight.insert(CallsInFlight.Call(
