@@ -28,22 +28,31 @@ extension Broker {
         var byName: [String: ActionSpec] = [:]
         for spec in component.manifest.actions { byName[spec.name] = spec }
         if case .failure(let error) = resolveAction(request, specs: byName) { return fail(error) }
-        // A held call keeps its params (and id) until it goes out: both are
-        // copied off the frame, and count against the limits, oneway or not.
+        let held: ManagedComponent.HeldCall
+        switch heldCall(request, from: connection, now: now) {
+        case .failure(let refusal): return fail(refusal)  // a oneway call is dropped: nothing is ever sent back for it
+        case .success(let call): held = call
+        }
+        logger.debug("call held until the component registers", metadata: ["target": "\(request.target)", "action": "\(request.action)"])
+        carryOut(activation.hold(held, now: now, registry: registry), now: now)
+        return true
+    }
+
+    /// The call as it waits: its params, id and trace copied off the frame
+    /// (it keeps them until it goes out, and they count against the
+    /// limits, oneway or not), its deadline from its timeout; or the
+    /// limit's refusal.
+    func heldCall(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) -> Result<ManagedComponent.HeldCall, MediatorError> {
         var held = request
         held.params = request.params.map(ownCopy)
         held.idBytes = request.idBytes.map(ownCopy)
         held.trace = request.trace.map { ForwardedTrace(traceparent: ownCopy($0.traceparent), tracestate: $0.tracestate.map(ownCopy)) }
         let bytes = (held.params?.readableBytes ?? 0) + (held.idBytes?.readableBytes ?? 0) + (held.trace?.lineBytes ?? 0)
         if let uid = peers[connection]?.credentials.uid, let refusal = callLimitRefusal(connection, uid: uid, bytes: bytes) {
-            return fail(refusal)  // a oneway call is dropped: nothing is ever sent back for it
+            return .failure(refusal)
         }
         let deadline = request.id == nil ? nil : now + .milliseconds(request.timeoutMs ?? configuration.defaultTimeoutMs)
-        logger.debug("call held until the component registers", metadata: ["target": "\(request.target)", "action": "\(request.action)"])
-        carryOut(activation.hold(
-            ManagedComponent.HeldCall(caller: connection, request: held, deadline: deadline, bytes: bytes), now: now, registry: registry),
-            now: now)
-        return true
+        return .success(ManagedComponent.HeldCall(caller: connection, request: held, deadline: deadline, bytes: bytes))
     }
 
     func callsInFlight(of connection: ConnectionID) -> Int {

@@ -17,19 +17,14 @@ extension Broker {
     /// Whether a call to a target that is not registered was held for it to come back.
     func holdUntilReregistered(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) -> Bool {
         guard reregistrationHold.isOpen(at: now) else { return false }
-        var held = request
-        held.params = request.params.map(ownCopy)
-        held.idBytes = request.idBytes.map(ownCopy)
-        held.trace = request.trace.map { ForwardedTrace(traceparent: ownCopy($0.traceparent), tracestate: $0.tracestate.map(ownCopy)) }
-        let bytes = (held.params?.readableBytes ?? 0) + (held.idBytes?.readableBytes ?? 0) + (held.trace?.lineBytes ?? 0)
-        if let uid = peers[connection]?.credentials.uid, let refusal = callLimitRefusal(connection, uid: uid, bytes: bytes) {
+        switch heldCall(request, from: connection, now: now) {
+        case .failure(let refusal):
             refuse(request, from: connection, refusal, now: now)
-            return true
+        case .success(let held):
+            reregistrationHold.hold(held)
+            if let deadline = held.deadline { wakeUp(at: deadline) }
+            logger.debug("call held until its target registers again", metadata: ["target": "\(request.target)", "action": "\(request.action)"])
         }
-        let deadline = request.id == nil ? nil : now + .milliseconds(request.timeoutMs ?? configuration.defaultTimeoutMs)
-        reregistrationHold.hold(ManagedComponent.HeldCall(caller: connection, request: held, deadline: deadline, bytes: bytes))
-        if let deadline { wakeUp(at: deadline) }
-        logger.debug("call held until its target registers again", metadata: ["target": "\(request.target)", "action": "\(request.action)"])
         return true
     }
 
