@@ -61,7 +61,8 @@ build() {  # build TARGET: .build/fuzz/fuzz-TARGET
     local target=$1 source
     source=Tests/Fuzz/Fuzz$(name_of "$target").swift
     [ -f "$source" ] || { echo "fuzz: no $source" >&2; return 1; }
-    local args=(-swift-version 6 "$opt" -g -parse-as-library -module-name MediatorFuzz -D MEDIATOR_FUZZ
+    # -package-name: Protocol/ has `package` declarations, which SwiftPM's builds name a package for.
+    local args=(-swift-version 6 "$opt" -g -parse-as-library -module-name MediatorFuzz -package-name Mediator -D MEDIATOR_FUZZ
         "$source" Tests/MediatorProtocolTests/FuzzRegressionTests.swift Protocol/*.swift
         -o "$work/fuzz-$target")
     if "$swiftc" "${args[@]}" -sanitize="$sanitizers" >"$work/build-$target.log" 2>&1; then return 0; fi
