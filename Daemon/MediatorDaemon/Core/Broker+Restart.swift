@@ -54,13 +54,27 @@ extension Broker {
         return takeEffects()
     }
 
-    /// Whether calls (or `start`s) wait for a component to register: a
-    /// re-exec's snapshot does not carry them.
+    /// Whether calls (or `start`s) wait for a component to register, or for their target to register again.
     var hasHeldCalls: Bool { !activation.heldCalls.isEmpty || !reregistrationHold.isEmpty }
 
-    /// Answers every held call and `start` with `error`.
-    func answerHeldCalls(_ error: MediatorError, now: NIODeadline) -> [BrokerEffect] {
-        carryOut(activation.failAllHeld(error), now: now)
+    /// Whether calls wait that a snapshot cannot carry: a call held for a
+    /// starting component with descriptors or from the NATS bridge, and
+    /// the calls of the re-registration hold (its window is short, so a
+    /// hand-over waits for it to close rather than carry it). A hand-over
+    /// waits for them to go out, within a bound, then answers them.
+    var hasUncarriedHeldCalls: Bool { uncarriedHeldCalls > 0 }
+
+    /// How many held calls a snapshot now would leave out.
+    var uncarriedHeldCalls: Int {
+        var count = reregistrationHold.index.tallies.values.reduce(0) { $0 + $1.calls }
+        guard !activation.heldCalls.isEmpty else { return count }
+        for component in activation.components.values { count += component.held.lazy.filter { !$0.isCarried }.count }
+        return count
+    }
+
+    /// Answers with `error` every held call a snapshot cannot carry.
+    func answerUncarriedHeldCalls(_ error: MediatorError, now: NIODeadline) -> [BrokerEffect] {
+        carryOut(activation.failHeld(where: { !$0.isCarried }, error), now: now)
         failReregistrationHold(error, now: now)
         return takeEffects()
     }

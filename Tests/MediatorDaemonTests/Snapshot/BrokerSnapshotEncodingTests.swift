@@ -65,15 +65,15 @@ import Testing
 
     @Test func anotherVersionIsRefused() throws {
         let text = String(decoding: Self.fullSnapshot().encoded(), as: UTF8.self)
-        #expect(text.components(separatedBy: #""version":2"#).count == 2)
-        for version in [1, 0, 3, 100] {
-            let changed = text.replacingOccurrences(of: #""version":2"#, with: #""version":\#(version)"#)
+        #expect(text.components(separatedBy: #""version":3"#).count == 2)
+        for version in [1, 2, 0, 4, 100] {
+            let changed = text.replacingOccurrences(of: #""version":3"#, with: #""version":\#(version)"#)
             #expect(throws: SnapshotError.unsupportedVersion(Int64(version))) { try BrokerSnapshot.decode(Array(changed.utf8)) }
         }
         // Even one whose other members this reader would not understand.
-        let newer = #"{"kind":"mediatord-broker-snapshot","version":3,"connections":{}}"#
-        #expect(throws: SnapshotError.unsupportedVersion(3)) { try BrokerSnapshot.decode(Array(newer.utf8)) }
-        let unversioned = text.replacingOccurrences(of: #","version":2"#, with: "")
+        let newer = #"{"kind":"mediatord-broker-snapshot","version":4,"connections":{}}"#
+        #expect(throws: SnapshotError.unsupportedVersion(4)) { try BrokerSnapshot.decode(Array(newer.utf8)) }
+        let unversioned = text.replacingOccurrences(of: #","version":3"#, with: "")
         #expect(throws: SnapshotError.malformed(path: "snapshot.version", expected: "a member")) {
             try BrokerSnapshot.decode(Array(unversioned.utf8))
         }

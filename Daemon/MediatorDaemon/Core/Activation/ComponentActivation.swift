@@ -69,7 +69,8 @@ struct ComponentActivation {
     /// A process that ran this long after registering resets the count of quick restarts.
     static let steadyRunTime = TimeAmount.seconds(10)
 
-    // Set from outside this file only by a restore (ComponentActivation+Snapshot.swift).
+    // Set from outside this file only by a restore (ComponentActivation+Snapshot.swift),
+    // down to the queues of held calls and `start`s.
     /// The components the manifests describe, by target.
     var components: [String: ManagedComponent] = [:]
     var nextSpawnID = 0
@@ -79,11 +80,11 @@ struct ComponentActivation {
     var bootWaiting: Set<String> = []
     var bootDone = false
     /// `mediator/start` calls waiting for their component to register.
-    private(set) var startWaiters: [String: [StartWaiter]] = [:]
+    var startWaiters: [String: [StartWaiter]] = [:]
     /// Calls waiting for a component to start (and `start`s waiting for it
     /// to register), by caller: they count against the limits and obey the
     /// duplicate-id rule and `cancel` like calls in flight.
-    private(set) var heldCalls = HeldCallIndex()
+    var heldCalls = HeldCallIndex()
     /// The manifest files skipped at the last load, at most
     /// ``maxSkippedManifests``, and how many more there were.
     private(set) var skippedManifests: [SkippedManifest] = []
@@ -409,11 +410,18 @@ struct ComponentActivation {
         if hasWaiters(target) { start(target, now, registry, &actions) }
     }
 
-    /// Every `start` and held call, of every target, fails with `error`
-    /// (a re-exec that could not wait for them: they are not carried).
-    mutating func failAllHeld(_ error: MediatorError) -> [Action] {
+    /// The held calls `failing` picks, of every target, fail with `error`
+    /// (those a hand-over's snapshot cannot carry); `start`s stay.
+    mutating func failHeld(where failing: (ManagedComponent.HeldCall) -> Bool, _ error: MediatorError) -> [Action] {
         var actions: [Action] = []
-        for target in Set(startWaiters.keys).union(components.keys).sorted() { failHeld(target, error, &actions) }
+        for target in components.keys.sorted() {
+            guard let held = components[target]?.held, held.contains(where: failing) else { continue }
+            components[target]?.held = held.filter { !failing($0) }
+            for call in held where failing(call) {
+                heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
+                actions.append(.heldFailed(call, error))
+            }
+        }
         return actions
     }
 

@@ -5,8 +5,10 @@ import MediatorProtocol
 /// its deadlines, and the spawn ids and at-boot groups. Times are relative
 /// to the snapshot's moment. The manifests themselves are not in it: the
 /// successor reads them, and restores the state of the components they
-/// still describe. Held calls and `start` waiters are not in it either: a
-/// re-exec waits for them to go out first (docs/daemon.md).
+/// still describe. Calls held for a starting component and `start` calls
+/// waiting for one are in it (``HeldCallSnapshot``), except those a
+/// snapshot cannot carry, which the host waits for or answers first
+/// (docs/daemon.md).
 struct ActivationSnapshot: Equatable, Sendable {
     struct Process: Equatable, Sendable {
         var spawnID: Int
@@ -32,6 +34,8 @@ struct ActivationSnapshot: Equatable, Sendable {
         var lastExit: String?
         var endedBecause: String?
         var removed: Bool
+        /// Calls waiting for it to register, in arrival order.
+        var held: [HeldCallSnapshot] = []
     }
 
     var components: [Component]
@@ -39,6 +43,8 @@ struct ActivationSnapshot: Equatable, Sendable {
     var bootGroups: [[String]]
     var bootWaiting: [String]
     var bootDone: Bool
+    /// `start` calls waiting for their component to register, in arrival order per target.
+    var startWaiters: [StartWaiterSnapshot] = []
 
     static let empty = ActivationSnapshot(components: [], nextSpawnID: 0, bootGroups: [], bootWaiting: [], bootDone: false)
 }
@@ -48,7 +54,7 @@ extension ActivationSnapshot {
         .object([
             "components": .array(components.map(\.json)), "next_spawn_id": .count(nextSpawnID),
             "boot_groups": .array(bootGroups.map { .names($0) }), "boot_waiting": .names(bootWaiting),
-            "boot_done": .bool(bootDone),
+            "boot_done": .bool(bootDone), "start_waiters": .array(startWaiters.map(\.json)),
         ])
     }
 
@@ -62,9 +68,11 @@ extension ActivationSnapshot {
             }
             groups.append(names)
         }
+        var waiters: [StartWaiterSnapshot] = []
+        for waiter in try members.objects("start_waiters") { waiters.append(try StartWaiterSnapshot(snapshot: waiter)) }
         self.init(
             components: components, nextSpawnID: try members.integer("next_spawn_id"), bootGroups: groups,
-            bootWaiting: try members.strings("boot_waiting"), bootDone: try members.bool("boot_done"))
+            bootWaiting: try members.strings("boot_waiting"), bootDone: try members.bool("boot_done"), startWaiters: waiters)
     }
 }
 
@@ -80,6 +88,7 @@ extension ActivationSnapshot.Component {
                 return .object(members)
             }),
             "consecutive_restarts": .count(consecutiveRestarts), "restarts": .count(restarts), "removed": .bool(removed),
+            "held": .array(held.map(\.json)),
         ]
         let optional: [(String, JSONValue?)] = [
             ("start_deadline_in_ns", startDeadlineIn.map(JSONValue.int)), ("restart_in_ns", restartIn.map(JSONValue.int)),
@@ -106,6 +115,8 @@ extension ActivationSnapshot.Component {
         func optionalInteger(_ key: String) throws(SnapshotError) -> Int64? {
             members.members[key] == nil ? nil : try members.integer(key)
         }
+        var held: [HeldCallSnapshot] = []
+        for call in try members.objects("held") { held.append(try HeldCallSnapshot(snapshot: call)) }
         self.init(
             target: try members.string("target"), state: state, processes: processes,
             startDeadlineIn: try optionalInteger("start_deadline_in_ns"), restartIn: try optionalInteger("restart_in_ns"),
@@ -113,6 +124,6 @@ extension ActivationSnapshot.Component {
             runningSinceAgo: try optionalInteger("running_since_ago_ns"),
             consecutiveRestarts: try members.integer("consecutive_restarts"), restarts: try members.integer("restarts"),
             lastExit: try members.optionalString("last_exit"), endedBecause: try members.optionalString("ended_because"),
-            removed: try members.bool("removed"))
+            removed: try members.bool("removed"), held: held)
     }
 }

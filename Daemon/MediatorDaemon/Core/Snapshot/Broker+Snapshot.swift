@@ -44,8 +44,7 @@ extension Broker {
             statistics: StatisticsSummary(
                 daemon: statistics.daemon, actions: actionCounts, uids: statistics.uids, components: statistics.components),
             activation: activation.snapshot(now: now),
-            leftOut: BrokerSnapshot.LeftOut(heldCalls: activation.heldCalls.tallies.values.reduce(0) { $0 + $1.calls }
-                    + reregistrationHold.index.tallies.values.reduce(0) { $0 + $1.calls }))
+            leftOut: BrokerSnapshot.LeftOut(heldCalls: uncarriedHeldCalls))
     }
 
     /// Rebuilds the state of `snapshot` in this broker, which has no
@@ -55,6 +54,8 @@ extension Broker {
     func restore(_ snapshot: BrokerSnapshot, now: NIODeadline) throws(SnapshotError) -> [BrokerEffect] {
         guard peers.isEmpty, registry.targets.isEmpty, inFlight.count == 0 else { throw .brokerNotEmpty }
         try snapshot.checkConsistency()
+        // Read before anything changes: a snapshot refused here leaves the broker empty.
+        let queues = try ComponentActivation.restoredQueues(snapshot.activation, now: now)
         statisticsStart = now - .nanoseconds(snapshot.uptimeNanoseconds)
         statistics.daemon = snapshot.statistics.daemon
         // In their order, so each action gets the entry it had.
@@ -95,10 +96,13 @@ extension Broker {
         for (connection, filter) in snapshot.monitors { monitors.attach(connection, filter) }
         for (uid, episode) in snapshot.queueEpisodes { quotas.restoreEpisode(uid: uid, episode) }
         // Processes of components the manifests read now no longer describe end.
-        for pid in activation.restore(snapshot.activation, now: now) {
+        let restored = activation.restore(snapshot.activation, held: queues.held, startWaiters: queues.startWaiters, now: now)
+        for pid in restored.orphans {
             logger.notice("ending a component process whose manifest is gone", metadata: ["pid": "\(pid)"])
             effects.append(.signal(pid: pid, signal: SIGTERM, group: true))
         }
+        // Calls that waited for a component the manifests no longer describe are answered.
+        carryOut(restored.actions, now: now)
         if let next = inFlight.earliestDeadline { wakeUp(at: next) }
         scheduleComponentWakeUp(now: now)
         return takeEffects()

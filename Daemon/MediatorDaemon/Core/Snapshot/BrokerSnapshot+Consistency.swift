@@ -41,6 +41,14 @@ extension BrokerSnapshot {
                 throw .inconsistent("call id \(call.daemonID) is used twice or not below next_call_id")
             }
         }
+        for component in activation.components {
+            for call in component.held where !connections.contains(call.caller) || call.target != component.target {
+                throw .inconsistent("a call held for \"\(component.target)\" has no peer or is for another target")
+            }
+        }
+        for waiter in activation.startWaiters where !connections.contains(waiter.connection) {
+            throw .inconsistent("a start of \"\(waiter.target)\" waits on connection \(waiter.connection), which has no peer")
+        }
         for connection in monitors.keys where !connections.contains(connection) {
             throw .inconsistent("monitor \(connection) has no peer")
         }

@@ -9,10 +9,11 @@ import MediatorStatistics
 /// Times are relative, never absolute: each process has its own monotonic
 /// clock, so a call keeps the time it had left, not its deadline.
 ///
-/// Not captured (counted in ``leftOut``): held calls and `start` waiters
-/// (they carry a request's params and descriptors): a re-exec waits for
-/// them to go out. Managed components are (``activation``); their
-/// processes' pipes travel in the host's part of the hand-over. The policy
+/// Managed components are captured (``activation``), with the calls held
+/// for them and the `start`s waiting; their processes' pipes travel in the
+/// host's part of the hand-over. Not captured (counted in ``leftOut``):
+/// held calls with descriptors or from the NATS bridge, and the
+/// re-registration hold's: a hand-over waits for them to go out. The policy
 /// and the configuration are not captured: the successor reads them from
 /// its files, as at any start.
 struct BrokerSnapshot: Equatable, Sendable {
@@ -21,7 +22,8 @@ struct BrokerSnapshot: Equatable, Sendable {
     /// The format written; a reader refuses any other. Raised whenever a
     /// member is added, removed or changes meaning (docs/daemon.md).
     /// 2: managed components (``activation``) added, `left_out` counts held calls only.
-    static let currentVersion: Int64 = 2
+    /// 3: held calls (each component's `held`) and `start_waiters` in ``activation``.
+    static let currentVersion: Int64 = 3
     /// The largest encoding a reader accepts: far above what the daemon's
     /// own limits let its state reach (4,096 connections, their calls and
     /// registrations take tens of MiB), and small enough that a corrupt
@@ -30,7 +32,7 @@ struct BrokerSnapshot: Equatable, Sendable {
 
     /// What the snapshot leaves out, so the successor can tell whom it owes an answer.
     struct LeftOut: Equatable, Sendable {
-        /// Calls (and `start`s) held for a component being started.
+        /// Held calls the snapshot could not carry (Broker.uncarriedHeldCalls).
         var heldCalls = 0
     }
 

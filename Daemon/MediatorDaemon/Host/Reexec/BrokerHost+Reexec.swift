@@ -15,8 +15,9 @@ import Glibc
 /// new image carries on (BrokerHost+Resume.swift). If the exec fails, this
 /// image takes its sockets back and answers the callers with the error.
 extension BrokerHost {
-    /// How long a re-exec waits for calls held for a starting component
-    /// (and `start`s) to go out: they are not carried.
+    /// How long a re-exec waits for the held calls its snapshot cannot
+    /// carry (with descriptors, from the NATS bridge, in the
+    /// re-registration hold) to go out; the others are carried.
     static let reexecHoldWait: Duration = .seconds(10)
 
     /// Asks for a re-exec (`mediator/reexec`, a signal, a reload that found
@@ -67,16 +68,16 @@ extension BrokerHost {
         // are then on their way, not held (and asks among them join this one).
         dispatch?.drain()
         guard let pending = pendingReexec else { return }
-        // Held calls carry a request and wait on a process: not in the
-        // snapshot. Wait for them to go out, within a bound; and for a
+        // Held calls with descriptors (or from the bridge) are not in the
+        // snapshot: wait for them to go out, within a bound; and for a
         // process spawned to report its pid, or the new image could not watch it.
-        if broker.hasHeldCalls || descriptors.isHoldingAny || processes.isStartingAny, ContinuousClock.now < pending.waitUntil {
+        if broker.hasUncarriedHeldCalls || descriptors.isHoldingAny || processes.isStartingAny, ContinuousClock.now < pending.waitUntil {
             scheduleReexecAttempt(after: .milliseconds(10))
             return
         }
         pendingReexec = nil
-        if broker.hasHeldCalls {
-            apply(broker.answerHeldCalls(MediatorError(.componentUnavailable, "mediatord re-executed while the call waited for its component"), now: .now()))
+        if broker.hasUncarriedHeldCalls {
+            apply(broker.answerUncarriedHeldCalls(MediatorError(.componentUnavailable, "mediatord re-executed while the call waited for its component"), now: .now()))
         }
         reexec(pending.requesters)
     }

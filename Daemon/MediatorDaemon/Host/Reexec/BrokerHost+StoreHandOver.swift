@@ -26,8 +26,8 @@ extension BrokerHost {
     }
 
     /// From SIGTERM, when systemd restarts the unit. Waits (as a re-exec
-    /// does, within the same bound) for calls held for a starting
-    /// component to go out, then hands over. `done` runs on the loop.
+    /// does, within the same bound) for the held calls a snapshot cannot
+    /// carry to go out, then hands over. `done` runs on the loop.
     func handOverThroughStore(done: @escaping (StoreHandOverOutcome) -> Void) {
         let refusal: String? =
             stopping ? "mediatord is stopping already"
@@ -45,7 +45,7 @@ extension BrokerHost {
 
     private func attemptStoreHandOver(until waitUntil: ContinuousClock.Instant, done: @escaping (StoreHandOverOutcome) -> Void) {
         dispatch?.drain()
-        if broker.hasHeldCalls || descriptors.isHoldingAny || processes.isStartingAny, ContinuousClock.now < waitUntil {
+        if broker.hasUncarriedHeldCalls || descriptors.isHoldingAny || processes.isStartingAny, ContinuousClock.now < waitUntil {
             do {
                 restartHandOverTimer = try loop.addTimer(after: .milliseconds(10), accuracy: .milliseconds(1)) { [unowned self] _, _ in
                     restartHandOverTimer = nil
@@ -57,8 +57,8 @@ extension BrokerHost {
             }
             return
         }
-        if broker.hasHeldCalls {
-            apply(broker.answerHeldCalls(MediatorError(.componentUnavailable, "mediatord restarted while the call waited for its component"), now: .now()))
+        if broker.hasUncarriedHeldCalls {
+            apply(broker.answerUncarriedHeldCalls(MediatorError(.componentUnavailable, "mediatord restarted while the call waited for its component"), now: .now()))
         }
         let outcome = storeHandOver()
         if case .notHandedOver = outcome { restartHandOverUnderway = false }

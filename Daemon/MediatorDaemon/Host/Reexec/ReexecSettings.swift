@@ -29,7 +29,8 @@ package enum ReexecAnnouncement: Sendable, Equatable {
 struct PendingReexec {
     /// `mediator/reexec` calls to answer with its outcome.
     var requesters: [HostHandOverState.Requester]
-    /// Held calls and `start`s are not carried: the hand-over waits for
-    /// them until this time, then goes without them (they are answered).
+    /// Held calls the snapshot cannot carry (with descriptors, from the
+    /// bridge, re-registration's): the hand-over waits for them until this
+    /// time, then goes without them (they are answered).
     var waitUntil: ContinuousClock.Instant
 }

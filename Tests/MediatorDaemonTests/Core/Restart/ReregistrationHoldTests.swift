@@ -149,10 +149,12 @@ struct ReregistrationHoldTests {
         #expect(d.descriptorsHeld.isEmpty)
     }
 
-    @Test func aStopAnswersEveryHeldCall() {
+    @Test func aHandOverAnswersEveryHeldCall() {
         let d = crashed()
         d.send(#"{"id":"c1","target":"T","action":"a"}"#, from: 1)
-        d.apply(d.broker.answerHeldCalls(MediatorError(.componentUnavailable, "mediatord is stopping"), now: d.now))
+        // The snapshot does not carry them: a hand-over that could not wait them out answers them.
+        #expect(d.broker.hasUncarriedHeldCalls)
+        d.apply(d.broker.answerUncarriedHeldCalls(MediatorError(.componentUnavailable, "mediatord restarted"), now: d.now))
         #expect(errorCode(d.takeOne(1)) == "component_unavailable")
         #expect(!d.broker.hasHeldCalls)
         // And the window is closed with them.
