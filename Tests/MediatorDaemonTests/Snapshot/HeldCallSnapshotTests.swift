@@ -132,4 +132,27 @@ struct HeldCallSnapshotTests {
         #expect(snapshot.activation.components.first?.held.count == 2)
         #expect(try BrokerSnapshot.decode(snapshot.encoded()) == snapshot)
     }
+
+    /// What the package before writes: version 2, no `held` nor
+    /// `start_waiters` (it waited for held calls to go out). An upgrade
+    /// from it must hand over, not fall back to a clean restart.
+    @Test func aVersion2SnapshotIsReadWithNothingHeld() throws {
+        let d = BrokerDriver()
+        d.apply(d.broker.loadManifests([Self.notes], now: d.now))
+        d.connect(1)
+        d.connect(7, credentials: PeerCredentials(pid: 4107, uid: 1007, gid: 2007))
+        d.register("Notes", actions: #"["add"]"#, from: 7)
+        let current = d.broker.snapshot(now: d.now)
+        var text = String(decoding: current.encoded(), as: UTF8.self)
+        #expect(text.contains(#""held":[]"#) && text.contains(#""start_waiters":[]"#) && text.contains(#""version":3"#))
+        for member in [#","held":[]"#, #""held":[],"#, #","start_waiters":[]"#, #""start_waiters":[],"#] {
+            text = text.replacingOccurrences(of: member, with: "")
+        }
+        text = text.replacingOccurrences(of: #""version":3"#, with: #""version":2"#)
+        #expect(!text.contains("held\"") && !text.contains("start_waiters"))
+        #expect(try BrokerSnapshot.decode(Array(text.utf8)) == current)
+        // Version 3's members are required in version 3.
+        let missing = text.replacingOccurrences(of: #""version":2"#, with: #""version":3"#)
+        #expect(throws: SnapshotError.self) { try BrokerSnapshot.decode(Array(missing.utf8)) }
+    }
 }

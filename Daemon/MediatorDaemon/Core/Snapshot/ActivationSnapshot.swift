@@ -58,9 +58,10 @@ extension ActivationSnapshot {
         ])
     }
 
-    init(snapshot members: SnapshotMembers) throws(SnapshotError) {
+    /// `version` 2 has no held calls nor `start` waiters.
+    init(snapshot members: SnapshotMembers, version: Int64 = BrokerSnapshot.currentVersion) throws(SnapshotError) {
         var components: [Component] = []
-        for component in try members.objects("components") { components.append(try Component(snapshot: component)) }
+        for component in try members.objects("components") { components.append(try Component(snapshot: component, version: version)) }
         var groups: [[String]] = []
         for item in try members.items("boot_groups") {
             guard let names = item.value.arrayValue?.compactMap(\.stringValue), names.count == item.value.arrayValue?.count else {
@@ -69,7 +70,7 @@ extension ActivationSnapshot {
             groups.append(names)
         }
         var waiters: [StartWaiterSnapshot] = []
-        for waiter in try members.objects("start_waiters") { waiters.append(try StartWaiterSnapshot(snapshot: waiter)) }
+        for waiter in try version < 3 ? [] : members.objects("start_waiters") { waiters.append(try StartWaiterSnapshot(snapshot: waiter)) }
         self.init(
             components: components, nextSpawnID: try members.integer("next_spawn_id"), bootGroups: groups,
             bootWaiting: try members.strings("boot_waiting"), bootDone: try members.bool("boot_done"), startWaiters: waiters)
@@ -100,7 +101,7 @@ extension ActivationSnapshot.Component {
         return .object(members)
     }
 
-    init(snapshot members: SnapshotMembers) throws(SnapshotError) {
+    init(snapshot members: SnapshotMembers, version: Int64) throws(SnapshotError) {
         let stateName = try members.string("state")
         guard let state = ManagedComponent.State(rawValue: stateName) else {
             throw .malformed(path: members.at("state"), expected: "a component state")
@@ -116,7 +117,7 @@ extension ActivationSnapshot.Component {
             members.members[key] == nil ? nil : try members.integer(key)
         }
         var held: [HeldCallSnapshot] = []
-        for call in try members.objects("held") { held.append(try HeldCallSnapshot(snapshot: call)) }
+        for call in try version < 3 ? [] : members.objects("held") { held.append(try HeldCallSnapshot(snapshot: call)) }
         self.init(
             target: try members.string("target"), state: state, processes: processes,
             startDeadlineIn: try optionalInteger("start_deadline_in_ns"), restartIn: try optionalInteger("restart_in_ns"),

@@ -33,7 +33,7 @@ extension BrokerSnapshot {
     func encoded(version: Int64 = currentVersion) -> [UInt8] { json(version: version).encoded }
 
     /// Reads a snapshot; refuses one over `limit` bytes, one that is not a
-    /// broker snapshot, and one of another version before reading further.
+    /// broker snapshot, and one of a version it cannot read before reading further.
     static func decode(_ bytes: [UInt8], limit: Int = maxEncodedBytes) throws(SnapshotError) -> BrokerSnapshot {
         guard bytes.count <= limit else { throw .tooLarge(bytes: bytes.count, limit: limit) }
         let value: JSONValue
@@ -46,11 +46,11 @@ extension BrokerSnapshot {
         guard value.objectValue?["kind"] == .string(kind) else { throw .notASnapshot }
         let members = try SnapshotMembers(value, path: "snapshot")
         let version: Int64 = try members.integer("version")
-        guard version == currentVersion else { throw .unsupportedVersion(version) }
-        return try BrokerSnapshot(snapshot: members)
+        guard readableVersions.contains(version) else { throw .unsupportedVersion(version) }
+        return try BrokerSnapshot(snapshot: members, version: version)
     }
 
-    private init(snapshot members: SnapshotMembers) throws(SnapshotError) {
+    private init(snapshot members: SnapshotMembers, version: Int64) throws(SnapshotError) {
         var peers: [PeerSnapshot] = []
         for peer in try members.objects("peers") { peers.append(try PeerSnapshot(snapshot: peer)) }
         var targets: [TargetSnapshot] = []
@@ -72,7 +72,7 @@ extension BrokerSnapshot {
             uptimeNanoseconds: try members.integer("uptime_ns"), peers: peers, targets: targets,
             nextInstance: try members.integer("next_instance"), calls: calls, nextCallID: try members.integer("next_call_id"),
             monitors: monitors, queueEpisodes: episodes, statistics: try StatisticsSummary(snapshot: members.object("statistics")),
-            activation: try ActivationSnapshot(snapshot: members.object("activation")),
+            activation: try ActivationSnapshot(snapshot: members.object("activation"), version: version),
             leftOut: LeftOut(heldCalls: try leftOut.integer("held_calls")))
     }
 }

@@ -19,11 +19,16 @@ import MediatorStatistics
 struct BrokerSnapshot: Equatable, Sendable {
     /// The format's name in the encoding's `kind`; anything else is not a snapshot.
     static let kind = "mediatord-broker-snapshot"
-    /// The format written; a reader refuses any other. Raised whenever a
-    /// member is added, removed or changes meaning (docs/daemon.md).
+    /// The format written; a reader refuses any other but those of
+    /// ``readableVersions``. Raised whenever a member is added, removed or
+    /// changes meaning (docs/daemon.md).
     /// 2: managed components (``activation``) added, `left_out` counts held calls only.
     /// 3: held calls (each component's `held`) and `start_waiters` in ``activation``.
     static let currentVersion: Int64 = 3
+    /// The versions a reader accepts: its own, and 2, read as holding no
+    /// held call (a version-2 writer waited for them to go out), so that
+    /// an upgrade from the package before hands over as a restart does.
+    static let readableVersions: ClosedRange<Int64> = 2...currentVersion
     /// The largest encoding a reader accepts: far above what the daemon's
     /// own limits let its state reach (4,096 connections, their calls and
     /// registrations take tens of MiB), and small enough that a corrupt

@@ -21,7 +21,7 @@ enum SnapshotError: Error, Equatable, CustomStringConvertible {
         case .tooLarge(let bytes, let limit): return "snapshot of \(bytes) bytes, over the limit of \(limit)"
         case .notJSON(let reason): return "snapshot is not JSON: \(reason)"
         case .notASnapshot: return "not a broker snapshot (kind)"
-        case .unsupportedVersion(let version): return "snapshot version \(version) is not supported (this daemon reads \(BrokerSnapshot.currentVersion))"
+        case .unsupportedVersion(let version): return "snapshot version \(version) is not supported (this daemon reads \(BrokerSnapshot.readableVersions.lowerBound) to \(BrokerSnapshot.currentVersion))"
         case .malformed(let path, let expected): return "snapshot member \(path): expected \(expected)"
         case .inconsistent(let reason): return "snapshot is inconsistent: \(reason)"
         case .brokerNotEmpty: return "a snapshot is restored only into a broker without connections"
