@@ -711,6 +711,11 @@ s3e_restart() {
         printf '{"target":"%s","actions":["echo","whoami"],"exec":["/usr/bin/python3","%s/python/notes_component.py","--target","%s","--socket","%s"]}\n' \
             "$m" "$IN_EXAMPLES" "$m" "$SOCK" | cx_write /etc/mediator/components.d/$m.json || { why "cannot write the $m manifest"; return 1; }
     done
+    # Gated: a managed component that cannot register until $RL_DIR/gate
+    # exists, so that calls to it are held (by the daemon) across the first
+    # restarts: the snapshot carries them and the new daemon forwards them.
+    printf '{"target":"Gated","actions":["echo"],"start_timeout_s":60,"exec":["/bin/sh","-c","while [ ! -e %s/gate ]; do sleep 0.05; done; exec /usr/bin/python3 %s/python/notes_component.py --target Gated --socket %s"]}\n' \
+        "$RL_DIR" "$IN_EXAMPLES" "$SOCK" | cx_write /etc/mediator/components.d/Gated.json || { why "cannot write the Gated manifest"; return 1; }
     cx chmod -R a+rX /etc/mediator || { why "cannot make the manifests readable"; return 1; }
     out=$(cx systemctl reload $UNIT 2>&1) || { why "systemctl reload (manifests): $out"; return 1; }
     managed_pid() { cx mediatorctl --json call "${1:-Managed}" whoami --timeout 10 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null; }
@@ -744,12 +749,24 @@ s3e_restart() {
     rpool_instances() { cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; print(sorted((i["instance"], i["pid"]) for t in json.load(sys.stdin)["targets"] if t["target"]=="RPool" for i in t["instances"]))'; }
     local pool_before
     pool_before=$(rpool_instances)
+    # Three calls held for Gated while it starts, across restarts 1 and 2.
+    local held_bgs=() k
+    for k in 1 2 3; do
+        cx_bg "$W/held$k.out" "$W/held$k.err" mediatorctl --json call Gated echo text=held$k --timeout 60
+        held_bgs+=("$BG")
+    done
+    gated_held() { cx mediatorctl --json call mediator status target=Gated 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin).get("held_calls") == 3 else 1)'; }
+    wait_for 10 gated_held || { why "the calls to Gated were not held: $(cx mediatorctl --json call mediator status target=Gated 2>&1)"; return 1; }
     cursor=$(journal_cursor)
     nr0=$(prop NRestarts)
     prev=$(prop MainPID)
     pids=$prev
     : >"$W/restart-times"
     for i in 1 2 3 4 5 6 7 8 9 10; do
+        if [ "$i" = 3 ]; then
+            gated_held || { why "after two restarts the new daemon does not hold the calls to Gated: $(cx mediatorctl --json call mediator status target=Gated 2>&1)"; return 1; }
+            cx touch "$RL_DIR/gate"
+        fi
         t0=$(date +%s%N)
         out=$(cx systemctl restart $UNIT 2>&1) || { why "systemctl restart $i: $out"; journal_tail; return 1; }
         took=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -765,6 +782,13 @@ s3e_restart() {
         sleep 2.1
     done
     say "10 restarts, MainPIDs $pids; the longest systemctl restart $longest ms"
+    held_done() { local b; for b in "${held_bgs[@]}"; do kill -0 "$b" 2>/dev/null && return 1; done; return 0; }
+    wait_for 30 held_done || { why "the calls held for Gated were not answered"; journal_tail; return 1; }
+    for k in 1 2 3; do
+        grep -q "\"text\": *\"held$k\"" "$W/held$k.out" ||
+            { why "the call held for Gated across two restarts got '$(cat "$W/held$k.out")' $(cat "$W/held$k.err")"; journal_tail; return 1; }
+    done
+    say "three calls held for the starting Gated across two restarts: carried, forwarded once it registered, each answered"
     cx touch "$RL_DIR/stop"
     local name
     results_in() { for name in $callers ping listen emit stream stream-serve; do cx test -s "$RL_DIR/$name.json" || return 1; done; }
