@@ -31,6 +31,9 @@ final class BridgeSession: Sendable {
         var exportedSpecs: [String: BridgeMessages.Announcement.Target] = [:]
         /// Other daemons heard announcing this host's name, each logged once.
         var nameClashes: Set<String> = []
+        /// The daemon process (`instance`) last heard from each other host,
+        /// at most ``ImportedTargets/maxRemoteHosts``.
+        var instances: [String: String] = [:]
     }
 
     /// When each kind of NATS error (status and subject) was last logged,
@@ -209,7 +212,28 @@ final class BridgeSession: Sendable {
             if announcement.instance != Self.instance { nameClash(announcement) }
             return
         }
-        if imports.heard(announcement) { doorbell.ring() }
+        let newcomer = isNewInstance(announcement)
+        if imports.heard(announcement) || newcomer { doorbell.ring() }
+    }
+
+    /// Whether the announcement comes from a daemon process of its host not
+    /// heard before: a host that started, or whose mediatord restarted or
+    /// re-executed. This host then announces at once, instead of at the end
+    /// of its interval, so that the newcomer imports from it within a round
+    /// trip: its stand-ins are back before the calls held for them (the
+    /// re-registration hold after a hand-over) are answered.
+    private func isNewInstance(_ announcement: BridgeMessages.Announcement) -> Bool {
+        state.withLock { state in
+            guard !announcement.leaving, let instance = announcement.instance else {
+                if announcement.leaving { state.instances[announcement.host] = nil }
+                return false
+            }
+            let before = state.instances[announcement.host]
+            guard before != instance else { return false }
+            guard before != nil || state.instances.count < ImportedTargets.maxRemoteHosts else { return false }
+            state.instances[announcement.host] = instance
+            return true
+        }
     }
 
     /// Another daemon announces the host name this one uses: each drops the

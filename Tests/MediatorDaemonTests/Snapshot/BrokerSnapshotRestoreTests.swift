@@ -90,6 +90,37 @@ import Testing
         #expect(d.take(3).isEmpty)
     }
 
+    /// The bridge's connection closes after a hand-over (its client end was
+    /// in the old process): a call to the target its stand-in served waits
+    /// for the next bridge to register it, not `target_not_found`; other
+    /// unknown targets fail at once.
+    @Test func callsToAStandInsTargetWaitForTheNextBridge() throws {
+        let original = SnapshotScenario.richBroker()
+        var snapshot = original.broker.snapshot(now: original.now)
+        let feed = try #require(snapshot.targets.firstIndex { $0.name == "Feed" })
+        snapshot.targets[feed].instances[0].remoteHost = "far"
+        let d = try SnapshotScenario.restored(from: snapshot)
+        d.disconnect(4)
+        // Its calls in flight end with it (component_unavailable).
+        _ = d.take(1)
+        d.send(#"{"id":"f1","target":"Feed","action":"get"}"#, from: 1)
+        #expect(d.take(1).isEmpty, "held for the next bridge")
+        d.send(#"{"id":"x1","target":"Nowhere","action":"get"}"#, from: 1)
+        #expect(errorCode(d.takeOne(1)) == "target_not_found", "only the stand-ins' targets are held")
+        d.connect(9)
+        d.send(#"{"id":"reg","target":"mediator","action":"register","params":{"target":"Feed","actions":["get"]}}"#, from: 9)
+        d.send(#"{"id":"f2","target":"Feed","action":"get"}"#, from: 1)
+        let lines = d.takeJSON(9)
+        #expect(lines.first?["result"]?["target"] == "Feed")
+        #expect(lines.dropFirst().compactMap { $0["action"]?.stringValue } == ["get", "get"], "the held call, then the new one")
+        // Without a stand-in in the snapshot no window opens.
+        let plain = try SnapshotScenario.restored(from: original.broker.snapshot(now: original.now))
+        plain.disconnect(4)
+        _ = plain.take(1)
+        plain.send(#"{"id":"f3","target":"Feed","action":"get"}"#, from: 1)
+        #expect(errorCode(plain.takeOne(1)) == "target_not_found")
+    }
+
     @Test func restoringIntoABrokerWithConnectionsIsRefused() throws {
         let original = SnapshotScenario.richBroker()
         let snapshot = original.broker.snapshot(now: original.now)

@@ -4,19 +4,21 @@ import NIOCore
 
 /// The broker's side of ``ReregistrationHold``: after a crash, a call to a
 /// target nobody has registered yet waits (up to `reregister_hold_ms`) for
-/// the component to register again instead of failing `target_not_found`.
+/// the component to register again instead of failing `target_not_found`;
+/// after a hand-over, a call to a target the NATS bridge's stand-ins served.
 extension Broker {
-    /// Opens the window from `now`, when the setting allows one.
-    func openReregistrationHold(now: NIODeadline) {
+    /// Opens the window from `now`, when the setting allows one, for
+    /// `targets` only or (nil) for every target not registered.
+    func openReregistrationHold(now: NIODeadline, only targets: Set<String>? = nil) {
         guard configuration.reregisterHoldMs > 0 else { return }
         let end = now + .milliseconds(configuration.reregisterHoldMs)
-        reregistrationHold.open(until: end)
+        reregistrationHold.open(until: end, only: targets)
         wakeUp(at: end)
     }
 
     /// Whether a call to a target that is not registered was held for it to come back.
     func holdUntilReregistered(_ request: RouteRequest, from connection: ConnectionID, now: NIODeadline) -> Bool {
-        guard reregistrationHold.isOpen(at: now) else { return false }
+        guard reregistrationHold.holds(request.target, at: now) else { return false }
         switch heldCall(request, from: connection, now: now) {
         case .failure(let refusal):
             refuse(request, from: connection, refusal, now: now)
@@ -50,7 +52,7 @@ extension Broker {
         }
         for call in unclaimed { answerHeld(call, targetNotFound(call.request.target), now: now) }
         if !unclaimed.isEmpty {
-            logger.info("calls held after the crash answered: their targets did not register again", metadata: ["calls": "\(unclaimed.count)"])
+            logger.info("held calls answered: their targets did not register again in time", metadata: ["calls": "\(unclaimed.count)"])
         }
         if let next = reregistrationHold.nextWakeUp { wakeUp(at: next) }
     }

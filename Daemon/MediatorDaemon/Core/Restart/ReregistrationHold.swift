@@ -13,6 +13,11 @@ import NIOCore
 struct ReregistrationHold {
     /// When the window ends; nil when it is closed (nothing is held then).
     private(set) var windowEnd: NIODeadline?
+    /// The targets whose calls it holds; nil: every target not registered
+    /// (after a crash). After a hand-over only the targets the NATS
+    /// bridge's stand-ins served are held: the bridge's connection does not
+    /// survive it, and the next bridge registers them again.
+    private(set) var onlyTargets: Set<String>?
     /// The held calls of each target, in arrival order.
     private var byTarget: [String: [ManagedComponent.HeldCall]] = [:]
     /// Counts, bytes and ids of the held calls: the duplicate-id check,
@@ -27,8 +32,19 @@ struct ReregistrationHold {
 
     var isEmpty: Bool { index.isEmpty }
 
-    /// Opens the window (or moves its end) to `end`.
-    mutating func open(until end: NIODeadline) {
+    /// Whether a call to `target` (not registered) is held now.
+    func holds(_ target: String, at now: NIODeadline) -> Bool {
+        isOpen(at: now) && onlyTargets.map { $0.contains(target) } != false
+    }
+
+    /// Opens the window (or moves its end) to `end`, for `targets` only or
+    /// (nil) for every target; a window open already is widened, never narrowed.
+    mutating func open(until end: NIODeadline, only targets: Set<String>? = nil) {
+        if windowEnd == nil {
+            onlyTargets = targets
+        } else if let open = onlyTargets {
+            onlyTargets = targets.map { open.union($0) }
+        }
         windowEnd = max(windowEnd ?? end, end)
     }
 
@@ -50,6 +66,7 @@ struct ReregistrationHold {
         guard let windowEnd else { return ([], []) }
         if now >= windowEnd {
             self.windowEnd = nil
+            onlyTargets = nil
             let unclaimed = takeAll()
             return ([], unclaimed)
         }
@@ -105,7 +122,10 @@ struct ReregistrationHold {
     }
 
     /// Ends the window; calls still held stay until taken.
-    mutating func close() { windowEnd = nil }
+    mutating func close() {
+        windowEnd = nil
+        onlyTargets = nil
+    }
 
     /// Every held call, the window left open: for a stop or a re-exec.
     mutating func takeAll() -> [ManagedComponent.HeldCall] {

@@ -105,6 +105,12 @@ extension Broker {
         carryOut(restored.actions, now: now)
         if let next = inFlight.earliestDeadline { wakeUp(at: next) }
         scheduleComponentWakeUp(now: now)
+        // The NATS bridge's connection does not survive the hand-over (it
+        // is a client in the old process): its stand-ins go when it closes
+        // and come back when the next bridge registers them. Calls to them
+        // in between wait for that, as after a crash.
+        let standIns = Set(snapshot.targets.filter { $0.instances.contains { $0.remoteHost != nil } }.map(\.name))
+        if !standIns.isEmpty { openReregistrationHold(now: now, only: standIns) }
         return takeEffects()
     }
 }

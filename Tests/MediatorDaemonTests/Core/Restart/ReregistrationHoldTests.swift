@@ -242,4 +242,21 @@ struct ReregistrationHoldStateTests {
         hold.open(until: start + .milliseconds(500))
         #expect(hold.windowEnd == start + .milliseconds(1000))
     }
+
+    @Test func aWindowForSomeTargetsHoldsOnlyThoseAndIsWidenedNeverNarrowed() {
+        let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        var hold = ReregistrationHold()
+        hold.open(until: start + .milliseconds(1_000), only: ["A"])
+        #expect(hold.holds("A", at: start) && !hold.holds("B", at: start))
+        hold.open(until: start + .milliseconds(1_000), only: ["B"])
+        #expect(hold.holds("A", at: start) && hold.holds("B", at: start) && !hold.holds("C", at: start))
+        hold.open(until: start + .milliseconds(1_000))
+        #expect(hold.holds("C", at: start), "a crash's window holds every target")
+        hold.open(until: start + .milliseconds(1_000), only: ["A"])
+        #expect(hold.holds("C", at: start), "and is not narrowed")
+        _ = hold.expire(now: start + .milliseconds(1_000))
+        #expect(!hold.holds("C", at: start + .milliseconds(1_000)))
+        hold.open(until: start + .milliseconds(3_000), only: ["A"])
+        #expect(!hold.holds("C", at: start + .milliseconds(2_000)), "a new window starts from its own targets")
+    }
 }
