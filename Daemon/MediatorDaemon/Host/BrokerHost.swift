@@ -67,6 +67,9 @@ final class BrokerHost: @unchecked Sendable {
     /// id (nil: none passed in): a restart's resumption adopts those its
     /// hand-over names, ``endUnclaimedStoredProcesses()`` ends the rest.
     var storedProcesses: [Int: StoredProcess]?
+    /// After a crash, the stored processes that may still claim their
+    /// components, by spawn id (BrokerHost+StoredAdoption.swift).
+    var claimableProcesses: [Int: StoredProcess] = [:]
     /// Under systemd (KillMode=process): a stop ends the component
     /// processes itself and waits for them, since systemd leaves them be.
     var endsComponentsAtStop = false
@@ -358,6 +361,10 @@ final class BrokerHost: @unchecked Sendable {
             if let units { Task { _ = await units.stop(unit) } }
         case .bootComplete:
             bootWaiters.finish()
+        case .adoptStoredProcess(let spawnID, let pid, let target):
+            adoptStoredProcess(spawnID: spawnID, pid: pid, target: target)
+        case .endStoredProcesses(let spawnIDs):
+            endStoredProcesses(spawnIDs)
         case .reexec(let connection, let idBytes):
             requestReexec(HostHandOverState.Requester(
                 connection: connection, idBytes: idBytes.map { Array($0.readableBytesView) }))
