@@ -31,7 +31,8 @@ final class ComponentProcesses {
     }
 
     /// Left over from a predecessor whose state is lost (a crash, a
-    /// hand-over that could not be read): ended, not supervised.
+    /// hand-over that could not be read) and claimed by no component
+    /// (BrokerHost+StoredAdoption.swift): ended, not supervised.
     private var leftOvers: [Int32: Entry] = [:]
     private var leftOverTimer: TimerSource?
 
@@ -235,8 +236,9 @@ final class ComponentProcesses {
     }
 
     /// Processes a predecessor kept in the fd store whose state is lost
-    /// (it crashed, or its hand-over could not be read): nothing could
-    /// supervise them as the broker would (it knows none of them), and
+    /// (it crashed, or its hand-over could not be read) and that did not
+    /// claim a component by registering again: nothing could supervise
+    /// them as the broker would (it knows none of them), and
     /// `systemctl stop` must find nothing left, so they are ended as the
     /// control-group kill did before KillMode=process: SIGTERM, their
     /// output read meanwhile, SIGKILL after `grace`. Each stays in the
