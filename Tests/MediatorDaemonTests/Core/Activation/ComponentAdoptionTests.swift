@@ -217,6 +217,16 @@ struct ComponentAdoptionTests {
         #expect(d.signals.map(\.pid) == [4107])
     }
 
+    @Test func aUnitComponentStartsAtOnce() {
+        // systemd runs its process: none of the stored ones can be it.
+        var unit = Self.manifest("Mail")
+        unit.launch = .unit("mail.service")
+        let d = crashed([Self.manifest(), unit], stored: [(spawnID: 5, pid: 4107)])
+        d.send(#"{"id":1,"target":"Mail","action":"add"}"#, from: 1)
+        #expect(d.unitStarts == ["mail.service"])
+        #expect(d.broker.activation.adoption.deadline != nil)
+    }
+
     @Test func nothingStoredMeansNoAdoptionAndNoDeferredStarts() {
         let d = crashed([Self.manifest()], stored: [])
         #expect(d.broker.activation.adoption.deadline == nil)
