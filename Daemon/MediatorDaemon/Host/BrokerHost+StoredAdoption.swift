@@ -19,7 +19,7 @@ extension BrokerHost {
         let claimable = stored.filter { $0.value.pidfd != nil }
         storedProcesses = stored.filter { $0.value.pidfd == nil }
         guard !claimable.isEmpty else { return }
-        claimableProcesses.merge(claimable) { _, offered in offered }
+        processes.claimable.merge(claimable) { _, offered in offered }
         let offered = claimable.values.sorted { $0.spawnID < $1.spawnID }.map { (spawnID: $0.spawnID, pid: $0.pid) }
         apply(broker.awaitAdoption(of: offered, now: .now()))
     }
@@ -29,27 +29,27 @@ extension BrokerHost {
     /// (its entries stay in the store under their names). Its end reaches
     /// the broker as ``ProcessEnd/unobserved``: this daemon is not its parent.
     func adoptStoredProcess(spawnID: Int, pid: Int32, target: String) {
-        var stored: [Int: StoredProcess]? = claimableProcesses
+        var stored: [Int: StoredProcess]? = processes.claimable
         let handed = ComponentProcesses.HandOver(spawnID: spawnID, target: target, pid: pid, stdout: nil, stderr: nil)
         processes.adopt([handed], stored: &stored, goneAs: .unobserved) { [unowned self] spawnID, end in
             // Later, on the loop: one found gone is reported from within this effect.
             run { broker, now in broker.processExited(spawnID: spawnID, end: end, now: now) }
         }
-        claimableProcesses = stored ?? [:]
+        processes.claimable = stored ?? [:]
         logger.info("watching a component process left by the crash", metadata: ["target": "\(target)", "pid": "\(pid)"])
     }
 
     /// The broker says nobody claimed these: ended as before adoption
     /// existed (ComponentProcesses.endLeftOvers: SIGTERM, then SIGKILL).
     func endStoredProcesses(_ spawnIDs: [Int]) {
-        let ending = spawnIDs.compactMap { claimableProcesses.removeValue(forKey: $0) }
+        let ending = spawnIDs.compactMap { processes.claimable.removeValue(forKey: $0) }
         guard !ending.isEmpty else { return }
         processes.endLeftOvers(ending, grace: Self.componentStopGrace)
     }
 
     /// A stop while processes may still claim their components: they end with the rest.
     func endClaimableProcesses() {
-        guard !claimableProcesses.isEmpty else { return }
-        endStoredProcesses(claimableProcesses.keys.sorted())
+        guard !processes.claimable.isEmpty else { return }
+        endStoredProcesses(processes.claimable.keys.sorted())
     }
 }

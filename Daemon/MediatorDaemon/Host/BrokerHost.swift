@@ -67,9 +67,6 @@ final class BrokerHost: @unchecked Sendable {
     /// id (nil: none passed in): a restart's resumption adopts those its
     /// hand-over names, ``endUnclaimedStoredProcesses()`` ends the rest.
     var storedProcesses: [Int: StoredProcess]?
-    /// After a crash, the stored processes that may still claim their
-    /// components, by spawn id (BrokerHost+StoredAdoption.swift).
-    var claimableProcesses: [Int: StoredProcess] = [:]
     /// Under systemd (KillMode=process): a stop ends the component
     /// processes itself and waits for them, since systemd leaves them be.
     var endsComponentsAtStop = false

@@ -30,6 +30,11 @@ final class ComponentProcesses {
         var inStore = false
     }
 
+    /// After a crash, the stored processes that may still claim their
+    /// components, by spawn id (BrokerHost+StoredAdoption.swift): not
+    /// watched yet, their descriptors kept here until then.
+    var claimable: [Int: StoredProcess] = [:]
+
     /// Left over from a predecessor whose state is lost (a crash, a
     /// hand-over that could not be read) and claimed by no component
     /// (BrokerHost+StoredAdoption.swift): ended, not supervised.
@@ -159,9 +164,11 @@ final class ComponentProcesses {
         }
     }
 
-    /// Whether a process was spawned whose pid is not known yet: a re-exec
-    /// waits for it (the new image could not watch it).
-    var isStartingAny: Bool { entries.values.contains { $0.pid == nil } }
+    /// Whether a process was spawned whose pid is not known yet, or a
+    /// stored one may still claim its component: a re-exec (or a
+    /// restart's hand-over) waits for it (the new image could not watch
+    /// it; the adoption settles within seconds).
+    var isStartingAny: Bool { !claimable.isEmpty || entries.values.contains { $0.pid == nil } }
 
     /// Every process, for a re-exec: the pipes' read ends to keep open.
     /// Nothing changes here, so that a failed exec carries on as before.
