@@ -28,6 +28,9 @@ final class BrokerDriver {
     var unitStarts: [String] = []
     var unitStops: [String] = []
     var bootCompleted = false
+    /// Stored processes adopted after a crash, and those ended unclaimed (spawn ids).
+    var adoptedStored: [(spawnID: Int, pid: Int32, target: String)] = []
+    var endedStored: [Int] = []
     /// The effects of the last input, as returned by the broker.
     private(set) var lastEffects: [BrokerEffect] = []
     /// Descriptors handed to the broker and not yet sent on or released:
@@ -155,6 +158,10 @@ final class BrokerDriver {
                 unitStops.append(unit)
             case .bootComplete:
                 bootCompleted = true
+            case .adoptStoredProcess(let spawnID, let pid, let target):
+                adoptedStored.append((spawnID, pid, target))
+            case .endStoredProcesses(let spawnIDs):
+                endedStored += spawnIDs
             case .reexec(let connection, _):
                 reexecRequests.append(connection)
             }

@@ -46,7 +46,9 @@
 #                         mediator.reregister, the Notes component registers
 #                         again within 1 s, each call in flight fails once
 #                         (component_unavailable), no connection closes; a
-#                         managed component left by the crash is ended
+#                         managed component, called in a loop too, keeps
+#                         its pid and connection: each new daemon takes it
+#                         back as it registers again
 #   4 journal fields      MEDIATOR_TARGET, MEDIATOR_PEER_PID, PRIORITY,
 #                         CODE_FILE, CODE_LINE on the registration record
 #   5 restart on SIGKILL  systemd restarts the daemon; clients pinging all
@@ -917,6 +919,11 @@ for line in open(sys.argv[1]):
 # with its result or that error, at most one such error per client per
 # crash, no target_not_found, the component
 # registered again within 1 s of each SIGSEGV, and events flowing again.
+# A managed component (CManaged, the daemon starts it from a manifest),
+# called in a loop by a fifth client, survives each crash
+# (KillMode=process) and registers again on its connection: each new
+# daemon takes it back as that component's process (claimed by its pid),
+# so it keeps its pid and its connection and is supervised again.
 s3h_crash_under_load() {
     is_active || { why "mediatord.service is not active at the start"; return 1; }
     cx_bg "$W/cnotes.out" "$W/cnotes.err" python3 "$IN_EXAMPLES/python/notes_component.py" --socket "$SOCK" --target CNotes
@@ -926,8 +933,23 @@ s3h_crash_under_load() {
     cx mkdir -p "$dir" && cx sh -c "rm -f $dir/*" &&
         cx_write /opt/mediator-restart-load.py <"$REPO/Tests/systemd/restart-load.py" ||
         { why "cannot install restart-load.py in the container"; return 1; }
+    # A managed component (the daemon starts it), called in a loop too: it
+    # survives each crash (KillMode=process) and registers again on its
+    # kept connection, and the next daemon supervises it again (claimed by
+    # its pid), so its pid must not change and its connection must stay
+    # open (without --reconnect a lost connection would end it).
+    local out
+    printf '{"target":"CManaged","actions":["echo","whoami"],"exec":["/usr/bin/python3","%s/python/notes_component.py","--target","CManaged","--socket","%s"]}\n' \
+        "$IN_EXAMPLES" "$SOCK" | cx_write /etc/mediator/components.d/CManaged.json || { why "cannot write the CManaged manifest"; return 1; }
+    cx chmod -R a+rX /etc/mediator || { why "cannot make the manifests readable"; return 1; }
+    out=$(cx systemctl reload $UNIT 2>&1) || { why "systemctl reload (manifests): $out"; return 1; }
+    managed_pid_of() { cx mediatorctl --json call "$1" whoami --timeout 10 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null; }
+    local cmanaged_pid
+    cmanaged_pid=$(wait_for 10 managed_pid_of CManaged >/dev/null && managed_pid_of CManaged)
+    [ -n "$cmanaged_pid" ] || { why "the managed CManaged component did not answer"; journal_tail; return 1; }
     local i
     for i in 1 2 3 4; do restart_load crash-call$i call "$SOCK" "$dir/call$i.json" "$dir/stop" CNotes echo; done
+    restart_load crash-mcall call "$SOCK" "$dir/mcall.json" "$dir/stop" CManaged echo
     restart_load crash-ping call "$SOCK" "$dir/ping.json" "$dir/stop" mediator ping
     restart_load crash-listen listen "$SOCK" "$dir/listen.json" "$dir/stop" cr
     subscribed() { cx mediatorctl --json emit cr.probe 2>/dev/null | has '"delivered":[1-9]'; }
@@ -935,14 +957,13 @@ s3h_crash_under_load() {
     restart_load crash-emit emit "$SOCK" "$dir/emit.json" "$dir/stop" cr
     sleep 0.5
     cnotes_registered() { cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if any(t["target"]=="CNotes" and t["instances"] for t in json.load(sys.stdin)["targets"]) else 1)'; }
-    local pid0 t0 pids="" out cursor
-    # The managed component of scenario 3e, when it ran: it survives a crash
-    # (KillMode=process), and the next daemon, which cannot supervise it
-    # (its state is lost), must end it (docs/systemd.md).
-    local managed_pid=""
-    if cx test -f /etc/mediator/components.d/Managed.json; then
-        managed_pid=$(cx mediatorctl --json call Managed whoami --timeout 10 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])' 2>/dev/null)
-    fi
+    cmanaged_registered() { cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if any(t["target"]=="CManaged" and t["instances"] for t in json.load(sys.stdin)["targets"]) else 1)'; }
+    local pid0 t0 pids="" cursor status
+    # The managed components of scenario 3e, when it ran: kept the same way.
+    local m managed_before=""
+    for m in Managed Managed2; do
+        cx test -f /etc/mediator/components.d/$m.json && managed_before="$managed_before $m=$(managed_pid_of $m)"
+    done
     : >"$W/crash-times"
     cursor=$(journal_cursor)
     for i in 1 2 3; do
@@ -953,34 +974,41 @@ s3h_crash_under_load() {
         new_daemon() { local p; p=$(prop MainPID); [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$pid0" ] && is_active; }
         wait_for 10 new_daemon || { why "crash $i: no new daemon 10 s after SIGSEGV: $(prop ActiveState)/$(prop SubState)"; journal_tail; return 1; }
         wait_for 5 cnotes_registered || { why "crash $i: CNotes did not register again within 5 s"; journal_tail; return 1; }
+        wait_for 5 cmanaged_registered || { why "crash $i: CManaged did not register again within 5 s"; journal_tail; return 1; }
         pids="$pids $pid0->$(prop MainPID)"
         # systemd's start limit (5 starts in 10 s) counts these restarts too.
         sleep 2.5
     done
     say "3 crashes ($pids)"
-    if [ -n "$managed_pid" ]; then
-        managed_ended() { ! cx kill -0 "$managed_pid" 2>/dev/null; }
-        wait_for 6 managed_ended || {
-            why "the managed component (pid $managed_pid) still runs after the crashes"
-            journal_since "$cursor" | grep -e 'left' -e 'component process' -e 'fd store' | tail -12 | while IFS= read -r line; do why "  $line"; done
-            return 1
-        }
-        journal_since "$cursor" | has 'ending component processes a predecessor left' ||
-            { why "the daemon after the crash did not log that it ends the left-over component"; journal_tail; return 1; }
-        say "the managed component running at the first crash (pid $managed_pid) was ended by the next daemon"
+    # Each daemon after a crash took CManaged back as it registered again.
+    local claimed
+    claimed=$(journal_since "$cursor" | grep -c 'a component process left by the crash registered again')
+    [ "$claimed" -ge 3 ] || {
+        why "the daemons after the crashes took back a left-over component $claimed times for 3 crashes"
+        journal_since "$cursor" | grep -e 'left' -e 'component process' -e 'fd store' | tail -12 | while IFS= read -r line; do why "  $line"; done
+        return 1
+    }
+    if journal_since "$cursor" | has -e 'ending component processes a predecessor left' -e 'did not register again in time'; then
+        why "a daemon after a crash ended a managed component: $(journal_since "$cursor" | grep -m2 -e 'predecessor left' -e 'in time')"; return 1
     fi
+    local managed_after=""
+    for m in Managed Managed2; do
+        cx test -f /etc/mediator/components.d/$m.json && managed_after="$managed_after $m=$(managed_pid_of $m)"
+    done
+    [ "$managed_after" = "$managed_before" ] || { why "the managed components of scenario 3e changed:$managed_before ->$managed_after"; return 1; }
+    say "the managed CManaged (pid $cmanaged_pid) was taken back after each crash ($claimed times)${managed_before:+; those of scenario 3e kept too:$managed_before}"
     cx touch "$dir/stop"
     local name
-    results_in() { for name in call1 call2 call3 call4 ping listen emit; do cx test -s "$dir/$name.json" || return 1; done; }
+    results_in() { for name in call1 call2 call3 call4 mcall ping listen emit; do cx test -s "$dir/$name.json" || return 1; done; }
     wait_for 15 results_in || { why "the load did not report: $(cat "$W"/load-crash-*.err | tail -5 | tr '\n' ' ')"; return 1; }
-    for name in call1 call2 call3 call4 ping listen emit; do cx cat "$dir/$name.json" >"$W/cr-$name.json"; done
+    for name in call1 call2 call3 call4 mcall ping listen emit; do cx cat "$dir/$name.json" >"$W/cr-$name.json"; done
     cx journalctl -u $UNIT --after-cursor="$cursor" --no-pager -o json >"$W/crash-journal.json" 2>/dev/null
     local check
     check=$(python3 - "$W" 3 <<'PY'
 import json, re, sys
 w, crashes = sys.argv[1], int(sys.argv[2])
 bad = []
-calls = {n: json.load(open("%s/cr-%s.json" % (w, n))) for n in ["call1", "call2", "call3", "call4", "ping"]}
+calls = {n: json.load(open("%s/cr-%s.json" % (w, n))) for n in ["call1", "call2", "call3", "call4", "mcall", "ping"]}
 listen = json.load(open(w + "/cr-listen.json"))
 emit = json.load(open(w + "/cr-emit.json"))
 failed = unknown = 0
@@ -1014,21 +1042,22 @@ late = sum(r["late"] for r in calls.values())
 kills = [float(x) for x in open(w + "/crash-times").read().split()]
 heard = sorted(t for r in list(calls.values()) + [listen] for t in r["reregister_at"])
 told = ["%.0f" % (min([t for t in heard if t >= k] or [float("nan")]) - k) for k in kills]
-# When the component registered again, from the daemon's journal.
-registered = []
+# When the components registered again, from the daemon's journal.
+registered = {"CNotes": [], "CManaged": []}
 for line in open(w + "/crash-journal.json"):
     try: r = json.loads(line)
     except ValueError: continue
-    if r.get("MESSAGE") == "target registered" and r.get("MEDIATOR_TARGET") == "CNotes":
-        registered.append(int(r["__REALTIME_TIMESTAMP"]) / 1000.0)
-again = []
-for k in kills:
-    after = [t for t in registered if t >= k]
-    if not after: bad.append("CNotes did not register again after the SIGSEGV at %.0f" % k); continue
-    again.append(after[0] - k)
-    if after[0] - k > 1000: bad.append("CNotes registered again %.0f ms after a SIGSEGV (the target is 1 s)" % (after[0] - k))
-print("%s|the new daemon's mediator.reregister %s ms and CNotes registered again %s ms after each SIGSEGV; %d calls, every one answered once: %d failed component_unavailable at the crashes, %d target_not_found, %d late answers dropped; the longest call %.1f ms; %d of %d events received (%d publishes lost at the crashes)" % (
-    "; ".join(bad), "/".join(told), "/".join("%.0f" % t for t in again), total, failed, unknown, late, max(r["max_ms"] for r in calls.values()), len(got), last, len(emit["lost"])))
+    if r.get("MESSAGE") == "target registered" and r.get("MEDIATOR_TARGET") in registered:
+        registered[r["MEDIATOR_TARGET"]].append(int(r["__REALTIME_TIMESTAMP"]) / 1000.0)
+again = {"CNotes": [], "CManaged": []}
+for target, times in registered.items():
+    for k in kills:
+        after = [t for t in times if t >= k]
+        if not after: bad.append("%s did not register again after the SIGSEGV at %.0f" % (target, k)); continue
+        again[target].append(after[0] - k)
+        if after[0] - k > 1000: bad.append("%s registered again %.0f ms after a SIGSEGV (the target is 1 s)" % (target, after[0] - k))
+print("%s|the new daemon's mediator.reregister %s ms, CNotes registered again %s ms and the managed CManaged %s ms after each SIGSEGV; %d calls, every one answered once: %d failed component_unavailable at the crashes, %d target_not_found, %d late answers dropped; the longest call %.1f ms; %d of %d events received (%d publishes lost at the crashes)" % (
+    "; ".join(bad), "/".join(told), "/".join("%.0f" % t for t in again["CNotes"]), "/".join("%.0f" % t for t in again["CManaged"]), total, failed, unknown, late, max(r["max_ms"] for r in calls.values()), len(got), last, len(emit["lost"])))
 PY
 )
     local problems=${check%%|*} figures=${check#*|}
@@ -1036,6 +1065,17 @@ PY
     [ -z "$problems" ] || { why "$problems"; return 1; }
     kill -0 "$cnotes_bg" 2>/dev/null || { why "the CNotes component exited (its connection closed)"; return 1; }
     out=$(cx mediatorctl --json call CNotes list 2>&1) || { why "call CNotes list after the crashes: $out"; return 1; }
+    # The same process, alive, on the connection it had (instances list the peer's pid).
+    cx kill -0 "$cmanaged_pid" 2>/dev/null || { why "the managed CManaged (pid $cmanaged_pid) no longer runs"; return 1; }
+    local cmanaged_after
+    cmanaged_after=$(managed_pid_of CManaged)
+    [ "$cmanaged_after" = "$cmanaged_pid" ] || { why "CManaged's pid changed across the crashes: $cmanaged_pid -> $cmanaged_after"; journal_tail; return 1; }
+    cx mediatorctl --json list 2>/dev/null | python3 -c 'import json,sys; sys.exit(0 if [i["pid"] for t in json.load(sys.stdin)["targets"] if t["target"]=="CManaged" for i in t["instances"]] == [int(sys.argv[1])] else 1)' "$cmanaged_pid" ||
+        { why "CManaged is not registered by its one process $cmanaged_pid"; return 1; }
+    status=$(cx mediatorctl --json call mediator status target=CManaged 2>/dev/null)
+    python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if r.get("state")=="running" and r.get("pids")==[int(sys.argv[2])] else 1)' "$status" "$cmanaged_pid" ||
+        { why "the daemon does not supervise CManaged's process: $status"; return 1; }
+    say "CManaged kept pid $cmanaged_pid and its connection across the crashes, supervised again (status: $status)"
     kill -TERM "$cnotes_bg" 2>/dev/null
     return 0
 }

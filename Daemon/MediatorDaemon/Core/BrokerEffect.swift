@@ -26,6 +26,14 @@ package enum BrokerEffect: Sendable {
     case stopUnit(String)
     /// Every at-boot component has registered or failed.
     case bootComplete
+    /// After a crash: the process the predecessor kept in the fd store as
+    /// `spawnID` claimed `target`'s component. Watch it through its stored
+    /// pidfd, read its pipes, and report its end with
+    /// ``Broker/processExited(spawnID:end:now:)`` (``ProcessEnd/unobserved``:
+    /// it is not this daemon's child).
+    case adoptStoredProcess(spawnID: Int, pid: Int32, target: String)
+    /// End the stored processes with these spawn ids: nobody claimed them.
+    case endStoredProcesses([Int])
     /// `mediator/reexec`: hand everything to a new image of the daemon's
     /// binary; the caller (its id as it arrived; nil for a oneway call) is
     /// answered by the new image, or by this one if the exec fails.

@@ -20,6 +20,7 @@ extension BrokerHost {
     /// those left after the grace, then `then` once all ended or after the
     /// last wait. On the loop's thread.
     func endComponents(then: @escaping () -> Void) {
+        endClaimableProcesses()
         guard !processes.isEmpty else { return then() }
         processes.signalAll(SIGTERM)
         let started = ContinuousClock.now
@@ -58,8 +59,9 @@ extension BrokerHost {
         return elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
     }
 
-    /// The stored processes no resumption adopted (after a crash, all of
-    /// them): ended, since nothing knows what they were (ComponentProcesses.endLeftOvers).
+    /// The stored processes no resumption adopted and none may claim (after
+    /// a crash, those already gone; BrokerHost+StoredAdoption.swift): ended,
+    /// since nothing knows what they were (ComponentProcesses.endLeftOvers).
     func endUnclaimedStoredProcesses() {
         guard let stored = storedProcesses else { return }
         storedProcesses = nil

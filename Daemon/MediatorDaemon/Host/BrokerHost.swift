@@ -358,6 +358,10 @@ final class BrokerHost: @unchecked Sendable {
             if let units { Task { _ = await units.stop(unit) } }
         case .bootComplete:
             bootWaiters.finish()
+        case .adoptStoredProcess(let spawnID, let pid, let target):
+            adoptStoredProcess(spawnID: spawnID, pid: pid, target: target)
+        case .endStoredProcesses(let spawnIDs):
+            endStoredProcesses(spawnIDs)
         case .reexec(let connection, let idBytes):
             requestReexec(HostHandOverState.Requester(
                 connection: connection, idBytes: idBytes.map { Array($0.readableBytesView) }))

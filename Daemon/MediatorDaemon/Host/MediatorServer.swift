@@ -218,6 +218,8 @@ package final class MediatorServer: Service, Sendable {
                     let resumption = try host.resume(from: inheritance)
                     // Stored connections a restart's hand-over did not name (in the same turn: no id taken meanwhile).
                     if !stored.isEmpty { host.settleUnclaimedStoredConnections(stored, after: resumption) }
+                    // A state that could not be read is as lost as after a crash: the processes may claim their components.
+                    if case .cleanRestart = resumption, inheritance.origin == .fdStore { host.offerStoredProcessesForAdoption() }
                     host.endUnclaimedStoredProcesses()
                     return resumption
                 }
@@ -267,7 +269,8 @@ package final class MediatorServer: Service, Sendable {
                 try host.start(listener: adopted, listenerDescriptor: listeningSocket)
                 // In the same turn of the loop: no peer accepted before them may take one of their ids.
                 if !stored.isEmpty { host.adoptStoredConnections(stored) }
-                // After a crash: its component processes are ended (their state is lost).
+                // After a crash: its component processes run on, until they claim their components or the bound passes.
+                host.offerStoredProcessesForAdoption()
                 host.endUnclaimedStoredProcesses()
             }
         } catch {

@@ -30,8 +30,14 @@ final class ComponentProcesses {
         var inStore = false
     }
 
+    /// After a crash, the stored processes that may still claim their
+    /// components, by spawn id (BrokerHost+StoredAdoption.swift): not
+    /// watched yet, their descriptors kept here until then.
+    var claimable: [Int: StoredProcess] = [:]
+
     /// Left over from a predecessor whose state is lost (a crash, a
-    /// hand-over that could not be read): ended, not supervised.
+    /// hand-over that could not be read) and claimed by no component
+    /// (BrokerHost+StoredAdoption.swift): ended, not supervised.
     private var leftOvers: [Int32: Entry] = [:]
     private var leftOverTimer: TimerSource?
 
@@ -158,9 +164,11 @@ final class ComponentProcesses {
         }
     }
 
-    /// Whether a process was spawned whose pid is not known yet: a re-exec
-    /// waits for it (the new image could not watch it).
-    var isStartingAny: Bool { entries.values.contains { $0.pid == nil } }
+    /// Whether a process was spawned whose pid is not known yet, or a
+    /// stored one may still claim its component: a re-exec (or a
+    /// restart's hand-over) waits for it (the new image could not watch
+    /// it; the adoption settles within seconds).
+    var isStartingAny: Bool { !claimable.isEmpty || entries.values.contains { $0.pid == nil } }
 
     /// Every process, for a re-exec: the pipes' read ends to keep open.
     /// Nothing changes here, so that a failed exec carries on as before.
@@ -235,8 +243,9 @@ final class ComponentProcesses {
     }
 
     /// Processes a predecessor kept in the fd store whose state is lost
-    /// (it crashed, or its hand-over could not be read): nothing could
-    /// supervise them as the broker would (it knows none of them), and
+    /// (it crashed, or its hand-over could not be read) and that did not
+    /// claim a component by registering again: nothing could supervise
+    /// them as the broker would (it knows none of them), and
     /// `systemctl stop` must find nothing left, so they are ended as the
     /// control-group kill did before KillMode=process: SIGTERM, their
     /// output read meanwhile, SIGKILL after `grace`. Each stays in the

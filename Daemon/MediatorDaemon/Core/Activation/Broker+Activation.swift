@@ -70,8 +70,10 @@ extension Broker {
     /// A connection registered a target: if it is a managed component, it is
     /// running now and its held calls go out.
     func componentRegistered(_ target: String, pid: Int32, now: NIODeadline) {
+        claimStoredProcess(target, pid: pid, now: now)
         carryOut(activation.registered(target, pid: pid, now: now), now: now)
         carryOut(activation.settleRegistration(target, now: now, registry: registry), now: now)
+        settleAdoption(now: now)
         if !reregistrationHold.isEmpty { releaseReregistrationHold(target, now: now) }
     }
 
@@ -89,6 +91,7 @@ extension Broker {
     /// Start timeouts, held calls' timeouts, restarts, SIGTERM after a stop's grace, idle exits.
     func expireComponents(now: NIODeadline) {
         carryOut(activation.expire(now: now, registry: registry, stopGrace: componentStopGrace), now: now)
+        settleAdoption(now: now)
     }
 
     func scheduleComponentWakeUp(now: NIODeadline) {

@@ -79,6 +79,8 @@ struct ComponentActivation {
     /// The at-boot components of the group under way that have neither registered nor failed.
     var bootWaiting: Set<String> = []
     var bootDone = false
+    /// After a crash: the stored processes that may claim their components (ComponentActivation+Adoption.swift).
+    var adoption = ComponentAdoption()
     /// `mediator/start` calls waiting for their component to register.
     var startWaiters: [String: [StartWaiter]] = [:]
     /// Calls waiting for a component to start (and `start`s waiting for it
@@ -237,8 +239,10 @@ struct ComponentActivation {
 
     // MARK: - Starting and stopping
 
-    private mutating func start(_ target: String, _ now: NIODeadline, _ registry: Registry, _ actions: inout [Action]) {
+    mutating func start(_ target: String, _ now: NIODeadline, _ registry: Registry, _ actions: inout [Action]) {
         guard let component = components[target] else { return }
+        // Its process may be one left by a crash, about to claim it (settleAdoption starts it otherwise).
+        if adoption.defersStarts, case .exec = component.manifest.launch { return }
         actions.append(.activated(target))
         components[target]?.state = .starting
         components[target]?.startDeadline = now + Self.startTimeout(component.manifest)
@@ -393,7 +397,7 @@ struct ComponentActivation {
         if hasWaiters(target) { start(target, now, registry, &actions) }
     }
 
-    private func hasWaiters(_ target: String) -> Bool {
+    func hasWaiters(_ target: String) -> Bool {
         components[target]?.held.isEmpty == false || startWaiters[target]?.isEmpty == false
     }
 
