@@ -22,7 +22,12 @@ extension Connection {
             // each level when handed back in a Result.
             var envelope = Envelope(kind: .request)
             var payloads = EnvelopeParser.Payloads()
-            if let failure = EnvelopeParser.parse(raw, intoFresh: &envelope, decoding: &payloads) {
+            // A caller's usual answer, `{"id":N,"result":…}`, without the
+            // general parser's member loop and classification; any other
+            // frame takes the general one (the plain path leaves the
+            // envelope fresh when it does not read the frame).
+            let isPlain = EnvelopeParser.parsePlainResult(raw, intoFresh: &envelope, result: &payloads.result)
+            if !isPlain, let failure = EnvelopeParser.parse(raw, intoFresh: &envelope, decoding: &payloads) {
                 // Contract section 1: answered with bad_request, with the id
                 // when read; but a oneway request never gets an answer, not
                 // even an error (section 2, and the daemon's documented choice).
