@@ -22,11 +22,13 @@ extension Connection {
             // each level when handed back in a Result.
             var envelope = Envelope(kind: .request)
             var payloads = EnvelopeParser.Payloads()
-            // A caller's usual answer, `{"id":N,"result":…}`, without the
-            // general parser's member loop and classification; any other
-            // frame takes the general one (the plain path leaves the
-            // envelope fresh when it does not read the frame).
+            // A caller's usual answer, `{"id":N,"result":…}`, and a
+            // component's usual request, as mediatord writes them, without
+            // the general parser's member loop and classification; any other
+            // frame takes the general one (the plain paths leave the
+            // envelope fresh when they do not read the frame).
             let isPlain = EnvelopeParser.parsePlainResult(raw, intoFresh: &envelope, result: &payloads.result)
+                || (hooks != nil && EnvelopeParser.parsePlainRequest(raw, intoFresh: &envelope, params: &payloads.params))
             if !isPlain, let failure = EnvelopeParser.parse(raw, intoFresh: &envelope, decoding: &payloads) {
                 // Contract section 1: answered with bad_request, with the id
                 // when read; but a oneway request never gets an answer, not
