@@ -39,9 +39,12 @@ extension EnvelopeParser {
     ///
     /// - Parameter envelope: one just made by `Envelope(kind: .request)`,
     ///   filled only when this returns true.
+    /// - Parameter names: the names of the last request read this way,
+    ///   taken instead of new strings (made and checked again, ~500
+    ///   instructions each) when this one has the same; updated.
     package static func parsePlainRequest(
         _ frame: UnsafeRawBufferPointer, intoFresh envelope: inout Envelope, params: inout JSONValue?,
-        maxDepth: Int = JSONParser.defaultMaxDepth
+        names: inout RequestNames, maxDepth: Int = JSONParser.defaultMaxDepth
     ) -> Bool {
         guard let idStart = matched("{\"id\":", in: frame, at: 0), let (id, idEnd) = plainInteger(frame, at: idStart),
             let targetStart = matched(",\"target\":\"", in: frame, at: idEnd),
@@ -75,10 +78,11 @@ extension EnvelopeParser {
             }
         }
         guard isClosedAtEnd(parser) else { return false }
-        let target = String(decoding: UnsafeRawBufferPointer(rebasing: frame[targetStart..<targetEnd]), as: UTF8.self)
-        let action = String(decoding: UnsafeRawBufferPointer(rebasing: frame[actionStart..<actionEnd]), as: UTF8.self)
         // An invalid name is refused by the general parser, with its message.
-        guard NameRules.isValidTarget(target), NameRules.isValidAction(action) else { return false }
+        guard let target = name(frame, targetStart..<targetEnd, last: names.target, isValid: NameRules.isValidTarget),
+            let action = name(frame, actionStart..<actionEnd, last: names.action, isValid: NameRules.isValidAction)
+        else { return false }
+        names = RequestNames(target: target, action: action)
         envelope.id = .int(id)
         envelope.idRange = idStart..<idEnd
         envelope.target = target
@@ -90,6 +94,29 @@ extension EnvelopeParser {
         if let traceparent { traceContext(frame, traceparent: traceparent, tracestate: tracestate, into: &envelope) }
         params = value
         return true
+    }
+
+    /// A component's last target and action (see ``parsePlainRequest(_:intoFresh:params:names:maxDepth:)``).
+    package struct RequestNames: Sendable {
+        var target = ""
+        var action = ""
+        package init() {}
+        init(target: String, action: String) {
+            self.target = target
+            self.action = action
+        }
+    }
+
+    /// The name in `range` (plain ASCII): `last` when it has the same
+    /// bytes (checked when it was made), else a new string if `isValid`.
+    private static func name(
+        _ frame: UnsafeRawBufferPointer, _ range: Range<Int>, last: String, isValid: (String) -> Bool
+    ) -> String? {
+        let bytes = UnsafeRawBufferPointer(rebasing: frame[range])
+        var last = last  // withUTF8 is mutating; a copy of a small or native string costs nothing
+        if !last.isEmpty, last.withUTF8({ $0.elementsEqual(bytes) }) { return last }
+        let name = String(decoding: bytes, as: UTF8.self)
+        return isValid(name) ? name : nil
     }
 
     /// Checks the string at `start` as the general parser does and moves

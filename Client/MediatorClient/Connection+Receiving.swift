@@ -28,7 +28,7 @@ extension Connection {
             // frame takes the general one (the plain paths leave the
             // envelope fresh when they do not read the frame).
             let isPlain = EnvelopeParser.parsePlainResult(raw, intoFresh: &envelope, result: &payloads.result)
-                || (hooks != nil && EnvelopeParser.parsePlainRequest(raw, intoFresh: &envelope, params: &payloads.params))
+                || (hooks != nil && parsePlainRequest(raw, into: &envelope, params: &payloads.params))
             if !isPlain, let failure = EnvelopeParser.parse(raw, intoFresh: &envelope, decoding: &payloads) {
                 // Contract section 1: answered with bad_request, with the id
                 // when read; but a oneway request never gets an answer, not

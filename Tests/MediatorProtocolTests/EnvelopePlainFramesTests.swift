@@ -57,9 +57,10 @@ import Testing
     static func plainReading(_ bytes: [UInt8]) -> (Envelope, EnvelopeParser.Payloads)? {
         var envelope = Envelope(kind: .request)
         var payloads = EnvelopeParser.Payloads()
+        var names = EnvelopeParser.RequestNames()
         let read = bytes.withUnsafeBytes {
             EnvelopeParser.parsePlainResult($0, intoFresh: &envelope, result: &payloads.result)
-                || EnvelopeParser.parsePlainRequest($0, intoFresh: &envelope, params: &payloads.params)
+                || EnvelopeParser.parsePlainRequest($0, intoFresh: &envelope, params: &payloads.params, names: &names)
         }
         return read ? (envelope, payloads) : nil
     }
@@ -74,6 +75,23 @@ import Testing
         #expect(failure == nil)
         #expect(envelope == general)
         #expect(payloads.result == generalPayloads.result && payloads.params == generalPayloads.params)
+    }
+
+    /// The last request's names are taken only when the bytes are the same.
+    @Test func takesTheLastNamesOnlyWhenTheSame() throws {
+        var names = EnvelopeParser.RequestNames()
+        for (target, action) in [("Bench", "echo"), ("Bench", "echo"), ("Bench", "echo2"), ("Bench2", "echo2"), ("Bench", "echo")] {
+            let frame = Array(#"{"id":1,"target":"\#(target)","action":"\#(action)","params":{},"timeout_ms":5,"caller":{}}"#.utf8)
+            var envelope = Envelope(kind: .request)
+            var params: JSONValue?
+            #expect(frame.withUnsafeBytes { EnvelopeParser.parsePlainRequest($0, intoFresh: &envelope, params: &params, names: &names) })
+            #expect(envelope.target == target && envelope.action == action)
+        }
+        // A name that is not valid is refused, whatever came before.
+        let bad = Array(#"{"id":1,"target":"Bench","action":"ec ho","params":{},"timeout_ms":5,"caller":{}}"#.utf8)
+        var envelope = Envelope(kind: .request)
+        var params: JSONValue?
+        #expect(!bad.withUnsafeBytes { EnvelopeParser.parsePlainRequest($0, intoFresh: &envelope, params: &params, names: &names) })
     }
 
     @Test(arguments: general)
