@@ -79,6 +79,8 @@ final class Connection: Sendable {
         @exclusivity(unchecked) var running = true
         /// Where each read's control message lands (no allocation per read).
         let controlSpace = ControlSpace()
+        /// See ``Connection/lastImmediateHandler``.
+        @exclusivity(unchecked) var lastImmediateHandler: (action: String, handler: Component.ImmediateHandler)?
         /// The last request's names, for the next one's (see ``Connection/parsePlainRequest(_:into:params:)``).
         @exclusivity(unchecked) var requestNames = EnvelopeParser.RequestNames()
 
@@ -340,13 +342,6 @@ final class Connection: Sendable {
                 return
             }
         }
-    }
-
-    /// ``EnvelopeParser/parsePlainRequest(_:intoFresh:params:names:maxDepth:)``
-    /// with the names of this connection's last request: a component's
-    /// requests nearly always repeat them. On the connection's thread.
-    func parsePlainRequest(_ raw: UnsafeRawBufferPointer, into envelope: inout Envelope, params: inout JSONValue?) -> Bool {
-        EnvelopeParser.parsePlainRequest(raw, intoFresh: &envelope, params: &params, names: &io.requestNames)
     }
 
     /// ``EnvelopeParser/parsePlainRequest(_:intoFresh:params:names:maxDepth:)``
