@@ -181,7 +181,7 @@ final class ComponentServer: Sendable {
     /// `ServiceContext` that an instrument propagates, needs the task path. False when the call is not one of those.
     private func answerImmediately(_ request: IncomingRequest, _ component: Component, _ connection: Connection) -> Bool {
         guard case .connection = component.handlerExecutor, component.interceptors.isEmpty,
-            let handler = component.immediateHandler(for: request.action),
+            let handler = immediateHandler(for: request.action, component, connection),
             let client = state.withLockedValue({ $0.stopped ? nil : $0.client }),
             tracingIsOff(client, connection)
         else { return false }
@@ -190,6 +190,20 @@ final class ComponentServer: Sendable {
         let context = CallContext(request: request, client: client, responder: nil)
         Responder.answer(request.id, outcome(context) { try handler(context) }, on: connection)
         return true
+    }
+
+    /// The component's handler for `action` when it cannot suspend; with
+    /// one component per connection, remembered on the connection for the
+    /// next request of the same action (the component never changes
+    /// there; with several, the one serving a target may).
+    private func immediateHandler(
+        for action: String, _ component: Component, _ connection: Connection
+    ) -> Component.ImmediateHandler? {
+        guard onlyComponent != nil else { return component.immediateHandler(for: action) }
+        if let last = connection.lastImmediateHandler, last.action == action { return last.handler }
+        guard let handler = component.immediateHandler(for: action) else { return nil }
+        connection.lastImmediateHandler = (action, handler)
+        return handler
     }
 
     /// Whether tracing is off, asked once per read from the socket: the

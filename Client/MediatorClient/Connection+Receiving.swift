@@ -22,7 +22,14 @@ extension Connection {
             // each level when handed back in a Result.
             var envelope = Envelope(kind: .request)
             var payloads = EnvelopeParser.Payloads()
-            if let failure = EnvelopeParser.parse(raw, intoFresh: &envelope, decoding: &payloads) {
+            // A caller's usual answer, `{"id":N,"result":…}`, and a
+            // component's usual request, as mediatord writes them, without
+            // the general parser's member loop and classification; any other
+            // frame takes the general one (the plain paths leave the
+            // envelope fresh when they do not read the frame).
+            let isPlain = EnvelopeParser.parsePlainResult(raw, intoFresh: &envelope, result: &payloads.result)
+                || (hooks != nil && parsePlainRequest(raw, into: &envelope, params: &payloads.params))
+            if !isPlain, let failure = EnvelopeParser.parse(raw, intoFresh: &envelope, decoding: &payloads) {
                 // Contract section 1: answered with bad_request, with the id
                 // when read; but a oneway request never gets an answer, not
                 // even an error (section 2, and the daemon's documented choice).

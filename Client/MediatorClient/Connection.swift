@@ -79,6 +79,10 @@ final class Connection: Sendable {
         @exclusivity(unchecked) var running = true
         /// Where each read's control message lands (no allocation per read).
         let controlSpace = ControlSpace()
+        /// See ``Connection/lastImmediateHandler``.
+        @exclusivity(unchecked) var lastImmediateHandler: (action: String, handler: Component.ImmediateHandler)?
+        /// The last request's names, for the next one's (see ``Connection/parsePlainRequest(_:into:params:)``).
+        @exclusivity(unchecked) var requestNames = EnvelopeParser.RequestNames()
 
         init(maxFrameBytes: Int) {
             inbound = InboundFrames(maxLineBytes: maxFrameBytes)
@@ -338,6 +342,23 @@ final class Connection: Sendable {
                 return
             }
         }
+    }
+
+    /// ``EnvelopeParser/parsePlainRequest(_:intoFresh:params:names:maxDepth:)``
+    /// with the names of this connection's last request: a component's
+    /// requests nearly always repeat them. On the connection's thread.
+    func parsePlainRequest(_ raw: UnsafeRawBufferPointer, into envelope: inout Envelope, params: inout JSONValue?) -> Bool {
+        EnvelopeParser.parsePlainRequest(raw, intoFresh: &envelope, params: &params, names: &io.requestNames)
+    }
+
+    /// The last action a single component's server answered at once on
+    /// this connection, with its handler, so that the next request for it
+    /// skips the lookup by name (a sequential caller repeats one action).
+    /// On the connection's thread only, where requests are dispatched:
+    /// per connection, so no lock.
+    var lastImmediateHandler: (action: String, handler: Component.ImmediateHandler)? {
+        get { io.lastImmediateHandler }
+        set { io.lastImmediateHandler = newValue }
     }
 
     /// The descriptors `line` declares (`count`), or why they did not come
