@@ -143,6 +143,28 @@ struct FuzzSplitMix64 {
 enum FuzzInvariants {
     // MARK: Framing
 
+    /// The libraries' fast paths for mediatord's usual frames
+    /// (EnvelopeParser+PlainFrames.swift) read a frame exactly as the
+    /// general parser does, or leave it to it: never a reading of their own.
+    static func checkPlainPaths(_ frame: [UInt8], _ check: inout FuzzCheck) {
+        var envelope = Envelope(kind: .request)
+        var payloads = EnvelopeParser.Payloads()
+        var names = EnvelopeParser.RequestNames()
+        let read = withExactCopy(frame) {
+            EnvelopeParser.parsePlainResult($0, intoFresh: &envelope, result: &payloads.result)
+                || EnvelopeParser.parsePlainRequest($0, intoFresh: &envelope, params: &payloads.params, names: &names)
+        }
+        guard read else { return }
+        var general = Envelope(kind: .request)
+        var generalPayloads = EnvelopeParser.Payloads()
+        let failure = withExactCopy(frame) { EnvelopeParser.parse($0, intoFresh: &general, decoding: &generalPayloads) }
+        check.expect(failure == nil, "a fast path reads a frame the general parser refuses: \(String(describing: failure))")
+        check.expect(envelope == general, "a fast path reads another envelope than the general parser")
+        check.expect(
+            payloads.result == generalPayloads.result && payloads.params == generalPayloads.params,
+            "a fast path decodes another result or params than the general parser")
+    }
+
     enum Output: Equatable {
         case frame([UInt8])
         case tooLarge
@@ -292,6 +314,7 @@ enum FuzzInvariants {
 
     /// One frame (no LF in it) through both parsers.
     static func checkFrame(_ frame: [UInt8], _ check: inout FuzzCheck) {
+        checkPlainPaths(frame, &check)
         let value = withExactCopy(frame) { try? JSONParser.parse($0) }
         if let value {
             checkRoundTrip(value, &check)
