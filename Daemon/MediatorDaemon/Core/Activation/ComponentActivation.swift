@@ -97,144 +97,12 @@ struct ComponentActivation {
     /// are counted.
     static let maxSkippedManifests = 64
 
-    // MARK: - Manifests
-
     /// Keeps the files the loader refused, in place of those of the last
     /// load; says how many were left out.
     mutating func keepSkippedManifests(_ skipped: [SkippedManifest]) -> Int {
         skippedManifests = Array(skipped.prefix(Self.maxSkippedManifests))
         skippedManifestsLeftOut = skipped.count - skippedManifests.count
         return skippedManifestsLeftOut
-    }
-
-    /// Installs the manifests at start, or replaces them on reload: new ones
-    /// become activatable, changed ones apply from their next start, removed
-    /// ones stop once their calls finish.
-    mutating func loadManifests(_ manifests: [Manifest], now: NIODeadline, registry: Registry) -> [Action] {
-        let incoming = Dictionary(manifests.map { ($0.target, $0) }, uniquingKeysWith: { first, _ in first })
-        for (target, manifest) in incoming {
-            if components[target] != nil {
-                components[target]?.manifest = manifest
-                components[target]?.removed = false
-            } else {
-                components[target] = ManagedComponent(manifest: manifest)
-            }
-        }
-        for target in components.keys where incoming[target] == nil {
-            components[target]?.removed = true
-            if components[target]?.state == .activatable || components[target]?.state == .failed {
-                components[target] = nil
-            }
-        }
-        var actions: [Action] = [.manifestsLoaded(count: incoming.count)]
-        scheduleWakeUp(now, registry, &actions)
-        return actions
-    }
-
-    /// Starts the at-boot components, lowest priority first; each priority
-    /// group starts once the one before has registered or failed.
-    mutating func startBootComponents(now: NIODeadline, registry: Registry) -> [Action] {
-        let boot = components.values.filter { $0.manifest.start == .atBoot && !$0.removed }
-        let priorities = Set(boot.map(\.manifest.priority)).sorted()
-        bootGroups = priorities.map { priority in boot.filter { $0.manifest.priority == priority }.map(\.manifest.target).sorted() }
-        var actions: [Action] = []
-        startNextBootGroup(now, registry, &actions)
-        return actions
-    }
-
-    private mutating func startNextBootGroup(_ now: NIODeadline, _ registry: Registry, _ actions: inout [Action]) {
-        while bootWaiting.isEmpty {
-            guard !bootGroups.isEmpty else {
-                if !bootDone {
-                    bootDone = true
-                    actions.append(.bootComplete)
-                }
-                return
-            }
-            let group = bootGroups.removeFirst()
-            for target in group where components[target]?.state == .activatable {
-                actions.append(.bootStarting(target))
-                bootWaiting.insert(target)
-                start(target, now, registry, &actions)
-            }
-        }
-    }
-
-    private mutating func bootSettled(_ target: String, _ now: NIODeadline, _ registry: Registry, _ actions: inout [Action]) {
-        guard bootWaiting.remove(target) != nil else { return }
-        if bootWaiting.isEmpty { startNextBootGroup(now, registry, &actions) }
-    }
-
-    // MARK: - Calls and `start`
-
-    /// Queues a call for a component that is not running (the broker has
-    /// checked it against the manifest and the limits), starting the
-    /// component if nothing is under way.
-    mutating func hold(_ call: ManagedComponent.HeldCall, now: NIODeadline, registry: Registry) -> [Action] {
-        let target = call.request.target
-        guard let state = components[target]?.state else { return [] }
-        components[target]?.held.append(call)
-        heldCalls.add(caller: call.caller, id: call.request.id, bytes: call.bytes, target: target)
-        var actions: [Action] = []
-        if state == .activatable { start(target, now, registry, &actions) }
-        scheduleWakeUp(now, registry, &actions)
-        return actions
-    }
-
-    /// `start` of a managed component that is not running: a failed one is
-    /// tried again; the waiter is answered once it registers.
-    mutating func requestStart(_ target: String, waiter: StartWaiter, now: NIODeadline, registry: Registry) -> [Action] {
-        guard components[target] != nil else { return [] }
-        if components[target]?.state == .failed {
-            components[target]?.state = .activatable
-            components[target]?.consecutiveRestarts = 0
-        }
-        startWaiters[target, default: []].append(waiter)
-        heldCalls.add(caller: waiter.connection, id: waiter.id, bytes: waiter.bytes, target: target)
-        var actions: [Action] = []
-        if components[target]?.state == .activatable { start(target, now, registry, &actions) }
-        return actions
-    }
-
-    /// A ``Action/deliver(_:)``ed call is being forwarded: it no longer counts as held.
-    mutating func forwarding(_ call: ManagedComponent.HeldCall) {
-        heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
-    }
-
-    /// Takes out of the queues a held call (or `start`) of the connection
-    /// with this id, for `cancel`; nil when none has it.
-    mutating func cancel(caller connection: ConnectionID, id: MessageID) -> Cancellation? {
-        guard let target = heldCalls.target(caller: connection, id: id) else { return nil }
-        if let index = components[target]?.held.firstIndex(where: { $0.caller == connection && $0.request.id == id }),
-            let call = components[target]?.held.remove(at: index)
-        {
-            heldCalls.remove(caller: connection, id: id, bytes: call.bytes)
-            return .heldCall(call)
-        }
-        if let index = startWaiters[target]?.firstIndex(where: { $0.connection == connection && $0.id == id }),
-            let waiter = startWaiters[target]?.remove(at: index)
-        {
-            heldCalls.remove(caller: connection, id: id, bytes: waiter.bytes)
-            return .startWaiter(waiter)
-        }
-        return .alreadyGone
-    }
-
-    /// A connection closed: its `start`s and held calls go; returns the held calls, in queue order.
-    mutating func dropHeld(from connection: ConnectionID) -> [ManagedComponent.HeldCall] {
-        for target in startWaiters.keys {
-            startWaiters[target]?.removeAll { $0.connection == connection }
-        }
-        var dropped: [ManagedComponent.HeldCall] = []
-        for target in components.keys {
-            components[target]?.held.removeAll { call in
-                guard call.caller == connection else { return false }
-                dropped.append(call)
-                return true
-            }
-        }
-        heldCalls.forget(connection)
-        return dropped
     }
 
     // MARK: - Starting and stopping
@@ -414,35 +282,6 @@ struct ComponentActivation {
         if hasWaiters(target) { start(target, now, registry, &actions) }
     }
 
-    /// The held calls `failing` picks, of every target, fail with `error`
-    /// (those a hand-over's snapshot cannot carry); `start`s stay.
-    mutating func failHeld(where failing: (ManagedComponent.HeldCall) -> Bool, _ error: MediatorError) -> [Action] {
-        var actions: [Action] = []
-        for target in components.keys.sorted() {
-            guard let held = components[target]?.held, held.contains(where: failing) else { continue }
-            components[target]?.held = held.filter { !failing($0) }
-            for call in held where failing(call) {
-                heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
-                actions.append(.heldFailed(call, error))
-            }
-        }
-        return actions
-    }
-
-    /// Every `start` and held call for the target fails with `error`.
-    private mutating func failHeld(_ target: String, _ error: MediatorError, _ actions: inout [Action]) {
-        for waiter in startWaiters.removeValue(forKey: target) ?? [] {
-            heldCalls.remove(caller: waiter.connection, id: waiter.id, bytes: waiter.bytes)
-            actions.append(.startRefused(waiter, error))
-        }
-        guard let held = components[target]?.held else { return }
-        components[target]?.held = []
-        for call in held {
-            heldCalls.remove(caller: call.caller, id: call.request.id, bytes: call.bytes)
-            actions.append(.heldFailed(call, error))
-        }
-    }
-
     // MARK: - Registration
 
     /// A connection (of process `pid`) registered a target: if it is a
@@ -583,7 +422,7 @@ struct ComponentActivation {
         return next.map { max($0, now) }
     }
 
-    private func scheduleWakeUp(_ now: NIODeadline, _ registry: Registry, _ actions: inout [Action]) {
+    func scheduleWakeUp(_ now: NIODeadline, _ registry: Registry, _ actions: inout [Action]) {
         if let at = nextWakeUp(now: now, registry: registry) { actions.append(.wakeUp(at: at)) }
     }
 }
